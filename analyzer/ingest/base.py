@@ -1,0 +1,69 @@
+"""The adapter contract. One module per format provides ``FORMAT``, ``sniff(record)`` and a ``Parser``.
+
+A parser is fed the file's JSON values in order (``feed``), writes sessions, turns and calls through
+``SessionBuilder``s, and reports records it cannot use through ``ctx.error``; ``close`` finishes every session.
+Adapters know formats and nothing about loops or DuckDB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+from .rows import RowSink, SessionBuilder, excerpt
+
+
+@dataclass
+class FileContext:
+    path: Path
+    file_id: int
+    sink: RowSink
+    on_error: Callable[[int | None, str, "str | bytes"], None]
+
+    def builder(self, format: str, session_id: str, **kw: Any) -> SessionBuilder:
+        return SessionBuilder(self.sink, self.file_id, str(self.path), format, session_id, **kw)
+
+    def error(self, line: int | None, reason: str, record: Any = "") -> None:
+        if not isinstance(record, (str, bytes)):
+            try:
+                import orjson
+
+                record = orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+            except Exception:  # noqa: BLE001 - an excerpt is best effort
+                record = repr(record)
+        self.on_error(line, reason, excerpt(record))
+
+
+class Parser(Protocol):
+    def __init__(self, ctx: FileContext) -> None: ...
+
+    def feed(self, record: Any, line: int) -> None: ...
+
+    def close(self) -> int:
+        """Finish every session; return how many sessions were written."""
+        ...
+
+
+def text_of(content: Any, types: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
+    """Visible text of a message ``content``: a string, a list of typed parts, a dict, or null."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        if content.get("type") in types or "text" in content:
+            t = content.get("text")
+            return t if isinstance(t, str) else ""
+        return ""
+    if isinstance(content, list):
+        out = []
+        for part in content:
+            if isinstance(part, str):
+                out.append(part)
+            elif isinstance(part, dict) and (part.get("type") in types or ("type" not in part and "text" in part)):
+                t = part.get("text")
+                if isinstance(t, str):
+                    out.append(t)
+        return "\n".join(out)
+    return ""

@@ -1,0 +1,268 @@
+"""Ingest: find transcript files, parse the new and changed ones in parallel, load each chunk in one transaction."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from .. import store
+from ..errors import NothingToIngestError, UsageError
+from .parse import FileOutcome, FileTask, parse_file
+from .reader import ReadStats
+from .rows import RowSink
+
+CHUNK_BYTES = 32 << 20
+CHUNK_FILES = 256
+IN_PROCESS_BYTES = 8 << 20  # below this, a worker pool costs more than it saves
+
+
+def default_roots() -> list[Path]:
+    """The agents' own session folders that exist on this machine."""
+    home = Path.home()
+    env = os.environ
+    pi = Path(env["PI_CODING_AGENT_DIR"]) / "sessions" if env.get("PI_CODING_AGENT_DIR") else home / ".pi/agent/sessions"
+    claude = [Path(env["CLAUDE_CONFIG_DIR"]) / "projects"] if env.get("CLAUDE_CONFIG_DIR") else [
+        home / ".claude/projects", home / ".config/claude/projects"]
+    codex = Path(env["CODEX_HOME"]) / "sessions" if env.get("CODEX_HOME") else home / ".codex/sessions"
+    return [p for p in (pi, *claude, codex) if p.is_dir()]
+
+
+def discover(paths: Iterable[Path]) -> list[Path]:
+    """Every regular, non-hidden file under the given files and folders (format is decided by content later)."""
+    found: dict[str, Path] = {}
+    for root in paths:
+        root = Path(root).expanduser()
+        if root.is_file():
+            found[str(root.resolve())] = root.resolve()
+            continue
+        if not root.exists():
+            raise UsageError(f"no such file or folder: {root}")
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name.startswith("."):
+                    continue
+                p = Path(dirpath, name)
+                if p.is_file():
+                    rp = p.resolve()
+                    found[str(rp)] = rp
+    return [found[k] for k in sorted(found)]
+
+
+@dataclass
+class IngestSummary:
+    files_seen: int = 0
+    files_ingested: int = 0
+    files_unchanged: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    sessions: int = 0
+    calls: int = 0
+    tokens: int = 0
+    errors: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+    @property
+    def anything_read(self) -> bool:
+        return self.files_ingested > 0 or self.files_unchanged > 0
+
+
+def _chunks(tasks: Sequence[FileTask]) -> list[list[FileTask]]:
+    """Group small files so a transaction and a Parquet spool serve many; a big file is a chunk of its own.
+    Largest chunks first, so two workers finish together."""
+    chunks: list[list[FileTask]] = []
+    cur: list[FileTask] = []
+    size = 0
+    for t in sorted(tasks, key=lambda t: t.path):
+        if t.size >= CHUNK_BYTES:
+            chunks.append([t])
+            continue
+        if cur and (size + t.size > CHUNK_BYTES or len(cur) >= CHUNK_FILES):
+            chunks.append(cur)
+            cur, size = [], 0
+        cur.append(t)
+        size += t.size
+    if cur:
+        chunks.append(cur)
+    chunks.sort(key=lambda c: -sum(t.size for t in c))
+    return chunks
+
+
+_progress_counter = None
+
+
+def _init_worker(counter: "mp.sharedctypes.Synchronized[int] | None") -> None:
+    global _progress_counter
+    _progress_counter = counter
+
+
+def _bump(n: int) -> None:
+    if _progress_counter is not None:
+        with _progress_counter.get_lock():
+            _progress_counter.value += n
+
+
+def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str,
+                bump: Callable[[int], None] | None = None) -> tuple[list[FileOutcome], dict[str, list[str]]]:
+    """Worker entry point: parse a chunk of files into one Parquet spool per table."""
+    sink = RowSink(Path(spool_dir), tag)
+    outcomes = [parse_file(t, sink, bump or _bump) for t in chunk]
+    return outcomes, {k: [v] for k, v in sink.close().items()}
+
+
+def _same_content(path: str, old_hash: str | None) -> bool:
+    if old_hash is None:
+        return False
+    stats = ReadStats()
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(4 << 20):
+                stats.hasher.update(block)
+    except OSError:
+        return False
+    return stats.content_hash == old_hash
+
+
+ProgressFn = Callable[[int, int], None]  # (bytes done, bytes total)
+
+
+def ingest(
+    paths: Sequence[Path] | None,
+    db: Path,
+    workers: int | None = None,
+    progress: ProgressFn | None = None,
+) -> IngestSummary:
+    """Ingest every transcript under ``paths`` (default: the agents' own folders) into the store at ``db``."""
+    t0 = time.perf_counter()
+    roots = list(paths) if paths else default_roots()
+    if not roots:
+        raise NothingToIngestError(
+            "no path given and no agent session folder found (~/.pi/agent/sessions, ~/.claude/projects, "
+            "~/.codex/sessions)")
+    files = discover(roots)
+    summary = IngestSummary(files_seen=len(files))
+    con = store.connect(db)
+    try:
+        _ingest_files(con, files, db, summary, workers, progress)
+    finally:
+        con.close()
+    summary.seconds = time.perf_counter() - t0
+    if not summary.anything_read:
+        if not files:
+            raise NothingToIngestError(f"no files found under {', '.join(map(str, roots))}")
+        reasons = sorted({r for _, r in summary.skipped})
+        raise NothingToIngestError(f"nothing could be read: {len(files)} file(s) skipped ({'; '.join(reasons[:3])})")
+    return summary
+
+
+def _ingest_files(
+    con: duckdb.DuckDBPyConnection,
+    files: list[Path],
+    db: Path,
+    summary: IngestSummary,
+    workers: int | None,
+    progress: ProgressFn | None,
+) -> None:
+    known = store.file_states(con)
+    next_id = store.next_file_id(con)
+    tasks: list[FileTask] = []
+    touched: list[tuple[int, int, int]] = []
+    for p in files:
+        key = str(p)
+        try:
+            st = p.stat()
+        except OSError as exc:
+            summary.skipped.append((key, f"cannot stat: {exc.strerror or exc}"))
+            continue
+        old = known.get(key)
+        if old is not None:
+            fid, size, mtime, chash = old
+            if size == st.st_size and mtime == st.st_mtime_ns:
+                summary.files_unchanged += 1
+                continue
+            if size == st.st_size and _same_content(key, chash):
+                touched.append((fid, st.st_size, st.st_mtime_ns))
+                summary.files_unchanged += 1
+                continue
+        else:
+            fid = next_id
+            next_id += 1
+        tasks.append(FileTask(fid, key, st.st_size, st.st_mtime_ns))
+    store.touch_files(con, touched)
+    if not tasks:
+        return
+
+    total = sum(t.size for t in tasks)
+    summary.bytes = total
+    spool = Path(f"{db}.spool-{os.getpid()}")
+    for stale in Path(db).parent.glob(f"{Path(db).name}.spool-*"):
+        shutil.rmtree(stale, ignore_errors=True)  # left by a killed run; we hold the lock, so it is not in use
+    spool.mkdir(parents=True, exist_ok=True)
+    try:
+        chunks = _chunks(tasks)
+        n_workers = workers if workers is not None else (os.cpu_count() or 1)
+        if total <= IN_PROCESS_BYTES or n_workers <= 1 or len(chunks) == 1 and total <= 4 * CHUNK_BYTES:
+            done = 0
+            for i, chunk in enumerate(chunks):
+                def bump(n: int) -> None:
+                    nonlocal done
+                    done += n
+                    if progress:
+                        progress(done, total)
+                outcomes, paths = parse_chunk(chunk, str(spool), f"c{i}", bump)
+                _land(con, outcomes, paths, summary)
+        else:
+            _parse_parallel(con, chunks, spool, n_workers, total, summary, progress)
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+    if progress:
+        progress(total, total)
+    row = store.one(
+        con, "SELECT count(*), coalesce(sum(calls), 0), coalesce(sum(total_tokens), 0) FROM sessions "
+        "WHERE file_id IN (SELECT unnest(?::INTEGER[]))", [[t.file_id for t in tasks]])
+    summary.sessions, summary.calls, summary.tokens = int(row[0]), int(row[1]), int(row[2])
+
+
+def _parse_parallel(
+    con: duckdb.DuckDBPyConnection,
+    chunks: list[list[FileTask]],
+    spool: Path,
+    n_workers: int,
+    total: int,
+    summary: IngestSummary,
+    progress: ProgressFn | None,
+) -> None:
+    ctx = mp.get_context("spawn")
+    counter = ctx.Value("q", 0)
+    with ProcessPoolExecutor(max_workers=min(n_workers, len(chunks)), mp_context=ctx,
+                             initializer=_init_worker, initargs=(counter,)) as pool:
+        pending: set[Future] = {pool.submit(parse_chunk, c, str(spool), f"c{i}") for i, c in enumerate(chunks)}
+        while pending:
+            done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            if progress:
+                progress(min(counter.value, total), total)
+            for fut in done:
+                outcomes, paths = fut.result()
+                _land(con, outcomes, paths, summary)
+                for files in paths.values():
+                    for p in files:
+                        Path(p).unlink(missing_ok=True)
+
+
+def _land(con: duckdb.DuckDBPyConnection, outcomes: list[FileOutcome], paths: dict[str, list[str]],
+          summary: IngestSummary) -> None:
+    store.load_chunk(con, outcomes, paths)
+    for o in outcomes:
+        if o.status == "skipped":
+            summary.skipped.append((o.path, o.reason or "skipped"))
+        else:
+            summary.files_ingested += 1
+        summary.errors += o.error_count

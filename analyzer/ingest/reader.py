@@ -1,0 +1,137 @@
+"""A JSONL reader that never gives up on a file.
+
+Transcripts in the wild hold invalid lines, two objects glued on one line (real pi files do), invalid UTF-8, a last
+line still being written, and single lines of tens of megabytes. The reader streams the file in blocks (hashing the
+bytes as it goes, so change detection costs no second read), yields every object it can decode with its physical line
+number, and reports everything else to ``on_error`` with the line and an excerpt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+import orjson
+
+BLOCK = 4 << 20
+_decoder = json.JSONDecoder()
+
+ErrorSink = Callable[[int | None, str, "str | bytes"], None]
+
+
+@dataclass
+class ReadStats:
+    bytes_read: int = 0
+    lines: int = 0
+    hasher: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
+    first_block: bytes = b""
+
+    @property
+    def content_hash(self) -> str:
+        return self.hasher.hexdigest()
+
+
+def iter_lines(f: BinaryIO, stats: ReadStats, progress: Callable[[int], None] | None = None) -> Iterator[bytes]:
+    """Physical lines (without the newline), hashing every byte read. The last line is yielded even without a
+    trailing newline; the caller can tell from ``stats`` whether the file ended with one."""
+    pending: list[bytes] = []
+    while True:
+        block = f.read(BLOCK)
+        if not block:
+            break
+        if not stats.first_block:
+            stats.first_block = block[:65536]
+        stats.hasher.update(block)
+        stats.bytes_read += len(block)
+        if progress is not None:
+            progress(len(block))
+        parts = block.split(b"\n")
+        if pending:
+            pending.append(parts[0])
+            parts[0] = b"".join(pending)
+            pending = []
+        last = parts.pop()
+        for p in parts:
+            yield p
+        if last:
+            pending.append(last)
+    if pending:
+        yield b"".join(pending)
+
+
+def decode_line(raw: bytes, line_no: int, on_error: ErrorSink, is_last_unterminated: bool = False) -> list[Any]:
+    """Every JSON value on one physical line. Usually one; glued objects give several; junk gives none (reported)."""
+    try:
+        return [orjson.loads(raw)]
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        on_error(line_no, f"invalid UTF-8 at byte {exc.start}; bad bytes replaced with U+FFFD", raw)
+        text = raw.decode("utf-8", "replace")
+        try:
+            return [orjson.loads(text)]
+        except orjson.JSONDecodeError:
+            pass
+    values: list[Any] = []
+    pos, n = 0, len(text)
+    while pos < n:
+        while pos < n and text[pos] in " \t\r\f\v":
+            pos += 1
+        if pos >= n:
+            break
+        try:
+            value, end = _decoder.raw_decode(text, pos)
+        except json.JSONDecodeError as exc:
+            if is_last_unterminated and not values:
+                reason = "truncated last line (the file may still be being written)"
+            elif values:
+                reason = f"undecodable text after {len(values)} JSON value(s) on this line: {exc.msg}"
+            else:
+                reason = f"invalid JSON: {exc.msg} (column {exc.colno})"
+            on_error(line_no, reason, text[pos:])
+            break
+        values.append(value)
+        pos = end
+    return values
+
+
+def iter_records(
+    f: BinaryIO,
+    stats: ReadStats,
+    on_error: ErrorSink,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int, Any]]:
+    """(1-based line number, JSON value) for every value in the file, in order."""
+    line_no = 0
+    prev: bytes | None = None
+    # One line of look-ahead, so the last line can be told apart when it has no trailing newline.
+    for raw in iter_lines(f, stats, progress):
+        if prev is not None:
+            line_no += 1
+            yield from _values(prev, line_no, on_error, False)
+        prev = raw
+    if prev is not None:
+        line_no += 1
+        unterminated = stats.bytes_read > 0 and not _ends_with_newline(f, stats)
+        yield from _values(prev, line_no, on_error, unterminated)
+    stats.lines = line_no
+
+
+def _ends_with_newline(f: BinaryIO, stats: ReadStats) -> bool:
+    try:
+        f.seek(stats.bytes_read - 1)
+        return f.read(1) == b"\n"
+    except OSError:
+        return True
+
+
+def _values(raw: bytes, line_no: int, on_error: ErrorSink, unterminated: bool) -> Iterator[tuple[int, Any]]:
+    if not raw.strip():
+        return
+    for value in decode_line(raw.rstrip(b"\r"), line_no, on_error, unterminated):
+        yield line_no, value

@@ -1,0 +1,257 @@
+"""The DuckDB store: opening it (one writer at a time), its schema, and the transaction that loads parsed files.
+
+The store is a public contract: users query it with SQL, so every table and column is documented (schema.py, README).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from .errors import StoreError, StoreInUseError
+from .schema import ALL_TABLES, CALLS, SCHEMA_VERSION, SESSIONS, TURNS
+
+if TYPE_CHECKING:
+    from .ingest.parse import FileOutcome
+
+DEFAULT_DB = "loopscope.duckdb"
+
+
+def default_db_path() -> Path:
+    return Path(os.environ.get("LOOPSCOPE_DB") or DEFAULT_DB)
+
+
+_LOCK = re.compile(r"Could not set lock|Conflicting lock|database is locked", re.I)
+
+
+def connect(db: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open the store; a held lock becomes ``StoreInUseError``, anything else ``StoreError``. Creates the schema when
+    opening for writing."""
+    path = Path(db)
+    if read_only and not path.exists():
+        raise StoreError(f"no store at {path}: run `loopscope ingest` first (or pass --db)")
+    if not read_only and path.parent and not path.parent.exists():
+        raise StoreError(f"cannot create the store {path}: folder {path.parent} does not exist")
+    try:
+        con = duckdb.connect(str(path), read_only=read_only)
+    except duckdb.IOException as exc:
+        msg = str(exc)
+        if _LOCK.search(msg):
+            pid = re.search(r"PID (\d+)", msg)
+            who = f" by process {pid.group(1)}" if pid else ""
+            raise StoreInUseError(f"store {path} is in use{who}; wait for it to finish and try again") from None
+        raise StoreError(f"cannot open store {path}: {msg.splitlines()[0]}") from None
+    except duckdb.Error as exc:
+        raise StoreError(f"cannot open store {path}: {str(exc).splitlines()[0]}") from None
+    try:
+        if read_only:
+            _check_schema(con, path)
+        else:
+            ensure_schema(con)
+    except duckdb.Error as exc:
+        con.close()
+        raise StoreError(f"{path} is not a loopscope store: {str(exc).splitlines()[0]}") from None
+    except StoreError:
+        con.close()
+        raise
+    return con
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'loopscope_meta'")
+    if not row or not row[0]:
+        raise StoreError(f"{path} is not a loopscope store (no loopscope_meta table)")
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("CREATE TABLE IF NOT EXISTS loopscope_meta (key VARCHAR, value VARCHAR)")
+    row = one(con, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'")
+    if row is not None and int(row[0]) > SCHEMA_VERSION:
+        raise StoreError(f"store schema v{row[0]} is newer than this loopscope (v{SCHEMA_VERSION}); upgrade loopscope")
+    for table in ALL_TABLES:
+        con.execute(table.ddl())
+    if row is None:
+        con.execute("INSERT INTO loopscope_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
+def one(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | None = None) -> tuple | None:
+    """The first row of a query, with the result fully consumed (DuckDB 2 refuses new work on a connection while a
+    result is still open)."""
+    rows = con.execute(sql, list(params or [])).fetchall()
+    return rows[0] if rows else None
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _parquet_list(paths: Sequence[str]) -> str:
+    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+
+
+def load_chunk(
+    con: duckdb.DuckDBPyConnection,
+    outcomes: Sequence["FileOutcome"],
+    spool: dict[str, list[str]],
+    now_sql: str = "now()::TIMESTAMP",
+) -> None:
+    """Replace the rows of ``outcomes``' files with the parsed ones, in one transaction: after a kill the store holds
+    either all of a chunk or none of it, and the ``files`` rows (with their hashes) commit with their data, so the next
+    run picks up exactly the files that did not land."""
+    ids = [o.file_id for o in outcomes]
+    with transaction(con):
+        con.execute("CREATE OR REPLACE TEMP TABLE _chunk_files (file_id INTEGER)")
+        con.executemany("INSERT INTO _chunk_files VALUES (?)", [[i] for i in ids])
+        # Usage keys the old rows held: their winners may change once those rows are gone.
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT usage_key FROM turns "
+            "WHERE file_id IN (SELECT file_id FROM _chunk_files) AND usage_key IS NOT NULL"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _touched AS SELECT DISTINCT session_id FROM turns "
+            "WHERE usage_key IN (SELECT usage_key FROM _keys)"
+        )
+        for table in ("calls", "turns", "sessions", "ingest_errors", "files"):
+            con.execute(f"DELETE FROM {table} WHERE file_id IN (SELECT file_id FROM _chunk_files)")
+
+        for table, cols in (("sessions", SESSIONS.names), ("turns", TURNS.names), ("calls", CALLS.names)):
+            paths = spool.get(table) or []
+            cols_sql = ", ".join(cols)
+            if paths:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE _new_{table} AS "
+                            f"SELECT {cols_sql} FROM read_parquet({_parquet_list(paths)})")
+            else:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE _new_{table} AS SELECT {cols_sql} FROM {table} LIMIT 0")
+
+        # A session id already in the store from another file (an archived copy, a duplicated dataset row) is
+        # recorded as an error and not loaded twice; within the chunk the lowest file id wins.
+        con.execute("""
+            CREATE OR REPLACE TEMP TABLE _dup AS
+            SELECT n.session_id, n.file_id,
+                   coalesce(
+                     (SELECT min(s.source_path) FROM sessions s WHERE s.session_id = n.session_id),
+                     (SELECT min(m.source_path) FROM _new_sessions m
+                       WHERE m.session_id = n.session_id AND m.file_id < n.file_id)) AS other_path
+            FROM _new_sessions n
+            WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = n.session_id)
+               OR EXISTS (SELECT 1 FROM _new_sessions m WHERE m.session_id = n.session_id AND m.file_id < n.file_id)
+        """)
+        for table in ("sessions", "turns", "calls"):
+            con.execute(f"INSERT INTO {table} SELECT * FROM _new_{table} t "
+                        "WHERE NOT EXISTS (SELECT 1 FROM _dup d WHERE d.session_id = t.session_id "
+                        "AND d.file_id = t.file_id)")
+
+        con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM _new_turns WHERE usage_key IS NOT NULL")
+        con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM _new_sessions")
+        _dedup_usage(con)
+        _refresh_totals(con)
+
+        file_rows = []
+        err_rows = []
+        for o in outcomes:
+            file_rows.append([o.file_id, o.path, o.format, o.status, o.reason, o.size, o.mtime_ns, o.content_hash,
+                              o.sessions, o.calls, o.error_count])
+            err_rows.extend([o.file_id, o.path, line, reason, text] for line, reason, text in o.errors)
+            if o.error_count > len(o.errors):
+                err_rows.append([o.file_id, o.path, None,
+                                 f"{o.error_count - len(o.errors)} more errors in this file not listed", ""])
+        con.executemany(f"INSERT INTO files VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {now_sql})", file_rows)
+        if err_rows:
+            con.executemany("INSERT INTO ingest_errors VALUES (?, ?, ?, ?, ?)", err_rows)
+        con.execute("""
+            INSERT INTO ingest_errors
+            SELECT d.file_id, s.source_path, NULL,
+                   'duplicate session id ' || d.session_id || ': already ingested from ' || d.other_path ||
+                   '; this copy was not loaded', d.session_id
+            FROM _dup d JOIN _new_sessions s USING (session_id, file_id)
+        """)
+        con.execute("""
+            UPDATE files SET errors = errors + x.n, sessions = sessions - x.n
+            FROM (SELECT file_id, count(*) AS n FROM _dup GROUP BY file_id) x WHERE files.file_id = x.file_id
+        """)
+        for t in ("_new_sessions", "_new_turns", "_new_calls", "_dup", "_keys", "_touched", "_chunk_files"):
+            con.execute(f"DROP TABLE IF EXISTS {t}")
+
+
+def _dedup_usage(con: duckdb.DuckDBPyConnection) -> None:
+    """One counted row per API response (``usage_key``): non-sidechain first, then the largest total, as ccusage."""
+    con.execute("""
+        UPDATE turns SET usage_counted = (r.rn = 1)
+        FROM (
+            SELECT session_id, turn_index,
+                   row_number() OVER (PARTITION BY usage_key
+                                      ORDER BY is_sidechain, total_tokens DESC, file_id, line, turn_index) AS rn
+            FROM turns WHERE usage_key IN (SELECT usage_key FROM _keys)
+        ) r
+        WHERE turns.session_id = r.session_id AND turns.turn_index = r.turn_index
+    """)
+    con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM turns "
+                "WHERE usage_key IN (SELECT usage_key FROM _keys)")
+
+
+def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("""
+        UPDATE sessions SET
+            user_turns = t.user_turns, turns = t.turns,
+            input_tokens = t.input_tokens, output_tokens = t.output_tokens,
+            cache_read_tokens = t.cache_read_tokens, cache_write_tokens = t.cache_write_tokens,
+            total_tokens = t.total_tokens, cost_usd = t.cost_usd,
+            started_at = least(sessions.started_at, t.first_ts), ended_at = greatest(sessions.ended_at, t.last_ts)
+        FROM (
+            SELECT session_id,
+                   count(*) FILTER (WHERE role = 'user') AS user_turns,
+                   count(*) AS turns,
+                   coalesce(sum(input_tokens) FILTER (WHERE usage_counted), 0) AS input_tokens,
+                   coalesce(sum(output_tokens) FILTER (WHERE usage_counted), 0) AS output_tokens,
+                   coalesce(sum(cache_read_tokens) FILTER (WHERE usage_counted), 0) AS cache_read_tokens,
+                   coalesce(sum(cache_write_tokens) FILTER (WHERE usage_counted), 0) AS cache_write_tokens,
+                   coalesce(sum(total_tokens) FILTER (WHERE usage_counted), 0) AS total_tokens,
+                   coalesce(sum(cost_usd) FILTER (WHERE usage_counted), 0) AS cost_usd,
+                   min(ts) AS first_ts, max(ts) AS last_ts
+            FROM turns WHERE session_id IN (SELECT session_id FROM _touched) GROUP BY session_id
+        ) t
+        WHERE sessions.session_id = t.session_id
+    """)
+    con.execute("""
+        UPDATE sessions SET calls = c.calls, error_calls = c.error_calls
+        FROM (
+            SELECT session_id, count(*) AS calls, count(*) FILTER (WHERE is_error) AS error_calls
+            FROM calls WHERE session_id IN (SELECT session_id FROM _touched) GROUP BY session_id
+        ) c
+        WHERE sessions.session_id = c.session_id
+    """)
+
+
+def file_states(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int, int, str | None]]:
+    """path -> (file_id, size, mtime_ns, content_hash) of every file the store has seen."""
+    rows = con.execute("SELECT path, file_id, size, mtime_ns, content_hash FROM files").fetchall()
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+
+def next_file_id(con: duckdb.DuckDBPyConnection) -> int:
+    row = one(con, "SELECT coalesce(max(file_id), 0) FROM files")
+    return int(row[0]) + 1 if row else 1
+
+
+def touch_files(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[int, int, int]]) -> None:
+    """Record new size/mtime for files whose content hash proved unchanged."""
+    if rows:
+        con.executemany("UPDATE files SET size = ?, mtime_ns = ? WHERE file_id = ?", [[s, m, i] for i, s, m in rows])
+
+
+def frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | None = None) -> "pl.DataFrame":
+    """Run a query and return a polars frame (through Arrow, no copy of the columns)."""
+    return con.sql(sql, params=list(params) if params else None).pl()
