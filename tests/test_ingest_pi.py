@@ -53,3 +53,20 @@ def test_v3_tree_session_with_bash_execution_and_aborted_call(tmp_path: Path, db
     ]
     (user_turns, turns, cost, total), = query(db, "SELECT user_turns, turns, cost_usd, total_tokens FROM sessions")
     assert (user_turns, turns, cost, total) == (2, 3, 0.5, 115)
+
+
+def test_tokens_agree_with_ccusage(fixtures: Path, db: Path) -> None:
+    from ccusage import run_ccusage
+
+    files = {f"proj/{p.name}": p for p in sorted((fixtures / "pi").glob("*.jsonl"))}
+    reference = {s["sessionId"]: s for s in run_ccusage("pi", files)}
+    ingest_paths(db, *files.values())
+    ours = query(db, "SELECT source_path, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+                     "total_tokens, cost_usd FROM sessions")
+    assert len(ours) == len(reference) == 2
+    for path, inp, out, cr, cw, total, cost in ours:
+        # ccusage names a pi session after its file (the part after the last "_").
+        ref = reference[Path(path).stem.rsplit("_", 1)[-1]]
+        assert (inp, out, cr, cw, total) == (ref["inputTokens"], ref["outputTokens"], ref["cacheReadTokens"],
+                                             ref["cacheCreationTokens"], ref["totalTokens"])
+        assert abs(cost - ref["totalCost"]) < 1e-6
