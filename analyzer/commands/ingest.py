@@ -1,0 +1,75 @@
+"""``loopscope ingest`` and ``loopscope sessions``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from .. import queries, store
+from ..output import write_frame
+from .common import (AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt,
+                     db_path, handle_errors, out, session_filter, with_progress)
+
+
+@handle_errors
+def ingest(
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Transcript files or folders. Default: the agents' own folders that exist "
+             "(~/.pi/agent/sessions, ~/.claude/projects, ~/.codex/sessions).", show_default=False)] = None,
+    db: DbOpt = None,
+    quiet: QuietOpt = False,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", help="Parser processes. Default: one per core.", show_default=False)] = None,
+) -> None:
+    """Load every transcript under PATHS into the DuckDB store.
+
+    The format is detected from content. Unchanged files are skipped; a changed file replaces its rows; each chunk
+    of files lands in one transaction, so an interrupted ingest leaves a consistent store that the next run completes.
+    """
+    from ..ingest.pipeline import ingest as run_ingest
+
+    summary = with_progress("ingest", quiet, lambda cb: run_ingest(paths or None, db_path(db), workers=workers,
+                                                                   progress=cb))
+    if not quiet:
+        print_ingest_summary(summary)
+
+
+def print_ingest_summary(s: Any) -> None:
+    out.print(
+        f"files: {s.files_seen} seen, {s.files_ingested} ingested, {s.files_unchanged} unchanged, "
+        f"{len(s.skipped)} skipped\n"
+        f"sessions: {s.sessions:,}  calls: {s.calls:,}  tokens: {s.tokens:,}  "
+        f"errors: {s.errors:,}  ({s.bytes / 1e6:,.1f} MB in {s.seconds:.2f} s)",
+        soft_wrap=True,
+    )
+    by_reason: dict[str, list[str]] = {}
+    for path, reason in s.skipped:
+        by_reason.setdefault(reason, []).append(path)
+    for reason, paths in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        more = f" (+{len(paths) - 1} more)" if len(paths) > 1 else ""
+        out.print(f"  skipped: {reason}: {paths[0]}{more}", soft_wrap=True, markup=False)
+    if s.errors:
+        out.print(f"  {s.errors:,} unreadable line(s) recorded in the ingest_errors table")
+
+
+@handle_errors
+def sessions(
+    db: DbOpt = None,
+    format: FormatOpt = OutputFormat.table,
+    output: OutputOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    agent: AgentOpt = None,
+    project: ProjectOpt = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
+) -> None:
+    """List sessions with their totals, most expensive first."""
+    flt = session_filter(since, until, agent, project)
+    con = store.connect(db_path(db), read_only=True)
+    try:
+        df = queries.sessions(con, flt, limit)
+    finally:
+        con.close()
+    write_frame(df, format, output, title="sessions", table_columns=queries.SESSION_TABLE_COLUMNS)
