@@ -45,8 +45,10 @@ def shallow_sorted_json(obj: Any) -> str:
 
 
 def digest(text: str) -> str:
-    """A 64-bit hex digest: short enough to store per call, wide enough that collisions never matter here."""
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    """First 16 hex digits of the MD5 of the UTF-8 text: 64 bits, plenty to tell calls apart, and the same function
+    DuckDB has (``left(md5(x), 16)``), so the store computes keys in bulk at ingest while a live ``Guard`` computes
+    the very same keys in Python."""
+    return hashlib.md5(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def call_key(tool: str, args_json: str) -> str:
@@ -55,24 +57,42 @@ def call_key(tool: str, args_json: str) -> str:
 
 
 # Envelope lines some agents put around a command's output that change on every run even when the output does not
-# (Codex unified exec). Left in, they would make a stuck poll look like progress.
-_VOLATILE_LINE = re.compile(
-    r"^(?:Chunk ID|Wall time|Process running with session ID|Original token count|Total output lines)\b.*$",
-    re.MULTILINE,
-)
-_WS = re.compile(r"\s+")
+# (Codex unified exec). Left in, they would make a stuck poll look like progress. The store normalises in SQL (RE2),
+# a live Guard in Python (re): the pattern avoids everything the two engines read differently (\b, \s classes).
+_VOLATILE_NAMES = ("Chunk ID", "Wall time", "Process running with session ID", "Original token count",
+                   "Total output lines")
+VOLATILE_LINE_RE = r"(?m)^(?:" + "|".join(_VOLATILE_NAMES) + r"):.*$"
+_VOLATILE_LINE = re.compile(VOLATILE_LINE_RE)
+_VOLATILE_MARKERS = tuple(n + ":" for n in _VOLATILE_NAMES)
+MARKER_PREFIX = 400  # envelope lines sit at the top of an output; looking further only costs time
 
 
 def normalize_result(text: str) -> str:
-    """Drop volatile envelope lines and collapse whitespace runs."""
-    return _WS.sub(" ", _VOLATILE_LINE.sub("", text)).strip()
+    """Drop volatile envelope lines. Whitespace is kept as is: the same command prints the same whitespace, and
+    collapsing or trimming it was the most expensive step of the whole ingest."""
+    if any(m in text[:MARKER_PREFIX] for m in _VOLATILE_MARKERS):
+        return _VOLATILE_LINE.sub("", text)
+    return text
 
 
 def result_key(text: str | None, is_error: bool | None) -> str | None:
-    """Hash of the normalised result text and the error flag; ``None`` for a call that never got a result."""
+    """Hash of the error flag and the normalised result text; ``None`` for a call that never got a result."""
     if text is None and is_error is None:
         return None
     return digest(f"{'E' if is_error else 'R'}\x00{normalize_result(text or '')}")
+
+
+# The same keys as SQL expressions, used by the store to compute them in bulk at ingest. tests/test_keys.py checks
+# that both sides agree.
+SQL_CALL_KEY = "left(md5({tool} || chr(0) || {args}), 16)"
+_SQL_HAS_MARKER = " OR ".join(f"contains(left({{text}}, {MARKER_PREFIX}), '{m}')" for m in _VOLATILE_MARKERS)
+SQL_NORMALIZE = (
+    f"CASE WHEN {_SQL_HAS_MARKER} THEN regexp_replace({{text}}, '{VOLATILE_LINE_RE}', '', 'g') ELSE {{text}} END"
+)
+SQL_RESULT_KEY = (
+    "CASE WHEN {has_result} THEN left(md5(CASE WHEN {is_error} THEN 'E' ELSE 'R' END || chr(0) || "
+    + SQL_NORMALIZE.format(text="coalesce({text}, '')") + "), 16) END"
+)
 
 
 _WORD = re.compile(r"[a-z0-9_-]{3,}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import FileContext, text_of
-from .rows import SessionBuilder, Usage, as_int, parse_ts
+from .rows import SessionBuilder, Usage, as_int
 
 FORMAT = "pi"
 _ROLES = {"user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", "branchSummary",
@@ -59,7 +59,7 @@ class Parser:
             parent = rec.get("parentSession") or rec.get("branchedFrom")
             if isinstance(parent, str) and parent:
                 b.parent_session_id = _session_id_from_path(Path(parent))
-            b.see_ts(parse_ts(rec.get("timestamp")))
+            b.see_ts(rec.get("timestamp"))
             return
         if kind != "message":
             return  # model_change, thinking_level_change, compaction, label, custom, session_info, ...

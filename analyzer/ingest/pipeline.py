@@ -35,8 +35,15 @@ def default_roots() -> list[Path]:
     return [p for p in (pi, *claude, codex) if p.is_dir()]
 
 
-def discover(paths: Iterable[Path]) -> list[Path]:
-    """Every regular, non-hidden file under the given files and folders (format is decided by content later)."""
+def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Path]:
+    """Every regular, non-hidden file under the given files and folders (format is decided by content later), except
+    the store itself and its companions (``exclude``, its ``.wal`` and spool folders): a user running
+    ``loopscope ingest .`` next to ``loopscope.duckdb`` must not ingest the store."""
+    own = str(Path(exclude).resolve()) if exclude is not None else None
+
+    def ours(p: str) -> bool:
+        return own is not None and (p == own or p == own + ".wal" or p.startswith(own + ".spool-"))
+
     found: dict[str, Path] = {}
     for root in paths:
         root = Path(root).expanduser()
@@ -53,7 +60,8 @@ def discover(paths: Iterable[Path]) -> list[Path]:
                 p = Path(dirpath, name)
                 if p.is_file():
                     rp = p.resolve()
-                    found[str(rp)] = rp
+                    if not ours(str(rp)):
+                        found[str(rp)] = rp
     return [found[k] for k in sorted(found)]
 
 
@@ -147,7 +155,7 @@ def ingest(
         raise NothingToIngestError(
             "no path given and no agent session folder found (~/.pi/agent/sessions, ~/.claude/projects, "
             "~/.codex/sessions)")
-    files = discover(roots)
+    files = discover(roots, exclude=db)
     summary = IngestSummary(files_seen=len(files))
     con = store.connect(db)
     try:

@@ -2,7 +2,11 @@
 
 Adapters know formats; the builder knows what every format has in common: user turns, assistant messages that may
 arrive split over several records, tool calls waiting for their results, and usage to price. The sink batches rows
-column-wise and spills them to Parquet, so a worker's memory stays bounded however large the file.
+and spills them to Parquet, so a worker's memory stays bounded however large the file.
+
+This is the ingest hot path, so the Python side does only what needs Python (linking, merging, canonical JSON);
+work DuckDB does faster in bulk — parsing timestamps, hashing keys, normalising results — happens in SQL when the
+spool is loaded (``store.load_chunk``).
 """
 
 from __future__ import annotations
@@ -17,32 +21,63 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..cost import price_usage
-from ..detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
-from ..schema import CALLS, SESSIONS, TURNS, Table
+from ..detect.keys import canonical_json, ordered_json, shallow_sorted_json
 
 MAX_EXCERPT = 200
 MAX_ERRORS_PER_FILE = 1000
 
+_S = pa.large_string()
+_I = pa.int32()
+_L = pa.int64()
+_B = pa.bool_()
+_D = pa.float64()
+
+# The spool: what workers write and ``store.load_chunk`` reads. Timestamps travel as the transcript's own strings.
+SPOOL: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
+    "sessions": (
+        ("session_id", _S), ("format", _S), ("source_path", _S), ("file_id", _I), ("parent_session_id", _S),
+        ("agent_version", _S), ("first_ts", _S), ("last_ts", _S), ("cwd", _S), ("models", pa.list_(_S)),
+    ),
+    "turns": (
+        ("session_id", _S), ("turn_id", _S), ("turn_index", _I), ("role", _S), ("text", _S), ("model", _S),
+        ("ts", _S), ("user_turn", _I), ("is_sidechain", _B), ("input_tokens", _L), ("output_tokens", _L),
+        ("cache_read_tokens", _L), ("cache_write_tokens", _L), ("total_tokens", _L), ("cost_usd", _D),
+        ("cost_source", _S), ("usage_key", _S), ("usage_counted", _B), ("file_id", _I), ("line", _L),
+    ),
+    "calls": (
+        ("session_id", _S), ("seq", _I), ("call_id", _S), ("turn_id", _S), ("user_turn", _I), ("tool", _S),
+        ("args", _S), ("args_ordered", _S), ("args_shallow", _S), ("result_text", _S), ("has_result", _B),
+        ("is_error", _B), ("error_kind", _S), ("parent_call_id", _S), ("ts", _S), ("result_ts", _S),
+        ("file_id", _I), ("line", _L),
+    ),
+}
+
+
+def ts_text(value: Any) -> str | None:
+    """A timestamp as text for DuckDB to parse: ISO strings pass through; epoch seconds or milliseconds become ISO."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        secs = value / 1000.0 if value > 1e11 else float(value)
+        try:
+            return datetime.fromtimestamp(secs, tz=timezone.utc).isoformat()
+        except (OverflowError, OSError, ValueError):
+            return None
+    return None
+
 
 def parse_ts(value: Any) -> datetime | None:
     """ISO-8601 string or epoch (s or ms) to a naive UTC datetime; ``None`` for anything else."""
-    if value is None or isinstance(value, bool):
+    text = ts_text(value)
+    if text is None:
         return None
-    if isinstance(value, (int, float)):
-        secs = value / 1000.0 if value > 1e11 else float(value)
-        try:
-            return datetime.fromtimestamp(secs, tz=timezone.utc).replace(tzinfo=None)
-        except (OverflowError, OSError, ValueError):
-            return None
-    if isinstance(value, str) and value:
-        try:
-            dt = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        if dt.tzinfo is not None:
-            dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
-        return dt
-    return None
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if dt.tzinfo is not None:
+        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+    return dt
 
 
 def as_int(value: Any) -> int:
@@ -75,42 +110,50 @@ class Usage:
         return self.input + self.output + self.cache_read + self.cache_write
 
 
-class RowSink:
-    """Column buffers per table, flushed to one Parquet file per table when they grow past ``flush_bytes``."""
+def _clean(values: list[Any]) -> list[Any]:
+    """Strings with lone surrogates (from ``\\ud800`` escapes) cannot be UTF-8; replace them rather than drop rows."""
+    return [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v for v in values]
 
-    def __init__(self, spool_dir: Path, tag: str, flush_bytes: int = 16 << 20) -> None:
+
+class RowSink:
+    """Row buffers per table, flushed to one Parquet file per table when they grow past ``flush_bytes``."""
+
+    def __init__(self, spool_dir: Path, tag: str, flush_bytes: int = 32 << 20) -> None:
         self.spool_dir = spool_dir
         self.tag = tag
         self.flush_bytes = flush_bytes
-        self._cols: dict[str, dict[str, list[Any]]] = {t.name: {c: [] for c in t.names} for t in (SESSIONS, TURNS, CALLS)}
-        self._tables = {t.name: t for t in (SESSIONS, TURNS, CALLS)}
+        self._rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in SPOOL}
+        self._schemas = {t: pa.schema(cols) for t, cols in SPOOL.items()}
         self._writers: dict[str, pq.ParquetWriter] = {}
         self._pending_bytes = 0
-        self.counts = {t: 0 for t in self._cols}
+        self.counts = {t: 0 for t in SPOOL}
 
-    def add(self, table: Table, row: dict[str, Any], approx_bytes: int = 64) -> None:
-        cols = self._cols[table.name]
-        for name, values in cols.items():
-            values.append(row.get(name))
-        self.counts[table.name] += 1
+    def add(self, table: str, row: tuple[Any, ...], approx_bytes: int = 64) -> None:
+        self._rows[table].append(row)
+        self.counts[table] += 1
         self._pending_bytes += approx_bytes
         if self._pending_bytes >= self.flush_bytes:
             self.flush()
 
     def flush(self) -> None:
-        for name, cols in self._cols.items():
-            n = len(next(iter(cols.values())))
-            if not n:
+        for name, rows in self._rows.items():
+            if not rows:
                 continue
-            table = self._tables[name]
-            batch = pa.table({c.name: pa.array(cols[c.name], type=c.arrow) for c in table.columns})
+            schema = self._schemas[name]
+            columns = list(zip(*rows))
+            arrays = []
+            for values, fld in zip(columns, schema):
+                try:
+                    arrays.append(pa.array(values, type=fld.type))
+                except (pa.ArrowInvalid, UnicodeEncodeError):
+                    arrays.append(pa.array(_clean(list(values)), type=fld.type))
+            batch = pa.Table.from_arrays(arrays, schema=schema)
             writer = self._writers.get(name)
             if writer is None:
                 path = self.spool_dir / f"{self.tag}.{name}.parquet"
-                writer = self._writers[name] = pq.ParquetWriter(path, table.arrow_schema(), compression="none")
+                writer = self._writers[name] = pq.ParquetWriter(path, schema, compression="none")
             writer.write_table(batch)
-            for values in cols.values():
-                values.clear()
+            rows.clear()
         self._pending_bytes = 0
 
     def close(self) -> dict[str, str]:
@@ -130,7 +173,7 @@ class _Turn:
     role: str
     texts: list[str]
     model: str | None
-    ts: datetime | None
+    ts: Any
     user_turn: int
     is_sidechain: bool
     usage: Usage | None
@@ -147,8 +190,24 @@ class _Call:
     tool: str
     args: Any
     parent_call_id: str | None
-    ts: datetime | None
+    ts: Any
     line: int
+
+
+def _arg_variants(args: Any) -> tuple[str, str | None, str | None]:
+    """Canonical JSON, and the insertion-order and top-level-sorted variants only where they differ from it (most
+    arguments are one flat object with keys already sorted, where all three are the same string)."""
+    canon = canonical_json(args)
+    if not isinstance(args, dict):
+        ordered = ordered_json(args)
+        return canon, (ordered if ordered != canon else None), None
+    keys = list(args)
+    flat = not any(isinstance(v, (dict, list)) for v in args.values())
+    if flat and keys == sorted(keys):
+        return canon, None, None
+    ordered = ordered_json(args)
+    shallow = shallow_sorted_json(args)
+    return canon, (ordered if ordered != canon else None), (shallow if shallow != canon else None)
 
 
 @dataclass
@@ -168,41 +227,37 @@ class SessionBuilder:
     user_turn: int = field(default=-1, init=False)
     n_turns: int = field(default=0, init=False)
     n_calls: int = field(default=0, init=False)
-    started_at: datetime | None = field(default=None, init=False)
-    ended_at: datetime | None = field(default=None, init=False)
+    first_ts: str | None = field(default=None, init=False)
+    last_ts: str | None = field(default=None, init=False)
     models: list[str] = field(default_factory=list, init=False)
     current_turn_id: str | None = field(default=None, init=False)
     _open: dict[str, _Turn] = field(default_factory=dict, init=False)
     _pending: dict[str, deque[_Call]] = field(default_factory=dict, init=False)
     _finished: bool = field(default=False, init=False)
 
-    # -- time -------------------------------------------------------------------------------------------------------
-    def see_ts(self, ts: datetime | None) -> None:
-        if ts is None:
+    def see_ts(self, ts: Any) -> None:
+        """A timestamp that belongs to no message (a session header). Session start and end are computed in SQL from
+        these and the messages' and calls' own timestamps."""
+        text = ts_text(ts)
+        if text is None:
             return
-        if self.started_at is None or ts < self.started_at:
-            self.started_at = ts
-        if self.ended_at is None or ts > self.ended_at:
-            self.ended_at = ts
-
-    def _model(self, model: str | None) -> None:
-        if model and model not in self.models:
-            self.models.append(model)
+        if self.first_ts is None:
+            self.first_ts = text
+        self.last_ts = text
 
     @property
     def turn(self) -> int:
         """The user turn calls belong to now (0 before the first prompt)."""
-        return max(self.user_turn, 0)
+        return self.user_turn if self.user_turn > 0 else 0
 
     # -- messages -----------------------------------------------------------------------------------------------------
     def user_prompt(self, text: str, ts: Any, line: int, turn_id: str | None = None) -> None:
         """A prompt typed (or queued) by the user: starts a new user turn."""
-        self.flush_turns()
+        if self._open:
+            self.flush_turns()
         self.user_turn += 1
-        t = parse_ts(ts)
-        self.see_ts(t)
         tid = turn_id or f"u{self.n_turns}"
-        self._emit_turn(_Turn(tid, self.n_turns, "user", [text], None, t, self.user_turn, False, None, None, line))
+        self._emit_turn(_Turn(tid, self.n_turns, "user", [text], None, ts, self.user_turn, False, None, None, line))
         self.n_turns += 1
         self.current_turn_id = None
 
@@ -219,13 +274,12 @@ class SessionBuilder:
     ) -> str:
         """An assistant message, or one more piece of one already open (same ``turn_id``): texts are joined and the
         largest usage is kept. Returns the turn id calls should point to."""
-        t = parse_ts(ts)
-        self.see_ts(t)
-        self._model(model)
+        if model and model not in self.models:
+            self.models.append(model)
         tid = turn_id or f"a{self.n_turns}"
         turn = self._open.get(tid)
         if turn is None:
-            turn = _Turn(tid, self.n_turns, "assistant", [], model, t, self.turn, is_sidechain, None, usage_key, line)
+            turn = _Turn(tid, self.n_turns, "assistant", [], model, ts, self.turn, is_sidechain, None, usage_key, line)
             self.n_turns += 1
             self._open[tid] = turn
             if len(self._open) > self.max_open_turns:
@@ -266,24 +320,22 @@ class SessionBuilder:
 
     def _emit_turn(self, turn: _Turn) -> None:
         u = turn.usage
-        text = "\n".join(x for x in turn.texts if x) if turn.texts else None
-        row: dict[str, Any] = {
-            "session_id": self.session_id, "turn_id": turn.turn_id, "turn_index": turn.turn_index,
-            "role": turn.role, "text": text, "model": turn.model, "ts": turn.ts, "user_turn": max(turn.user_turn, 0),
-            "is_sidechain": turn.is_sidechain, "usage_key": turn.usage_key, "file_id": self.file_id,
-            "line": turn.line if turn.line >= 0 else None,
-        }
+        texts = turn.texts
+        text = (texts[0] if len(texts) == 1 else "\n".join(x for x in texts if x)) if texts else None
         if u is not None:
-            cost, source = (u.cost, "transcript") if u.cost is not None else price_usage(turn.model, u)
-            row.update(
-                input_tokens=u.input, output_tokens=u.output, cache_read_tokens=u.cache_read,
-                cache_write_tokens=u.cache_write, total_tokens=u.total_tokens, cost_usd=cost, cost_source=source,
-                usage_counted=turn.usage_key is None,
-            )
+            if u.cost is not None:
+                cost, source = u.cost, "transcript"
+            else:
+                cost, source = price_usage(turn.model, u)
+            usage = (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens, cost, source,
+                     turn.usage_key, turn.usage_key is None)
         else:
-            row.update(input_tokens=0, output_tokens=0, cache_read_tokens=0, cache_write_tokens=0, total_tokens=0,
-                       cost_usd=0.0, cost_source=None, usage_counted=False)
-        self.sink.add(TURNS, row, 96 + (len(text) if text else 0))
+            usage = (0, 0, 0, 0, 0, 0.0, None, turn.usage_key, False)
+        self.sink.add("turns", (
+            self.session_id, turn.turn_id, turn.turn_index, turn.role, text, turn.model, ts_text(turn.ts),
+            turn.user_turn if turn.user_turn > 0 else 0, turn.is_sidechain, *usage, self.file_id,
+            turn.line if turn.line >= 0 else None,
+        ), 96 + (len(text) if text else 0))
 
     # -- calls --------------------------------------------------------------------------------------------------------
     def call(
@@ -297,13 +349,15 @@ class SessionBuilder:
         parent_call_id: str | None = None,
     ) -> None:
         """A tool call. It waits for its result (``result``) and is written then, or at ``finish`` without one."""
-        t = parse_ts(ts)
-        self.see_ts(t)
         cid = call_id if call_id else f"#{self.n_calls}"
         c = _Call(self.n_calls, cid, turn_id or self.current_turn_id, self.turn, tool or "?", args,
-                  parent_call_id, t, line)
+                  parent_call_id, ts, line)
         self.n_calls += 1
-        self._pending.setdefault(cid, deque()).append(c)
+        q = self._pending.get(cid)
+        if q is None:
+            self._pending[cid] = deque((c,))
+        else:
+            q.append(c)
 
     def result(
         self,
@@ -315,40 +369,30 @@ class SessionBuilder:
     ) -> bool:
         """The result of the oldest waiting call with this id (ids can repeat: matched in order). False when no call
         waits for it."""
-        queue = self._pending.get(call_id or "")
+        key = call_id or ""
+        queue = self._pending.get(key)
         if not queue:
             return False
         c = queue.popleft()
         if not queue:
-            del self._pending[call_id or ""]
-        t = parse_ts(ts)
-        self.see_ts(t)
-        self._emit_call(c, text, is_error, t, error_kind)
+            del self._pending[key]
+        self._emit_call(c, text if text is not None else "", bool(is_error), ts, error_kind, True)
         return True
 
     def has_pending(self, call_id: str) -> bool:
         return bool(self._pending.get(call_id))
 
-    def _emit_call(self, c: _Call, text: str | None, is_error: bool | None, result_ts: datetime | None,
-                   error_kind: str | None) -> None:
-        args = c.args if c.args is not None else {}
-        canon = canonical_json(args)
-        has_result = text is not None or is_error is not None
+    def _emit_call(self, c: _Call, text: str | None, is_error: bool | None, result_ts: Any,
+                   error_kind: str | None, has_result: bool) -> None:
+        canon, ordered, shallow = _arg_variants(c.args if c.args is not None else {})
         if has_result and is_error and not error_kind:
             error_kind = "flag"
-        row = {
-            "session_id": self.session_id, "seq": c.seq, "call_id": c.call_id, "turn_id": c.turn_id,
-            "user_turn": c.user_turn, "tool": c.tool, "args": canon, "call_key": call_key(c.tool, canon),
-            "call_key_ordered": call_key(c.tool, ordered_json(args)),
-            "call_key_shallow": call_key(c.tool, shallow_sorted_json(args)),
-            "result_text": text if has_result else None,
-            "result_key": result_key(text, bool(is_error)) if has_result else None,
-            "is_error": bool(is_error) if has_result else None,
-            "error_kind": error_kind if has_result and is_error else None,
-            "parent_call_id": c.parent_call_id, "ts": c.ts, "result_ts": result_ts,
-            "file_id": self.file_id, "line": c.line,
-        }
-        self.sink.add(CALLS, row, 160 + len(canon) + (len(text) if text else 0))
+        self.sink.add("calls", (
+            self.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, canon, ordered, shallow,
+            text if has_result else None, has_result, is_error if has_result else None,
+            error_kind if has_result and is_error else None, c.parent_call_id, ts_text(c.ts), ts_text(result_ts),
+            self.file_id, c.line,
+        ), 160 + len(canon) + (len(text) if text else 0))
 
     # -- end ----------------------------------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -360,15 +404,11 @@ class SessionBuilder:
         waiting = sorted((c for q in self._pending.values() for c in q), key=lambda c: c.seq)
         self._pending.clear()
         for c in waiting:
-            self._emit_call(c, None, None, None, None)
-        self.sink.add(SESSIONS, {
-            "session_id": self.session_id, "format": self.format, "source_path": self.source_path,
-            "file_id": self.file_id, "parent_session_id": self.parent_session_id,
-            "agent_version": self.agent_version, "started_at": self.started_at, "ended_at": self.ended_at,
-            "cwd": self.cwd, "models": list(self.models), "user_turns": max(self.user_turn + 1, 0),
-            "turns": self.n_turns, "calls": self.n_calls, "error_calls": 0, "input_tokens": 0, "output_tokens": 0,
-            "cache_read_tokens": 0, "cache_write_tokens": 0, "total_tokens": 0, "cost_usd": 0.0,
-        })
+            self._emit_call(c, None, None, None, None, False)
+        self.sink.add("sessions", (
+            self.session_id, self.format, self.source_path, self.file_id, self.parent_session_id,
+            self.agent_version, self.first_ts, self.last_ts, self.cwd, list(self.models),
+        ))
 
 
 def excerpt(text: str | bytes, limit: int = MAX_EXCERPT) -> str:

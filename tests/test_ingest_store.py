@@ -1,0 +1,168 @@
+"""Incremental and safe: re-ingest changes nothing, grown and rewritten files replace their rows, one writer at a time,
+and a kill at any moment leaves a consistent store that the next run completes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from analyzer import store
+from analyzer.errors import StoreInUseError
+from helpers import ingest_paths, query, write_jsonl
+from test_ingest_robust import pi_session
+
+SNAPSHOT = ("SELECT session_id, calls, turns, user_turns, error_calls, input_tokens, output_tokens, total_tokens, "
+            "started_at, ended_at FROM sessions ORDER BY session_id")
+
+
+def snapshot(db: Path) -> dict[str, list[tuple]]:
+    return {
+        "sessions": query(db, SNAPSHOT),
+        "calls": query(db, "SELECT session_id, seq, call_id, call_key, result_key, is_error FROM calls "
+                           "ORDER BY session_id, seq"),
+        "turns": query(db, "SELECT session_id, turn_index, role, total_tokens, usage_counted FROM turns "
+                           "ORDER BY session_id, turn_index"),
+        "errors": query(db, "SELECT path, line, reason FROM ingest_errors ORDER BY path, line"),
+    }
+
+
+def check_consistent(db: Path) -> None:
+    """What a user relies on: totals agree with the rows they sum; every row belongs to a recorded file."""
+    assert query(db, """
+        SELECT count(*) FROM sessions s
+        LEFT JOIN (SELECT session_id, count(*) n FROM calls GROUP BY ALL) c USING (session_id)
+        LEFT JOIN (SELECT session_id, count(*) n, sum(total_tokens) FILTER (WHERE usage_counted) t
+                   FROM turns GROUP BY ALL) t USING (session_id)
+        WHERE s.calls != coalesce(c.n, 0) OR s.turns != coalesce(t.n, 0) OR s.total_tokens != coalesce(t.t, 0)
+    """) == [(0,)]
+    assert query(db, "SELECT count(*) FROM calls WHERE session_id NOT IN (SELECT session_id FROM sessions)") == [(0,)]
+    assert query(db, "SELECT count(*) FROM sessions WHERE file_id NOT IN (SELECT file_id FROM files)") == [(0,)]
+    assert query(db, """
+        SELECT count(*) FROM files f WHERE status = 'ingested'
+        AND sessions != (SELECT count(*) FROM sessions s WHERE s.file_id = f.file_id)
+    """) == [(0,)]
+
+
+def test_reingest_changes_nothing(tmp_path: Path, db: Path) -> None:
+    for i in range(3):
+        write_jsonl(tmp_path / f"s{i}.jsonl", pi_session(f"s{i}"))
+    first = ingest_paths(db, tmp_path)
+    before = snapshot(db)
+    second = ingest_paths(db, tmp_path)
+    assert (first.files_ingested, second.files_ingested, second.files_unchanged) == (3, 0, 3)
+    assert snapshot(db) == before
+
+
+def test_touched_file_with_same_content_is_not_reparsed(tmp_path: Path, db: Path) -> None:
+    f = write_jsonl(tmp_path / "s.jsonl", pi_session("s1"))
+    ingest_paths(db, tmp_path)
+    (ingested_at,), = query(db, "SELECT ingested_at FROM files")
+    st = f.stat()
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    summary = ingest_paths(db, tmp_path)
+    assert (summary.files_ingested, summary.files_unchanged) == (0, 1)
+    assert query(db, "SELECT ingested_at, mtime_ns FROM files") == [(ingested_at, st.st_mtime_ns + 5_000_000_000)]
+
+
+def test_grown_file_gets_its_new_content(tmp_path: Path, db: Path) -> None:
+    recs = pi_session("s1", n_calls=2)
+    f = write_jsonl(tmp_path / "s.jsonl", recs)
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT calls FROM sessions") == [(2,)]
+    write_jsonl(f, pi_session("s1", n_calls=5))  # the agent appended three more calls
+    summary = ingest_paths(db, tmp_path)
+    assert summary.files_ingested == 1
+    assert query(db, "SELECT calls, turns FROM sessions") == [(5, 6)]
+    assert query(db, "SELECT count(*), count(DISTINCT seq) FROM calls") == [(5, 5)]
+    check_consistent(db)
+
+
+def test_rewritten_file_replaces_its_rows(tmp_path: Path, db: Path) -> None:
+    f = write_jsonl(tmp_path / "s.jsonl", pi_session("old-id", n_calls=4))
+    ingest_paths(db, tmp_path)
+    write_jsonl(f, pi_session("new-id", n_calls=1))  # e.g. pi migrating a v1 file rewrites it whole
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT session_id, calls FROM sessions") == [("new-id", 1)]
+    assert query(db, "SELECT DISTINCT session_id FROM calls") == [("new-id",)]
+    check_consistent(db)
+
+
+def test_duplicate_session_id_in_two_files_is_recorded_not_loaded_twice(tmp_path: Path, db: Path) -> None:
+    write_jsonl(tmp_path / "a" / "s.jsonl", pi_session("same", n_calls=2))
+    write_jsonl(tmp_path / "b" / "s-archived.jsonl", pi_session("same", n_calls=2))
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT count(*), sum(calls) FROM sessions") == [(1, 2)]
+    (path, reason), = query(db, "SELECT path, reason FROM ingest_errors")
+    assert path.endswith("s-archived.jsonl") and reason.startswith("duplicate session id same")
+    check_consistent(db)
+
+
+def test_second_writer_gets_store_in_use(tmp_path: Path, db: Path) -> None:
+    write_jsonl(tmp_path / "s.jsonl", pi_session("s1"))
+    ingest_paths(db, tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c",
+                               "import duckdb,sys,time; c=duckdb.connect(sys.argv[1]); print('ready', flush=True); "
+                               "time.sleep(60)", str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreInUseError, match="is in use"):
+            store.connect(db)
+        proc = subprocess.run([sys.executable, "-m", "analyzer.cli", "ingest", str(tmp_path), "--db", str(db)],
+                              capture_output=True, text=True)
+        assert proc.returncode == 3
+        assert "is in use" in proc.stderr and "Traceback" not in proc.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _corpus(root: Path, n_files: int, calls: int) -> Path:
+    for i in range(n_files):
+        recs = pi_session(f"k{i:04d}", n_calls=calls, cwd=f"/p{i % 7}")
+        for r in recs:  # fatten results so the run takes long enough to be killed in the middle
+            if r.get("message", {}).get("role") == "toolResult":
+                r["message"]["content"][0]["text"] += "\n" + "log line\n" * 400
+        write_jsonl(root / f"d{i % 10}" / f"k{i:04d}.jsonl", recs)
+    return root
+
+
+@pytest.mark.slow
+def test_kill_at_any_moment_leaves_a_consistent_store(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path / "corpus", n_files=400, calls=12)
+    reference = tmp_path / "reference.duckdb"
+    ingest_paths(reference, corpus)
+    expected = snapshot(reference)
+    killed_mid_run = 0
+    for attempt, delay in enumerate((0.6, 1.0, 1.4, 1.8, 2.4)):
+        db = tmp_path / f"killed{attempt}.duckdb"
+        proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db),
+                                 "--workers", "2", "--quiet"], start_new_session=True)
+        time.sleep(delay)
+        if proc.poll() is None:
+            killed_mid_run += 1
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        if db.exists():
+            check_consistent(db)  # whatever landed is whole
+            partial = query(db, "SELECT count(*) FROM files")[0][0]
+            assert partial <= 400
+        ingest_paths(db, corpus)  # the next run completes it
+        check_consistent(db)
+        assert snapshot(db) == expected
+    assert killed_mid_run >= 2, "the corpus ingested too fast to be interrupted; make it bigger"
+
+
+def test_store_from_newer_loopscope_is_refused(db: Path) -> None:
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE loopscope_meta (key VARCHAR, value VARCHAR)")
+    con.execute("INSERT INTO loopscope_meta VALUES ('schema_version', '999')")
+    con.close()
+    with pytest.raises(store.StoreError, match="newer"):
+        store.connect(db)
