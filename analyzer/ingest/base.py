@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+import orjson
+
 from .rows import RowSink, SessionBuilder, excerpt
 
 
@@ -67,3 +69,23 @@ def text_of(content: Any, types: tuple[str, ...] = ("text", "input_text", "outpu
                     out.append(t)
         return "\n".join(out)
     return ""
+
+
+_MAX_DECODE = 8  # double-encoded arguments: never loop forever on pathological input
+
+
+def parse_arguments(raw: Any) -> Any:
+    """Tool-call arguments as a JSON value: parsed while it is a string holding JSON (double encoding happens);
+    text that is not JSON is kept as ``{"raw": text}`` so the call still has a key."""
+    value = raw
+    for _ in range(_MAX_DECODE):
+        if not isinstance(value, str):
+            return {} if value is None else value
+        text = value.strip()
+        if not text:
+            return {}
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return {"raw": value}
+    return {"raw": value} if isinstance(value, str) else value

@@ -57,6 +57,8 @@ def ts_text(value: Any) -> str | None:
     """A timestamp as text for DuckDB to parse: ISO strings pass through; epoch seconds or milliseconds become ISO."""
     if isinstance(value, str):
         return value or None
+    if isinstance(value, datetime):
+        return value.isoformat()  # naive datetimes here are UTC, which is the store's session time zone
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         secs = value / 1000.0 if value > 1e11 else float(value)
         try:
@@ -294,13 +296,13 @@ class SessionBuilder:
         self.current_turn_id = tid
         return tid
 
-    def add_usage(self, usage: Usage, turn_id: str | None = None) -> None:
+    def add_usage(self, usage: Usage, turn_id: str | None = None, model: str | None = None) -> None:
         """Attach usage that arrives after its message (Codex ``token_count``) to the open turn, or to a turn of its
-        own when no message is open."""
+        own (answered by ``model``, so it can be priced) when no message is open."""
         tid = turn_id or self.current_turn_id
         turn = self._open.get(tid) if tid else None
         if turn is None:
-            tid = self.assistant(None, None, None, -1)
+            tid = self.assistant(None, None, None, -1, model=model)
             turn = self._open[tid]
         if turn.usage is None:
             turn.usage = usage
