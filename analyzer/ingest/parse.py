@@ -68,6 +68,8 @@ def detect_format(rec: Any) -> ModuleType | None:
 def describe_document(doc: Any) -> str:
     """Name the single-JSON-document formats loopscope knows of but does not ingest yet."""
     if isinstance(doc, dict):
+        if "agentType" in doc or "toolUseId" in doc:
+            return "Claude Code subagent metadata (agent-*.meta.json): nothing to load, its transcript is read"
         if "projectHash" in doc and "messages" in doc:
             return "a Gemini CLI session (single JSON document); this format is not supported yet"
         if "trajectory" in doc or ("history" in doc and ("info" in doc or "environment" in doc)):
