@@ -113,8 +113,13 @@ def _ts(col: str) -> str:
     return f"timezone('UTC', TRY_CAST({col} AS TIMESTAMPTZ))"
 
 
-def _parquet_list(paths: Sequence[str]) -> str:
-    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+def _spool_source(spool: dict[str, list[str]], table: str) -> str:
+    """A FROM-clause source for a spool table: its Parquet files, or an empty relation of the same columns."""
+    paths = spool.get(table) or []
+    if paths:
+        return "read_parquet([" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "])"
+    cols = ", ".join(f"NULL::{_SPOOL_SQL[str(t)]} AS {n}" for n, t in SPOOL[table])
+    return f"(SELECT {cols} LIMIT 0)"
 
 
 def load_chunk(
@@ -142,14 +147,9 @@ def load_chunk(
         for table in ("calls", "turns", "sessions", "ingest_errors", "files"):
             con.execute(f"DELETE FROM {table} WHERE file_id IN (SELECT file_id FROM _chunk_files)")
 
-        for table in ("sessions", "turns", "calls"):
-            paths = spool.get(table) or []
-            if paths:
-                con.execute(f"CREATE OR REPLACE TEMP TABLE _new_{table} AS "
-                            f"SELECT * FROM read_parquet({_parquet_list(paths)})")
-            else:
-                cols = ", ".join(f"NULL::{_SPOOL_SQL[str(t)]} AS {n}" for n, t in SPOOL[table])
-                con.execute(f"CREATE OR REPLACE TEMP TABLE _new_{table} AS SELECT {cols} LIMIT 0")
+        # Turns and calls stream straight from the spool into their tables; only the small sessions spool is
+        # materialised, for the duplicate check.
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _new_sessions AS SELECT * FROM {_spool_source(spool, 'sessions')}")
 
         # A session id already in the store from another file (an archived copy, a duplicated dataset row) is
         # recorded as an error and not loaded twice; within the chunk the lowest file id wins.
@@ -176,7 +176,7 @@ def load_chunk(
         con.execute(f"""
             INSERT INTO turns ({", ".join(turn_cols)})
             SELECT {", ".join(_ts("ts") if c == "ts" else c for c in turn_cols)}
-            FROM _new_turns t {keep}
+            FROM {_spool_source(spool, "turns")} t {keep}
         """)
         call_exprs = {
             "call_key": SQL_CALL_KEY.format(tool="tool", args="args"),
@@ -189,10 +189,11 @@ def load_chunk(
         con.execute(f"""
             INSERT INTO calls ({", ".join(CALLS.names)})
             SELECT {", ".join(call_exprs.get(c, c) for c in CALLS.names)}
-            FROM _new_calls t {keep}
+            FROM {_spool_source(spool, "calls")} t {keep}
         """)
 
-        con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM _new_turns WHERE usage_key IS NOT NULL")
+        con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "
+                    "WHERE file_id IN (SELECT file_id FROM _chunk_files) AND usage_key IS NOT NULL")
         con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM _new_sessions")
         _dedup_usage(con)
         _refresh_totals(con)
@@ -220,7 +221,7 @@ def load_chunk(
             UPDATE files SET errors = errors + x.n, sessions = sessions - x.n
             FROM (SELECT file_id, count(*) AS n FROM _dup GROUP BY file_id) x WHERE files.file_id = x.file_id
         """)
-        for t in ("_new_sessions", "_new_turns", "_new_calls", "_dup", "_keys", "_touched", "_chunk_files"):
+        for t in ("_new_sessions", "_dup", "_keys", "_touched", "_chunk_files"):
             con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
