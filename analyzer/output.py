@@ -9,12 +9,15 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import orjson
-import polars as pl
-from rich.console import Console
-from rich.table import Table
 
 from .errors import UsageError
+
+if TYPE_CHECKING:  # polars and rich load only when something is printed: the CLI starts faster
+    import polars as pl
+    from rich.table import Table
 
 
 class OutputFormat(str, Enum):
@@ -31,12 +34,14 @@ def _default(obj: Any) -> Any:
     raise TypeError
 
 
-def _json_rows(df: pl.DataFrame) -> list[dict[str, Any]]:
+def _json_rows(df: "pl.DataFrame") -> list[dict[str, Any]]:
     return df.to_dicts()
 
 
-def _flatten_for_csv(df: pl.DataFrame) -> pl.DataFrame:
+def _flatten_for_csv(df: "pl.DataFrame") -> "pl.DataFrame":
     """CSV has no lists: join them with ``;``."""
+    import polars as pl
+
     exprs = []
     for name, dtype in df.schema.items():
         if isinstance(dtype, pl.List):
@@ -64,7 +69,9 @@ def _cell(v: Any, width: int) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def render_table(df: pl.DataFrame, title: str | None = None, width: int = 48) -> Table:
+def render_table(df: "pl.DataFrame", title: str | None = None, width: int = 48) -> "Table":
+    from rich.table import Table
+
     table = Table(title=title, show_lines=False, header_style="bold")
     for name, dtype in df.schema.items():
         table.add_column(name, justify="right" if dtype.is_numeric() else "left", no_wrap=True,
@@ -75,7 +82,7 @@ def render_table(df: pl.DataFrame, title: str | None = None, width: int = 48) ->
 
 
 def write_frame(
-    df: pl.DataFrame,
+    df: "pl.DataFrame",
     fmt: OutputFormat,
     output: Path | None = None,
     title: str | None = None,
@@ -94,6 +101,8 @@ def write_frame(
         df.write_parquet(output)
         return
     if fmt is OutputFormat.table:
+        from rich.console import Console
+
         shown = df.select([c for c in table_columns if c in df.columns]) if table_columns else df
         # Off a terminal rich assumes 80 columns; a listing piped to a file or pager reads better wide.
         wide = output is not None or not sys.stdout.isatty()

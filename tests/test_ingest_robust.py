@@ -105,16 +105,16 @@ def test_empty_binary_and_unknown_files_are_skipped_with_reasons(tmp_path: Path,
     write_jsonl(tmp_path / "good.jsonl", pi_session("s1"))
     (tmp_path / "empty.jsonl").write_bytes(b"")
     (tmp_path / "blank.jsonl").write_bytes(b"\n\n  \n")
-    (tmp_path / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    (tmp_path / "image.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
     write_jsonl(tmp_path / "other.jsonl", [{"event": "click", "x": 1}, {"event": "scroll"}])
-    (tmp_path / "notes.txt").write_text("just some notes\nnothing json here\n")
+    (tmp_path / "notes.log").write_text("just some notes\nnothing json here\n")
     summary = ingest_paths(db, tmp_path)
     reasons = {Path(p).name: r for p, r in summary.skipped}
     assert reasons["empty.jsonl"] == "empty file"
     assert reasons["blank.jsonl"] == "empty file"
-    assert reasons["image.png"].startswith("binary file")
+    assert reasons["image.bin"].startswith("binary file")
     assert reasons["other.jsonl"].startswith("unknown format") and "event" in reasons["other.jsonl"]
-    assert reasons["notes.txt"] == "no JSON could be read from the file"
+    assert reasons["notes.log"] == "no JSON could be read from the file"
     assert summary.files_ingested == 1
     assert query(db, "SELECT status, count(*) FROM files GROUP BY status ORDER BY status") == [
         ("ingested", 1), ("skipped", 5)]
@@ -129,14 +129,24 @@ def test_a_50_mb_line_is_ingested(tmp_path: Path, db: Path) -> None:
     assert query(db, "SELECT seq, length(result_text) FROM calls ORDER BY seq") == [(0, len(big)), (1, 8)]
 
 
+def test_docs_and_code_in_a_folder_are_not_read_but_named_files_are(tmp_path: Path, db: Path) -> None:
+    write_jsonl(tmp_path / "s.jsonl", pi_session("s1"))
+    (tmp_path / "README.md").write_text("# notes\n")
+    (tmp_path / "make.py").write_text("print(1)\n")
+    summary = ingest_paths(db, tmp_path)
+    assert (summary.files_seen, summary.files_ingested, summary.skipped) == (1, 1, [])
+    with pytest.raises(NothingToIngestError, match="no JSON could be read from the file"):
+        ingest_paths(db, tmp_path / "README.md")
+
+
 def test_nothing_readable_raises_a_clear_error(tmp_path: Path, db: Path) -> None:
-    (tmp_path / "a.txt").write_text("hello\n")
+    (tmp_path / "a.log").write_text("hello\n")
     with pytest.raises(NothingToIngestError, match="nothing could be read"):
         ingest_paths(db, tmp_path)
 
 
 def test_cli_bad_input_exit_codes_and_no_traceback(tmp_path: Path, db: Path) -> None:
-    (tmp_path / "a.txt").write_text("hello\n")
+    (tmp_path / "a.log").write_text("hello\n")
     for args, code, message in [
         ([str(tmp_path)], 4, "nothing could be read"),
         ([str(tmp_path / "missing")], 2, "no such file or folder"),

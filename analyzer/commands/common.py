@@ -12,7 +12,6 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 from rich.console import Console
 
-from .. import store
 from ..errors import LoopscopeError
 from ..filters import SessionFilter
 from ..output import OutputFormat
@@ -42,7 +41,9 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar a
 
 
 def db_path(db: Path | None) -> Path:
-    return db if db is not None else store.default_db_path()
+    from ..store import default_db_path
+
+    return db if db is not None else default_db_path()
 
 
 def session_filter(since: str | None, until: str | None, agent: str | None, project: str | None) -> SessionFilter:

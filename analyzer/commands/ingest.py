@@ -7,8 +7,6 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .. import queries, store
-from ..output import write_frame
 from .common import (AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt,
                      db_path, handle_errors, out, session_filter, with_progress)
 
@@ -66,6 +64,9 @@ def sessions(
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
 ) -> None:
     """List sessions with their totals, most expensive first."""
+    from .. import queries, store
+    from ..output import write_frame
+
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)
     try:

@@ -127,6 +127,8 @@ def usage_instant(value: Any) -> str | None:
         s = value.strip()
         if not s:
             return None
+        if len(s) == 24 and s[-1] == "Z" and s[10] == "T" and s[19] == ".":
+            return s[:-1]  # already UTC with milliseconds, as Codex writes it: skip the datetime round trip
         dt = parse_ts(s)
         return dt.isoformat(timespec="milliseconds") if dt else s
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -325,7 +327,7 @@ class Parser:
             return
         b = self._builder()
         ts = rec.get("timestamp")
-        b.see_ts(parse_ts(ts))
+        b.see_ts(ts)
         if kind == "response_item":
             self._item(b, p, ts, line)
         elif kind == "event_msg":

@@ -35,33 +35,62 @@ def default_roots() -> list[Path]:
     return [p for p in (pi, *claude, codex) if p.is_dir()]
 
 
-def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Path]:
-    """Every regular, non-hidden file under the given files and folders (format is decided by content later), except
-    the store itself and its companions (``exclude``, its ``.wal`` and spool folders): a user running
-    ``loopscope ingest .`` next to ``loopscope.duckdb`` must not ingest the store."""
+# Files in a walked folder with these suffixes are documentation, code or media, never a transcript: they are not
+# read (a file named on the command line is always read, whatever its name).
+NOT_TRANSCRIPTS = frozenset({
+    ".md", ".rst", ".txt", ".py", ".pyc", ".js", ".ts", ".html", ".css", ".toml", ".yaml", ".yml", ".ini", ".cfg",
+    ".lock", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".zip", ".gz", ".tar", ".duckdb", ".sqlite",
+    ".db", ".wal",
+})
+
+
+@dataclass(frozen=True)
+class Found:
+    path: str
+    size: int
+    mtime_ns: int
+
+
+def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
+    """Every regular, non-hidden file under the given files and folders, with its size and mtime (format is decided
+    by content later). Walks with ``os.scandir`` and reuses its stat: re-ingesting an unchanged corpus is mostly this
+    walk. Skips the store itself and its companions (``exclude``, its ``.wal`` and spool folders), so
+    ``loopscope ingest .`` next to ``loopscope.duckdb`` does not ingest the store, and files whose suffix says they
+    are not transcripts (``NOT_TRANSCRIPTS``)."""
     own = str(Path(exclude).resolve()) if exclude is not None else None
+    found: dict[str, Found] = {}
 
-    def ours(p: str) -> bool:
-        return own is not None and (p == own or p == own + ".wal" or p.startswith(own + ".spool-"))
+    def add(path: str, st: os.stat_result) -> None:
+        if own is None or not (path == own or path == own + ".wal" or path.startswith(own + ".spool-")):
+            found[path] = Found(path, st.st_size, st.st_mtime_ns)
 
-    found: dict[str, Path] = {}
+    def walk(folder: str) -> None:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            return
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            try:
+                if e.is_dir():
+                    if not e.is_symlink():
+                        walk(e.path)
+                elif e.is_file() and os.path.splitext(e.name)[1].lower() not in NOT_TRANSCRIPTS:
+                    path = os.path.realpath(e.path) if e.is_symlink() else e.path
+                    add(path, e.stat())
+            except OSError:
+                continue
+
     for root in paths:
         root = Path(root).expanduser()
         if root.is_file():
-            found[str(root.resolve())] = root.resolve()
-            continue
-        if not root.exists():
+            rp = str(root.resolve())
+            add(rp, os.stat(rp))
+        elif root.is_dir():
+            walk(str(root.resolve()))
+        else:
             raise UsageError(f"no such file or folder: {root}")
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-            for name in sorted(filenames):
-                if name.startswith("."):
-                    continue
-                p = Path(dirpath, name)
-                if p.is_file():
-                    rp = p.resolve()
-                    if not ours(str(rp)):
-                        found[str(rp)] = rp
     return [found[k] for k in sorted(found)]
 
 
@@ -159,7 +188,9 @@ def ingest(
     summary = IngestSummary(files_seen=len(files))
     con = store.connect(db)
     try:
+        store.tune_for_bulk_load(con)
         _ingest_files(con, files, db, summary, workers, progress)
+        con.execute("CHECKPOINT")
     finally:
         con.close()
     summary.seconds = time.perf_counter() - t0
@@ -173,7 +204,7 @@ def ingest(
 
 def _ingest_files(
     con: duckdb.DuckDBPyConnection,
-    files: list[Path],
+    files: list[Found],
     db: Path,
     summary: IngestSummary,
     workers: int | None,
@@ -183,27 +214,21 @@ def _ingest_files(
     next_id = store.next_file_id(con)
     tasks: list[FileTask] = []
     touched: list[tuple[int, int, int]] = []
-    for p in files:
-        key = str(p)
-        try:
-            st = p.stat()
-        except OSError as exc:
-            summary.skipped.append((key, f"cannot stat: {exc.strerror or exc}"))
-            continue
-        old = known.get(key)
+    for f in files:
+        old = known.get(f.path)
         if old is not None:
             fid, size, mtime, chash = old
-            if size == st.st_size and mtime == st.st_mtime_ns:
+            if size == f.size and mtime == f.mtime_ns:
                 summary.files_unchanged += 1
                 continue
-            if size == st.st_size and _same_content(key, chash):
-                touched.append((fid, st.st_size, st.st_mtime_ns))
+            if size == f.size and _same_content(f.path, chash):
+                touched.append((fid, f.size, f.mtime_ns))
                 summary.files_unchanged += 1
                 continue
         else:
             fid = next_id
             next_id += 1
-        tasks.append(FileTask(fid, key, st.st_size, st.st_mtime_ns))
+        tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
     store.touch_files(con, touched)
     if not tasks:
         return
@@ -217,7 +242,9 @@ def _ingest_files(
     try:
         chunks = _chunks(tasks)
         n_workers = workers if workers is not None else (os.cpu_count() or 1)
-        if total <= IN_PROCESS_BYTES or n_workers <= 1 or len(chunks) == 1 and total <= 4 * CHUNK_BYTES:
+        # One chunk (a single huge file, say) gains nothing from a worker: it would parse while we wait, then we
+        # would load; in-process saves an interpreter's worth of memory.
+        if total <= IN_PROCESS_BYTES or n_workers <= 1 or len(chunks) == 1:
             done = 0
             for i, chunk in enumerate(chunks):
                 def bump(n: int) -> None:
