@@ -1,0 +1,101 @@
+"""Run a command and measure it the way the benchmarks report it: wall time, and peak memory of the whole process
+tree (the ingest spawns parser workers, so the main process's own peak says too little).
+
+Two memory figures, because neither alone is the truth: ``peak_tree_rss`` samples the summed RSS of the process and all
+its descendants every 20 ms (what the machine had to hold at once; a sample can miss a short spike), and
+``max_process_rss`` is the kernel's exact high-water mark of the largest single process (``wait4`` rusage, the
+max over the child and every descendant it reaped).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class Run:
+    seconds: float
+    returncode: int
+    peak_tree_rss: int  # bytes
+    max_process_rss: int  # bytes
+    max_processes: int
+    main_rss: int  # sampled peak of the command's own process (bytes)
+    workers_rss: int  # sampled peak of the largest descendant (bytes)
+    stdout: str
+    stderr: str
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_bytes()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split(b" ", 2)[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
+def _rss(pid: int) -> int:
+    try:
+        return int(Path(f"/proc/{pid}/statm").read_bytes().split()[1]) * _PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.02) -> Run:
+    """Run ``cmd`` to completion, sampling its process tree."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    peak, procs = 0, 0
+    per_pid: dict[int, int] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak, procs
+        while not done.is_set():
+            pids = _tree(proc.pid)
+            rss = {p: _rss(p) for p in pids}
+            for p, r in rss.items():
+                per_pid[p] = max(per_pid.get(p, 0), r)
+            peak = max(peak, sum(rss.values()))
+            procs = max(procs, len(pids))
+            done.wait(interval)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    out_chunks: list[bytes] = []
+    err_chunks: list[bytes] = []
+    readers = [threading.Thread(target=lambda s, b: b.append(s.read()), args=(proc.stdout, out_chunks)),
+               threading.Thread(target=lambda s, b: b.append(s.read()), args=(proc.stderr, err_chunks))]
+    for r in readers:
+        r.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    done.set()
+    th.join()
+    for r in readers:
+        r.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    main = per_pid.pop(proc.pid, 0)
+    return Run(seconds, proc.returncode, peak, usage.ru_maxrss * 1024, procs, main, max(per_pid.values(), default=0),
+               b"".join(out_chunks).decode(errors="replace"), b"".join(err_chunks).decode(errors="replace"))
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:,.0f} MB"

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Ingest benchmark: cold ingest against DuckDB's bare JSON parse, no-change re-ingest, and peak memory.
+
+    python benchmarks/bench_ingest.py [--corpus /tmp/loopscope-corpus] [--size-mb 500] [--workers N]
+
+Generates the corpus with gen_corpus.py when the folder is missing. Every measured step runs as its own process with
+a warm page cache (the corpus was just written or read), so the figures compare parsing, not disk reads:
+
+1. bare parse: DuckDB reads every line of every ``*.jsonl`` file and extracts one field (the floor for "read all the
+   JSON"; it uses all cores, as the ingest does);
+2. cold ingest: ``loopscope ingest CORPUS --db <fresh store>``, with peak RSS of its whole process tree;
+3. re-ingest: the same command again, nothing changed.
+
+Prints the figures and a markdown table with the targets (cold <= 3x bare parse, re-ingest <= 2% of cold,
+peak RSS < 1 GB) for the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from _measure import Run, mb, run  # noqa: E402
+from gen_corpus import ensure  # noqa: E402
+
+LOOPSCOPE = Path(sys.executable).with_name("loopscope")
+GB = 1 << 30
+
+BARE_PARSE = """
+import duckdb, json, sys, time
+con = duckdb.connect()
+con.execute("SET enable_progress_bar = false")
+t = time.perf_counter()
+rows, typed = con.execute(
+    "SELECT count(*), count(json_extract_string(json, '$.type')) FROM read_json_objects(?, "
+    "format='newline_delimited', ignore_errors=true, maximum_object_size=1073741824)", [sys.argv[1]]).fetchone()
+print(json.dumps({"seconds": time.perf_counter() - t, "rows": rows, "typed": typed}))
+"""
+
+
+def bare_parse(corpus: Path) -> tuple[float, int]:
+    """Best of two runs of DuckDB's bare parse: (query seconds, JSON objects read)."""
+    best = None
+    for _ in range(2):
+        r = run([sys.executable, "-c", BARE_PARSE, f"{corpus}/**/*.jsonl"])
+        if r.returncode:
+            raise SystemExit(f"bare parse failed:\n{r.stderr}")
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        if best is None or res["seconds"] < best[0]:
+            best = (res["seconds"], res["rows"])
+    assert best is not None
+    return best
+
+
+def ingest(corpus: Path, db: Path, workers: int | None) -> Run:
+    cmd = [str(LOOPSCOPE), "ingest", str(corpus), "--db", str(db), "--quiet"]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
+    r = run(cmd)
+    if r.returncode:
+        raise SystemExit(f"ingest failed ({r.returncode}):\n{r.stderr[-4000:]}")
+    return r
+
+
+def store_summary(db: Path) -> dict:
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        files = dict(con.execute("SELECT coalesce(format, 'skipped'), count(*) FROM files GROUP BY 1").fetchall())
+        sessions, calls = con.execute("SELECT count(*), coalesce(sum(calls), 0) FROM sessions").fetchone()
+        errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
+        by_fmt = dict(con.execute("SELECT format, count(*) FROM sessions GROUP BY 1").fetchall())
+    finally:
+        con.close()
+    return {"files": files, "sessions": sessions, "calls": calls, "errors": errors, "sessions_by_format": by_fmt}
+
+
+def verdict(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", type=Path, default=Path("/tmp/loopscope-corpus"))
+    ap.add_argument("--size-mb", type=float, default=500, help="corpus size when it has to be generated")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--workers", type=int, default=None, help="passed to loopscope ingest (default: its own)")
+    ap.add_argument("--store-dir", type=Path, default=None, help="where to put the store (default: a temp dir)")
+    ap.add_argument("--keep-store", action="store_true")
+    args = ap.parse_args()
+
+    manifest = ensure(args.corpus, args.size_mb, args.seed)
+    size = manifest["bytes"]
+    print(f"corpus: {args.corpus}  {mb(size)}, {manifest['files']:,} files, {sum(manifest['sessions'].values()):,} "
+          f"sessions ({', '.join(f'{k} {mb(v)}' for k, v in manifest['bytes_by_format'].items())})", flush=True)
+
+    parse_s, objects = bare_parse(args.corpus)
+    print(f"bare parse (DuckDB read_json_objects + one field): {parse_s:.2f} s, {objects:,} JSON objects, "
+          f"{size / 1e6 / parse_s:,.0f} MB/s", flush=True)
+
+    store_dir = Path(tempfile.mkdtemp(prefix="loopscope-bench-", dir=args.store_dir))
+    db = store_dir / "store.duckdb"
+    try:
+        cold = ingest(args.corpus, db, args.workers)
+        summary = store_summary(db)
+        print(f"cold ingest: {cold.seconds:.2f} s ({size / 1e6 / cold.seconds:,.1f} MB/s), peak RSS {mb(cold.peak_tree_rss)}"
+              f" over up to {cold.max_processes} processes (largest single process {mb(cold.max_process_rss)}; main "
+              f"{mb(cold.main_rss)}, largest worker {mb(cold.workers_rss)}); "
+              f"store: {summary}", flush=True)
+        again = ingest(args.corpus, db, args.workers)
+        print(f"no-change re-ingest: {again.seconds:.2f} s ({again.seconds / cold.seconds:.1%} of cold), peak RSS "
+              f"{mb(again.peak_tree_rss)}", flush=True)
+        store_mb = db.stat().st_size
+    finally:
+        if not args.keep_store:
+            shutil.rmtree(store_dir, ignore_errors=True)
+        else:
+            print(f"store kept at {db}")
+
+    ratio = cold.seconds / parse_s
+    share = again.seconds / cold.seconds
+    print()
+    print(f"| ingest benchmark ({mb(size)}, {manifest['files']:,} files, {summary['sessions']:,} sessions, "
+          f"{summary['calls']:,} calls) | figure | target | met |")
+    print("|---|---|---|---|")
+    print(f"| DuckDB bare parse (`read_json_objects`, one field) | {parse_s:.2f} s | | |")
+    print(f"| cold `loopscope ingest` | {cold.seconds:.2f} s = {ratio:.1f}x bare parse | <= 3x | {verdict(ratio <= 3)} |")
+    print(f"| no-change re-ingest | {again.seconds:.2f} s = {share:.1%} of cold | <= 2% | {verdict(share <= 0.02)} |")
+    print(f"| peak RSS of the ingest (all {cold.max_processes} processes) | {mb(cold.peak_tree_rss)} "
+          f"(main {mb(cold.main_rss)}, largest worker {mb(cold.workers_rss)}) | < 1 GB | {verdict(cold.peak_tree_rss < GB)} |")
+    print(f"| store size | {mb(store_mb)} | | |")
+    print(f"| ingest errors | {summary['errors']:,} | | |")
+
+
+if __name__ == "__main__":
+    main()
