@@ -9,6 +9,7 @@ import typer
 
 from . import __version__
 from .commands import ingest as ingest_cmds
+from .commands import scan as scan_cmds
 from .commands.common import out
 
 app = typer.Typer(
@@ -37,6 +38,9 @@ def _main(
 
 app.command("ingest")(ingest_cmds.ingest)
 app.command("sessions")(ingest_cmds.sessions)
+app.command("scan")(scan_cmds.scan)
+app.command("findings")(scan_cmds.findings)
+app.command("summary")(scan_cmds.summary)
 
 
 def main() -> None:

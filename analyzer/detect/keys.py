@@ -141,3 +141,53 @@ def args_text(obj: Any) -> str:
 
     walk(obj)
     return " ".join(out)
+
+
+# -- additions for the detector core (the functions above are shared with ingest and keep their behaviour) ----------
+
+_WHOLE_WORD = re.compile(r"(?<!\S)[a-z0-9_-]{3,}(?!\S)")
+
+
+def fast_token_set(text: str) -> frozenset[str]:
+    """``token_set`` in one regex pass: a whitespace-delimited word is kept exactly when it is made only of
+    ``[a-z0-9_-]`` and has 3+ characters, so this equals ``token_set`` (a hypothesis test pins it) at a fraction of
+    the cost; the scan computes it for most calls."""
+    return frozenset(_WHOLE_WORD.findall(text.lower()))
+
+
+def args_token_set(args_json: str) -> frozenset[str]:
+    """The shared-token words of a call's canonical argument JSON: ``token_set(args_text(args))``."""
+    try:
+        obj = orjson.loads(args_json)
+    except orjson.JSONDecodeError:
+        return fast_token_set(args_json)
+    text = _flat_args_text(obj) if type(obj) is dict else None
+    return fast_token_set(args_text(obj) if text is None else text)
+
+
+def _flat_args_text(obj: dict[str, Any]) -> str | None:
+    """``args_text`` for the common shapes (values that are scalars or lists of strings) without its recursive walk;
+    None for anything deeper."""
+    parts: list[str] = []
+    for k in sorted(obj):
+        v = obj[k]
+        t = type(v)
+        if t is str:
+            parts.append(v)
+        elif t is int or t is float:
+            parts.append(str(v))
+        elif t is bool:
+            parts.append("true" if v else "false")
+        elif v is None:
+            continue
+        elif t is list and all(type(x) is str for x in v):
+            parts.extend(v)
+        else:
+            return None
+    return " ".join(parts)
+
+
+def estimate_tokens_sql(expr: str) -> str:
+    """SQL for ``estimate_tokens`` of a VARCHAR expression (NULL and '' give 0), so DuckDB can size texts without
+    shipping them to Python. ``(len + 3) // 4`` is ``ceil(len / 4)``, which is at least 1 for non-empty text."""
+    return f"((coalesce(length({expr}), 0) + 3) // 4)"

@@ -1,0 +1,149 @@
+"""``loopscope scan``, ``loopscope findings`` and ``loopscope summary``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import orjson
+import polars as pl
+import typer
+from rich.console import Console
+
+from .. import queries, store
+from ..output import render_table, write_frame
+from .common import (AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt,
+                     db_path, err, handle_errors, out, session_filter, with_progress)
+
+
+@handle_errors
+def scan(
+    db: DbOpt = None,
+    quiet: QuietOpt = False,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", help="Detector processes. Default: one per core.", show_default=False)] = None,
+    reset_on_user: Annotated[bool, typer.Option(
+        "--reset-on-user/--no-reset-on-user",
+        help="Restart every counter at each user prompt (as almost every guard does).")] = True,
+    full: Annotated[bool, typer.Option("--full", help="Rescan every session, changed or not.")] = False,
+) -> None:
+    """Find every loop: run the detector core over each session that is new or changed since the last scan.
+
+    Writes per-call signals (`signals`), per-message text counters (`text_signals`) and loop episodes (`findings`).
+    Each group of sessions lands in one transaction; an interrupted scan is completed by the next one.
+    """
+    from ..detect.core import Config
+    from ..scan import scan as run_scan
+
+    config = Config(reset_on_user=reset_on_user)
+    s = with_progress("scan", quiet, lambda cb: run_scan(db_path(db), config, workers=workers, full=full,
+                                                         progress=cb), unit="calls")
+    if quiet:
+        return
+    rate = f", {s.calls / s.seconds:,.0f} calls/s" if s.calls >= 10_000 and s.seconds > 0 else ""
+    out.print(
+        f"sessions: {s.sessions:,} in the store, {s.scanned:,} scanned, {s.unchanged:,} unchanged"
+        + (f", {s.removed:,} removed" if s.removed else "")
+        + f"\ncalls: {s.calls:,}  messages: {s.texts:,}  findings: {s.findings:,}  "
+        f"({s.seconds:.2f} s, {s.workers} worker{'s' if s.workers != 1 else ''}{rate})",
+        soft_wrap=True,
+    )
+
+
+@handle_errors
+def findings(
+    db: DbOpt = None,
+    format: FormatOpt = OutputFormat.table,
+    output: OutputOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    agent: AgentOpt = None,
+    project: ProjectOpt = None,
+    kind: Annotated[Optional[str], typer.Option(
+        "--kind", help=f"Only this kind: {', '.join(queries.KINDS)}.", show_default=False)] = None,
+    min_repeats: Annotated[Optional[int], typer.Option(
+        "--min-repeats", help="Only episodes that repeated at least N times.", show_default=False)] = None,
+    session: Annotated[Optional[str], typer.Option(
+        "--session", help="Only this session's findings.", show_default=False)] = None,
+    stuck: Annotated[Optional[bool], typer.Option(
+        "--stuck/--progress", help="Only stuck loops, or only loops that made progress.", show_default=False)] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
+) -> None:
+    """List loop episodes, in the order they happened."""
+    flt = session_filter(since, until, agent, project)
+    con = store.connect(db_path(db), read_only=True)
+    try:
+        df = queries.findings(con, flt, kind=kind, min_repeats=min_repeats, session=session, stuck=stuck, limit=limit)
+    finally:
+        con.close()
+    write_frame(df, format, output, title="findings", table_columns=queries.FINDING_TABLE_COLUMNS)
+
+
+@handle_errors
+def summary(
+    db: DbOpt = None,
+    format: FormatOpt = OutputFormat.table,
+    output: OutputOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    agent: AgentOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """What loops cost: sessions with loops, loops by kind and by tool, tokens and dollars in loops and their share.
+
+    `--format json` prints one object {totals, by_kind, by_tool}; csv, ndjson and parquet print one long table with a
+    `section` column.
+    """
+    flt = session_filter(since, until, agent, project)
+    con = store.connect(db_path(db), read_only=True)
+    try:
+        parts = queries.summary(con, flt)
+    finally:
+        con.close()
+    write_summary(parts, format, output)
+    totals = parts["totals"].row(0, named=True)
+    if totals["scanned_sessions"] < totals["sessions"]:
+        err.print(f"{totals['sessions'] - totals['scanned_sessions']:,} of {totals['sessions']:,} sessions not "
+                  "scanned yet: run `loopscope scan`")
+
+
+def write_summary(parts: dict[str, pl.DataFrame], fmt: OutputFormat, output: Path | None) -> None:
+    if fmt is OutputFormat.table:
+        wide = output is not None or not sys.stdout.isatty()
+        fh = open(output, "w", encoding="utf-8") if output else None
+        try:
+            console = Console(file=fh, width=200 if wide else None, highlight=False)
+            totals = parts["totals"].row(0, named=True)
+            pairs = pl.DataFrame({"metric": list(totals), "value": [_fmt(k, v) for k, v in totals.items()]})
+            console.print(render_table(pairs, "loops: totals"))
+            for name, title in (("by_kind", "loops by kind"), ("by_tool", "loops by tool")):
+                df = parts[name]
+                console.print(render_table(df, title) if df.height else f"{title}: (none)")
+        finally:
+            if fh:
+                fh.close()
+        return
+    if fmt is OutputFormat.json:
+        data = orjson.dumps({"totals": parts["totals"].row(0, named=True),
+                             "by_kind": parts["by_kind"].to_dicts(), "by_tool": parts["by_tool"].to_dicts()},
+                            option=orjson.OPT_INDENT_2) + b"\n"
+        if output is None:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        else:
+            Path(output).write_bytes(data)
+        return
+    long = pl.concat([df.with_columns(pl.lit(name).alias("section")).select("section", *df.columns)
+                      for name, df in parts.items()], how="diagonal_relaxed")
+    write_frame(long, fmt, output)
+
+
+def _fmt(name: str, v: Any) -> str:
+    if v is None:
+        return ""
+    if name.endswith("_share"):
+        return f"{v:.2%}"
+    if name.endswith("_usd"):
+        return f"${v:,.2f}"
+    return f"{v:,}" if isinstance(v, int) else str(v)

@@ -1,0 +1,307 @@
+"""The detector core for tool calls: a pure streaming state machine, one per session (or per live agent).
+
+Fed calls in transcript order, it returns each call's signals from what came before (and the call itself), never
+from what comes after, so the signal at call i is exactly what a runtime guard would have seen at call i. It knows
+nothing of formats or DuckDB: the batch scan (``analyzer.scan_batch``) and a live agent (``detect.guard.Guard``) feed it the
+same way. Semantics: DETECTORS.md sections 1 and 2; every signal is threshold-free, policies put thresholds on them.
+
+Keys are whatever hashable identity the caller gives (the scan passes 64-bit ints of ``calls.call_key``); argument
+token sets are computed lazily, only when a call meets a call of the same tool, and cached by key.
+
+A call is fed in two steps so a guard can look before the call runs: ``call()`` returns the signals that do not need
+the result (streak, cycles, window counts, similarity, drift, nested repeats); ``result()`` completes them (failure
+run, same result, progress). The batch scan calls both for each call (``scan_calls``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .keys import args_token_set, jaccard
+
+# The order of a call's signal tuple; the ``signals`` table stores these columns under the same names.
+SIGNAL_FIELDS: tuple[str, ...] = (
+    "streak", "cycle2", "cycle3", "cycle4", "cycle5", "window5", "window_count", "window20",
+    "sim_prev", "drift_run", "fail_run", "same_result", "progress", "nested_repeat",
+)
+PRE_FIELDS: tuple[str, ...] = SIGNAL_FIELDS[:10] + ("nested_repeat",)
+SIMILARITY = 0.55  # the shared-token bar of DETECTORS.md 2.3
+SCRIPT_MEMORY = 100  # pi keeps each script's last 100 calls
+
+Signals = tuple  # (SIGNAL_FIELDS...) — a plain tuple: the scan makes one per call and transposes them at the end
+
+# A successful call of one of these tools changed something, even when its result text repeats ("edited file x").
+# A heuristic on the tool name (Claude Edit/MultiEdit/Write/NotebookEdit, pi edit/write, Codex apply_patch, ...):
+# a shell command that edits files is not recognised, so its progress is judged by its result like any other call.
+_MUTATING = re.compile(r"edit|write|patch|replace|insert|create|delete|remove|rename|move|mkdir", re.I)
+_mutating_cache: dict[str, bool] = {}
+
+
+def is_mutating(tool: str) -> bool:
+    """Whether a successful call of ``tool`` counts as a change of state (see ``_MUTATING``)."""
+    m = _mutating_cache.get(tool)
+    if m is None:
+        m = _mutating_cache[tool] = bool(_MUTATING.search(tool))
+    return m
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the core needs to know beyond the calls. The defaults are the scan's; a change rescans every session."""
+
+    reset_on_user: bool = True
+    similarity: float = SIMILARITY
+    script_memory: int = SCRIPT_MEMORY
+    exempt_tools: frozenset[str] = field(default_factory=frozenset)
+
+    def describe(self) -> str:
+        """A stable text form, stored with each scanned session so a different configuration triggers a rescan."""
+        ex = ",".join(sorted(self.exempt_tools))
+        return f"reset_on_user={int(self.reset_on_user)};sim={self.similarity};script={self.script_memory};exempt={ex}"
+
+
+_NO_PENDING = None
+_EXEMPT: Signals = (0, 0, 0, 0, 0, 0, 0, 0, None, 0, 0, None, None, 0)
+_EXEMPT_PENDING: tuple = ("exempt",)  # an exempt call waiting for its result: it changes no state
+
+
+class _Script:
+    """One script's nested calls: its last ``script_memory`` calls as ``[key, tool, pos, result, args]`` and its
+    failure run."""
+
+    __slots__ = ("entries", "fail", "fail_tool")
+
+    def __init__(self, memory: int) -> None:
+        self.entries: deque[list[Any]] = deque(maxlen=memory)
+        self.fail = 0
+        self.fail_tool: str | None = None
+
+
+class CallDetector:
+    """Streaming signals for one sequence of calls. Not thread-safe; one instance per session or agent."""
+
+    __slots__ = (
+        "cfg", "_bar", "_exempt", "_reset_on_user", "_ut", "n", "links", "_tok",
+        "_hist", "_res", "_occ", "_streak", "_m2", "_m3", "_m4", "_m5", "_drift",
+        "_prev_tool", "_prev_key", "_prev_args", "_fail", "_fail_tool", "_scripts", "_pending",
+    )
+
+    def __init__(self, config: Config | None = None, token_cache: dict[Any, frozenset[str]] | None = None) -> None:
+        self.cfg = config or Config()
+        self._bar = self.cfg.similarity
+        self._exempt = self.cfg.exempt_tools
+        self._reset_on_user = self.cfg.reset_on_user
+        self._ut: int | None = None
+        self.n = 0  # calls fed so far, exempt ones included: the position of the next call
+        # position of a nested call -> positions of the earlier calls of its script it repeats (for episodes)
+        self.links: dict[int, list[int]] = {}
+        self._tok = token_cache if token_cache is not None else {}
+        self._pending: tuple | None = _NO_PENDING
+        self.reset()
+
+    # -- state ----------------------------------------------------------------------------------------------------
+    def reset(self) -> None:
+        """Forget everything but the position counter: a user prompt starts a fresh history."""
+        self._hist: list[Any] = []  # keys of the top-level calls since the reset
+        self._res: list[Any] = []  # their result keys (None: no result yet or never)
+        self._occ: dict[Any, list[int]] = {}  # key -> its positions in _hist
+        self._streak = self._m2 = self._m3 = self._m4 = self._m5 = self._drift = self._fail = 0
+        self._prev_tool: str | None = None
+        self._prev_key: Any = None
+        self._prev_args: str | None = None
+        self._fail_tool: str | None = None
+        self._scripts: dict[str, _Script] = {}
+        self._pending = _NO_PENDING
+
+    def user_prompt(self) -> None:
+        """A user prompt was delivered: reset, unless the configuration keeps counting across prompts."""
+        self._finish_pending()
+        if self._reset_on_user:
+            self.reset()
+
+    def _tokens(self, key: Any, args: str | None) -> frozenset[str]:
+        tok = self._tok.get(key)
+        if tok is None:
+            tok = self._tok[key] = args_token_set(args) if args else frozenset()
+        return tok
+
+    def _finish_pending(self) -> None:
+        if self._pending is not _NO_PENDING:
+            self.result(None, None)
+
+    # -- feeding --------------------------------------------------------------------------------------------------
+    def call(self, key: Any, tool: str, args: str | None, parent: str | None = None,
+             user_turn: int | None = None) -> Signals:
+        """Record a call and return its pre-result signals, ordered as ``PRE_FIELDS``. ``args`` is the canonical
+        argument JSON (read only when the call meets a call of the same tool). ``user_turn``, when given, resets
+        the state whenever it changes (the batch form of ``user_prompt``)."""
+        if self._pending is not _NO_PENDING:
+            self.result(None, None)
+        if user_turn is not None and user_turn != self._ut:
+            if self._ut is not None and self._reset_on_user:
+                self.reset()
+            self._ut = user_turn
+        pos = self.n
+        self.n = pos + 1
+        if tool in self._exempt:
+            self._pending = _EXEMPT_PENDING
+            return _EXEMPT[:10] + (0,)
+        if parent is not None:
+            return self._nested_call(pos, key, tool, args, parent)
+
+        hist = self._hist
+        t = len(hist)
+        prev_tool = self._prev_tool
+        if t:
+            streak = self._streak + 1 if hist[-1] == key else 1
+            m2 = self._m2 + 1 if t >= 2 and hist[-2] == key else 0
+            m3 = self._m3 + 1 if t >= 3 and hist[-3] == key else 0
+            m4 = self._m4 + 1 if t >= 4 and hist[-4] == key else 0
+            m5 = self._m5 + 1 if t >= 5 and hist[-5] == key else 0
+        else:
+            streak, m2, m3, m4, m5 = 1, 0, 0, 0, 0
+        # trailing repetitions of the last-k block; 0 while the block is one key repeated (a streak, not a cycle)
+        c2 = 1 + m2 // 2 if t >= 1 and streak < 2 else 0
+        c3 = 1 + m3 // 3 if t >= 2 and streak < 3 else 0
+        c4 = 1 + m4 // 4 if t >= 3 and streak < 4 else 0
+        c5 = 1 + m5 // 5 if t >= 4 and streak < 5 else 0
+
+        # window counts: this call and the W = 5, 10, 20 calls before it, as pi-anti-doom-loop counts (its window
+        # holds the last W executed calls and the check adds the current one); window_count is its W = 10
+        occ = self._occ.get(key)
+        if occ is None:
+            self._occ[key] = [t]
+            w5 = w10 = w20 = 1
+            prev_same = -1
+        else:
+            prev_same = occ[-1]
+            occ.append(t)
+            w5 = w10 = w20 = 0
+            for p in reversed(occ):
+                d = t - p
+                if d > 20:
+                    break
+                w20 += 1
+                if d <= 10:
+                    w10 += 1
+                    if d <= 5:
+                        w5 += 1
+
+        if prev_tool == tool:
+            a = self._tokens(self._prev_key, self._prev_args)
+            b = self._tokens(key, args)
+            sim: float | None = jaccard(a, b)
+            drift = self._drift + 1 if sim >= self._bar and key != self._prev_key else 1
+            neighbor = t - 1
+        else:
+            sim = None
+            drift = 1
+            neighbor = -1
+
+        hist.append(key)
+        self._res.append(None)
+        self._streak, self._m2, self._m3, self._m4, self._m5, self._drift = streak, m2, m3, m4, m5, drift
+        self._prev_tool, self._prev_key, self._prev_args = tool, key, args
+        pre = (streak, c2, c3, c4, c5, w5, w10, w20, sim, drift)
+        self._pending = (pre, t, prev_same, neighbor, tool, None)
+        return pre + (0,)
+
+    def _nested_call(self, pos: int, key: Any, tool: str, args: str | None, parent: str) -> Signals:
+        """A call made inside a script: compared only with the script's own earlier calls (identical, or the same
+        tool with near-identical arguments); it never enters the top-level history."""
+        script = self._scripts.get(parent)
+        if script is None:
+            script = self._scripts[parent] = _Script(self.cfg.script_memory)
+        matches: list[int] = []
+        prev_same: list[Any] | None = None
+        neighbor: list[Any] | None = None
+        tok: frozenset[str] | None = None
+        for e in script.entries:
+            if e[0] == key:
+                matches.append(e[2])
+                prev_same = e
+            elif e[1] == tool:
+                if tok is None:
+                    tok = self._tokens(key, args)
+                if jaccard(tok, self._tokens(e[0], e[4])) >= self._bar:
+                    matches.append(e[2])
+        if script.entries and script.entries[-1][1] == tool:
+            neighbor = script.entries[-1]
+        if matches:
+            self.links[pos] = matches
+        entry = [key, tool, pos, None, args]
+        script.entries.append(entry)
+        pre = (0, 0, 0, 0, 0, 0, 0, 0, None, 0)
+        self._pending = (pre, entry, prev_same, neighbor, tool, script)
+        return pre + (1 + len(matches),)
+
+    def result(self, result: Any, is_error: bool | None) -> Signals | None:
+        """Complete the last call with its result key (None: no result) and error flag; return its full signals
+        (``SIGNAL_FIELDS``). None when no call is waiting for a result."""
+        pending = self._pending
+        if pending is _NO_PENDING:
+            return None
+        self._pending = _NO_PENDING
+        if pending is _EXEMPT_PENDING:
+            return _EXEMPT
+        pre, slot, prev_same, neighbor, tool, script = pending
+        if script is None:
+            res = self._res
+            res[slot] = result
+            prev_res = res[prev_same] if prev_same >= 0 else None
+            nb_res = res[neighbor] if neighbor >= 0 else None
+            if is_error:
+                fail = self._fail + 1 if self._fail_tool == tool else 1
+                self._fail, self._fail_tool = fail, tool
+            else:
+                fail = 0
+                self._fail, self._fail_tool = 0, None
+            nested = 0
+        else:
+            slot[3] = result
+            prev_res = prev_same[3] if prev_same is not None else None
+            nb_res = neighbor[3] if neighbor is not None else None
+            if is_error:
+                fail = script.fail + 1 if script.fail_tool == tool else 1
+                script.fail, script.fail_tool = fail, tool
+            else:
+                fail = 0
+                script.fail, script.fail_tool = 0, None
+            nested = 1 + len(self.links.get(slot[2], ()))
+        same = None if prev_res is None or result is None else prev_res == result
+        if result is None or is_error:
+            progress = False
+        elif same is not None:
+            progress = not same
+        elif is_mutating(tool):
+            progress = True
+        else:
+            progress = nb_res is None or nb_res != result
+        return pre + (fail, same, progress, nested)
+
+
+def scan_calls(
+    keys: Sequence[Any],
+    tools: Sequence[str],
+    args: Sequence[str | None],
+    results: Sequence[Any],
+    errors: Sequence[bool | None],
+    parents: Sequence[str | None],
+    user_turns: Sequence[int],
+    config: Config | None = None,
+    token_cache: dict[Any, frozenset[str]] | None = None,
+) -> tuple[list[Signals], dict[int, list[int]]]:
+    """The batch form: every call of one session, in order; returns one signal tuple per call and the nested links.
+    Equal, call for call, to feeding a ``CallDetector`` (or a ``Guard``) one call at a time."""
+    d = CallDetector(config, token_cache)
+    call, result = d.call, d.result
+    out: list[Signals] = []
+    append = out.append
+    for i in range(len(keys)):
+        call(keys[i], tools[i], args[i], parents[i], user_turns[i])
+        append(result(results[i], errors[i]))
+    return out, d.links

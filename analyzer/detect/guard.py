@@ -1,0 +1,170 @@
+"""The detector core as a live guard: embed a ``Guard`` in an agent, tell it what happens, act on its verdicts.
+
+    from analyzer.detect.guard import Guard, Thresholds
+
+    guard = Guard(Thresholds(warn=3, halt=5))
+    seen = guard.observe_call("bash", {"command": "make"})      # before the call runs
+    if seen.verdict == "halt": ...                              # block it, or stop the run
+    done = guard.observe_result("make: *** [all] Error 2", is_error=True)   # after it ran
+    said = guard.observe_text("Let me try again:")              # at the end of each assistant message
+    guard.observe_user()                                        # a user prompt was delivered: counters reset
+
+Keys and result keys are the store's own (``detect.keys``), so a guard fed a transcript sees exactly the signals
+``loopscope scan`` stores for it (a property test pins this). Report results in call order: a call observed before
+the previous one's result arrived closes the previous one without a result. A call the agent then blocks still
+counts, as in open-codesign's guard (blocked attempts keep counting).
+
+A policy is anything with ``call_verdict(CallSignals)`` and ``text_verdict(TextSignals)``; ``Thresholds`` is a simple
+one, the presets that mirror real guards live in ``analyzer.policies``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, NamedTuple, Protocol
+
+from .core import SIGNAL_FIELDS, CallDetector, Config
+from .keys import call_key, canonical_json, result_key
+from .text import TEXT_FIELDS, TextDetector
+
+
+class Verdict(str, Enum):
+    ok = "ok"
+    warn = "warn"
+    halt = "halt"
+
+
+class CallSignals(NamedTuple):
+    """A call's signals (columns of the ``signals`` table). Before the result, ``fail_run``, ``same_result`` and
+    ``progress`` are None."""
+
+    streak: int
+    cycle2: int
+    cycle3: int
+    cycle4: int
+    cycle5: int
+    window5: int
+    window_count: int
+    window20: int
+    sim_prev: float | None
+    drift_run: int
+    fail_run: int | None
+    same_result: bool | None
+    progress: bool | None
+    nested_repeat: int
+
+
+class TextSignals(NamedTuple):
+    """An assistant message's text counters (columns of the ``text_signals`` table)."""
+
+    sentence_repeats: int
+    same_count: int
+    similar_run: int
+    similar_count: int
+    chunk_repeats: int
+
+
+assert CallSignals._fields == SIGNAL_FIELDS and TextSignals._fields == TEXT_FIELDS
+
+
+class Policy(Protocol):
+    def call_verdict(self, s: CallSignals) -> Verdict: ...
+
+    def text_verdict(self, s: TextSignals) -> Verdict: ...
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Warn/halt over the strongest repeat signal of a call: the streak, cycles up to ``max_period`` repetitions,
+    the window count (W = ``window``: 5, 10 or 20; None: off), the drift run (``drift``), and, once the result is
+    known, the failure run (``failures``). A nested call halts at ``nested`` repeats inside its script; a message at
+    ``text`` on any text rule, or ``chunks`` repeated 50-char chunks. ``None`` turns a level off."""
+
+    warn: int | None = 3
+    halt: int | None = 5
+    max_period: int = 5
+    window: int | None = None
+    drift: bool = False
+    failures: bool = True
+    nested: int | None = 2
+    text: int | None = 3
+    chunks: int | None = 10
+
+    def level(self, s: CallSignals) -> int:
+        cycles = (s.cycle2, s.cycle3, s.cycle4, s.cycle5)[: max(0, self.max_period - 1)]
+        level = max(s.streak, *cycles) if cycles else s.streak
+        if self.window is not None:
+            level = max(level, {5: s.window5, 10: s.window_count, 20: s.window20}[self.window])
+        if self.drift:
+            level = max(level, s.drift_run)
+        if self.failures and s.fail_run:
+            level = max(level, s.fail_run)
+        return level
+
+    def call_verdict(self, s: CallSignals) -> Verdict:
+        if self.nested is not None and s.nested_repeat >= self.nested:
+            return Verdict.halt
+        level = self.level(s)
+        if self.halt is not None and level >= self.halt:
+            return Verdict.halt
+        if self.warn is not None and level >= self.warn:
+            return Verdict.warn
+        return Verdict.ok
+
+    def text_verdict(self, s: TextSignals) -> Verdict:
+        hit = self.text is not None and max(s.sentence_repeats, s.same_count, s.similar_run,
+                                            s.similar_count) >= self.text
+        if hit or (self.chunks is not None and s.chunk_repeats >= self.chunks):
+            return Verdict.halt
+        return Verdict.ok
+
+
+class CallObservation(NamedTuple):
+    signals: CallSignals
+    verdict: Verdict
+
+
+class TextObservation(NamedTuple):
+    signals: TextSignals
+    verdict: Verdict
+
+
+class Guard:
+    """One agent run's guard: the streaming core plus a policy."""
+
+    def __init__(self, policy: Policy | None = None, config: Config | None = None) -> None:
+        self.policy: Policy = policy if policy is not None else Thresholds()
+        self.config = config or Config()
+        self._calls = CallDetector(self.config)
+        self._texts = TextDetector(self.config.similarity, self.config.reset_on_user)
+
+    def observe_call(self, tool: str, args: Any, parent_call_id: str | None = None) -> CallObservation:
+        """A tool call about to run (``args`` as the agent sent them; ``parent_call_id`` for a call made inside a
+        script). Returns the signals known before its result, and the policy's verdict on them."""
+        canon = canonical_json(args if args is not None else {})
+        pre = self._calls.call(call_key(tool, canon), tool, canon, parent_call_id)
+        sig = CallSignals(*pre[:10], None, None, None, pre[10])
+        return CallObservation(sig, self.policy.call_verdict(sig))
+
+    def observe_result(self, text: str | None, is_error: bool | None = False) -> CallObservation | None:
+        """The result of the last observed call (``text`` None and ``is_error`` None: it got none). Returns its full
+        signals and verdict, or None when no call waits for a result."""
+        full = self._calls.result(result_key(text, is_error), is_error)
+        if full is None:
+            return None
+        sig = CallSignals(*full)
+        return CallObservation(sig, self.policy.call_verdict(sig))
+
+    def observe_text(self, text: str | None) -> TextObservation | None:
+        """An assistant message ended with this text; None for a blank message (never a loop signal)."""
+        t = self._texts.feed(text)
+        if t is None:
+            return None
+        sig = TextSignals(*t)
+        return TextObservation(sig, self.policy.text_verdict(sig))
+
+    def observe_user(self) -> None:
+        """A user prompt was delivered: every counter resets (unless the config keeps them across prompts)."""
+        self._calls.user_prompt()
+        self._texts.user_prompt()

@@ -1,0 +1,193 @@
+"""The scan against the store: incremental rescans, stable ids, parallel workers, and the CLI commands on top."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import orjson
+import pytest
+from helpers import ingest_paths, query
+from test_scan_findings import Call, Pi, bash
+from typer.testing import CliRunner
+
+from analyzer import scan as scan_mod
+from analyzer.cli import app
+from analyzer.detect.core import Config
+from analyzer.scan import scan
+
+CONTRACT = ["finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq", "repeats",
+            "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd"]
+runner = CliRunner()
+
+
+def looping(session_id: str, n: int = 4, command: str = "make test") -> Pi:
+    return Pi(session_id).user().each(*[bash(command, "1 failed", True) for _ in range(n)])
+
+
+def healthy(session_id: str) -> Pi:
+    return (Pi(session_id).user().say("Reading the module first.", Call("read", {"path": "a"}, "a"))
+            .say("Now the fix.", Call("edit", {"path": "a", "x": 1}, "ok")).say("Build:", bash("make", "ok")))
+
+
+def ids(db: Path) -> dict[str, str]:
+    return dict(query(db, "SELECT finding_id, session_id FROM findings"))
+
+
+def test_rescans_only_new_or_changed_sessions(tmp_path: Path, db: Path) -> None:
+    folder = tmp_path / "t"
+    looping("one").write(folder)
+    healthy("two").write(folder)
+    ingest_paths(db, folder)
+    first = scan(db)
+    assert (first.scanned, first.unchanged, first.findings) == (2, 0, 1)
+    before = ids(db)
+
+    again = scan(db)
+    assert (again.scanned, again.unchanged) == (0, 2)
+    assert ids(db) == before
+
+    looping("one", n=6).write(folder)  # the file grows: its session is rescanned, the other is not
+    ingest_paths(db, folder)
+    third = scan(db)
+    assert (third.scanned, third.unchanged) == (1, 1)
+    assert ids(db) == before  # same episode start, same id
+    assert query(db, "SELECT repeats FROM findings") == [(6,)]
+    assert query(db, "SELECT count(*) FROM signals WHERE session_id = 'one'") == [(6,)]
+
+
+def test_removed_sessions_lose_their_rows(tmp_path: Path, db: Path) -> None:
+    f = looping("gone").write(tmp_path / "t")
+    ingest_paths(db, f)
+    scan(db)
+    f.write_bytes(orjson.dumps(healthy("other").records[0]) + b"\n")  # same file, now another (empty) session
+    ingest_paths(db, f)
+    s = scan(db)
+    assert (s.removed, s.scanned) == (1, 1)
+    for table in ("signals", "findings", "text_signals", "scan_state"):
+        assert query(db, f"SELECT count(*) FROM {table} WHERE session_id = 'gone'") == [(0,)]
+
+
+def test_other_options_or_full_rescan_everything(tmp_path: Path, db: Path) -> None:
+    ingest_paths(db, looping("a").write(tmp_path / "t"), healthy("b").write(tmp_path / "t"))
+    scan(db)
+    assert scan(db, full=True).scanned == 2
+    assert scan(db, Config(reset_on_user=False)).scanned == 2
+    assert scan(db, Config(reset_on_user=False)).scanned == 0
+    assert query(db, "SELECT DISTINCT detector FROM scan_state") == [("v1;reset_on_user=0;sim=0.55;script=100;exempt=",)]
+
+
+def test_parallel_workers_write_what_one_process_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "t"
+    for i in range(12):
+        (looping(f"s{i:02d}", 3 + i % 4, f"make t{i}") if i % 3 else healthy(f"s{i:02d}")).write(folder)
+    dbs = [tmp_path / "one.duckdb", tmp_path / "two.duckdb"]
+    for d in dbs:
+        ingest_paths(d, folder)
+    scan(dbs[0], workers=1)
+    monkeypatch.setattr(scan_mod, "IN_PROCESS_CALLS", 0)
+    monkeypatch.setattr(scan_mod, "BATCH_CALLS", 10)
+    monkeypatch.setattr(scan_mod, "LAND_CALLS", 20)
+    s = scan(dbs[1], workers=2)
+    assert s.workers == 2 and s.scanned == 12
+    for table, order in (("signals", "session_id, seq"), ("findings", "finding_id"),
+                         ("text_signals", "session_id, turn_index")):
+        rows = [query(d, f"SELECT * FROM {table} ORDER BY {order}") for d in dbs]
+        assert rows[0] == rows[1] and rows[0]
+
+
+def test_signals_and_text_signals_rows(tmp_path: Path, db: Path) -> None:
+    pi = Pi().user().say("Checking.", bash("ls", "a b")).say("", bash("ls", "a b")).say("Checking.", bash("ls", "a b"))
+    ingest_paths(db, pi.write(tmp_path / "t"))
+    scan(db)
+    rows = query(db, "SELECT seq, call_id, tool, nested, streak, window_count, same_result, progress, finding_id "
+                     "IS NOT NULL FROM signals ORDER BY seq")
+    assert rows == [(0, "call0", "bash", False, 1, 1, None, True, True),
+                    (1, "call1", "bash", False, 2, 2, True, False, True),
+                    (2, "call2", "bash", False, 3, 3, True, False, True)]
+    texts = query(db, "SELECT turn_index, same_count, similar_run FROM text_signals ORDER BY turn_index")
+    assert texts == [(1, 1, 1), (3, 2, 2)]  # the blank message is not recorded, so the run continues across it
+
+
+def invoke(*args: str) -> Any:
+    result = runner.invoke(app, list(args))
+    return result
+
+
+def test_cli_scan_findings_summary_and_sessions(tmp_path: Path, db: Path) -> None:
+    ingest_paths(db, looping("loopy", 5).write(tmp_path / "t"), healthy("fine").write(tmp_path / "t"))
+    before = invoke("sessions", "--db", str(db), "--format", "json")
+    assert before.exit_code == 0
+    assert {r["session_id"]: r["loops"] for r in orjson.loads(before.stdout)} == {"loopy": None, "fine": None}
+
+    r = invoke("scan", "--db", str(db))
+    assert r.exit_code == 0 and "2 scanned" in r.stdout and "findings: 1" in r.stdout
+
+    found = orjson.loads(invoke("findings", "--db", str(db), "--format", "json").stdout)
+    assert len(found) == 1 and list(found[0])[: len(CONTRACT)] == CONTRACT
+    f = found[0]
+    assert (f["session_id"], f["kind"], f["repeats"], f["stuck"]) == ("loopy", "streak", 5, True)
+    assert orjson.loads(invoke("findings", "--db", str(db), "-f", "json", "--kind", "cycle").stdout) == []
+    assert orjson.loads(invoke("findings", "--db", str(db), "-f", "json", "--min-repeats", "6").stdout) == []
+    assert len(orjson.loads(invoke("findings", "--db", str(db), "-f", "json", "--session", "loopy").stdout)) == 1
+    assert orjson.loads(invoke("findings", "--db", str(db), "-f", "json", "--progress").stdout) == []
+    nd = invoke("findings", "--db", str(db), "-f", "ndjson").stdout.splitlines()
+    assert len(nd) == 1
+    csv = invoke("findings", "--db", str(db), "-f", "csv").stdout.splitlines()
+    assert csv[0].startswith(",".join(CONTRACT)) and "call0;call1;call2;call3;call4" in csv[1]
+    table = invoke("findings", "--db", str(db))
+    assert table.exit_code == 0 and "streak" in table.stdout
+
+    bad = invoke("findings", "--db", str(db), "--kind", "loopy")
+    assert bad.exit_code == 2 and "unknown kind" in bad.stderr and "Traceback" not in bad.output
+
+    after = {r["session_id"]: r for r in orjson.loads(invoke("sessions", "--db", str(db), "-f", "json").stdout)}
+    assert (after["loopy"]["loops"], after["loopy"]["stuck_loops"], after["loopy"]["loop_tokens"]) == (1, 1, 4000)
+    assert (after["fine"]["loops"], after["fine"]["loop_tokens"]) == (0, 0)
+
+    s = orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)
+    t = s["totals"]
+    assert (t["sessions"], t["sessions_with_loops"], t["loops"], t["stuck_loops"]) == (2, 1, 1, 1)
+    assert t["loop_tokens"] == 4000 and t["total_tokens"] == 8000 and t["loop_token_share"] == 0.5
+    assert [(k["kind"], k["loops"], k["loop_tokens"]) for k in s["by_kind"]] == [("streak", 1, 4000)]
+    assert [(k["tool"], k["loops"]) for k in s["by_tool"]] == [("bash", 1)]
+    text = invoke("summary", "--db", str(db))
+    assert text.exit_code == 0 and "loops by kind" in text.stdout and "50.00%" in text.stdout
+    csv = invoke("summary", "--db", str(db), "-f", "csv").stdout.splitlines()
+    assert csv[0].startswith("section,") and len(csv) == 4
+
+
+def test_summary_counts_a_turn_shared_by_two_findings_once(tmp_path: Path, db: Path) -> None:
+    ingest_paths(db, looping("loopy", 4).write(tmp_path / "t"))
+    scan(db)
+    con = duckdb.connect(str(db))
+    con.execute("INSERT INTO findings SELECT 'extra', session_id, 'window', NULL, tools, call_ids, first_seq, "
+                "last_seq, repeats, stuck, user_turn, wasted_tokens, estimated_tokens, cost_usd, first_turn_index, "
+                "last_turn_index, turn_ids, label FROM findings")
+    con.close()
+    s = orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)
+    assert s["totals"]["loops"] == 2 and s["totals"]["loop_tokens"] == 3000
+
+
+def test_listing_on_a_store_without_scan_tables(tmp_path: Path, db: Path) -> None:
+    ingest_paths(db, healthy("fine").write(tmp_path / "t"))
+    con = duckdb.connect(str(db))
+    for t in ("signals", "text_signals", "findings", "scan_state"):
+        con.execute(f"DROP TABLE {t}")  # a store written before the scan existed
+    con.close()
+    r = invoke("findings", "--db", str(db))
+    assert r.exit_code == 2 and "loopscope scan" in r.stderr
+    s = invoke("sessions", "--db", str(db), "-f", "json")
+    assert s.exit_code == 0 and orjson.loads(s.stdout)[0]["loops"] is None
+
+
+def test_cli_scan_options_and_errors(tmp_path: Path, db: Path) -> None:
+    missing = invoke("scan", "--db", str(tmp_path / "none.duckdb"))
+    assert missing.exit_code == 2 and "loopscope ingest" in missing.stderr and "Traceback" not in missing.output
+    assert not (tmp_path / "none.duckdb").exists()
+    ingest_paths(db, looping("loopy").write(tmp_path / "t"))
+    assert invoke("scan", "--db", str(db), "-q").stdout == ""
+    again = invoke("scan", "--db", str(db), "--no-reset-on-user")
+    assert again.exit_code == 0 and "1 scanned" in again.stdout
+    assert query(db, "SELECT detector FROM scan_state")[0][0].startswith("v1;reset_on_user=0")
