@@ -9,6 +9,7 @@ import typer
 
 from . import __version__
 from .commands import ingest as ingest_cmds
+from .commands import replay as replay_cmds
 from .commands import scan as scan_cmds
 from .commands.common import out
 
@@ -41,6 +42,8 @@ app.command("sessions")(ingest_cmds.sessions)
 app.command("scan")(scan_cmds.scan)
 app.command("findings")(scan_cmds.findings)
 app.command("summary")(scan_cmds.summary)
+app.command("policies")(replay_cmds.policies)
+app.command("replay")(replay_cmds.replay)
 
 
 def main() -> None:

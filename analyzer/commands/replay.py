@@ -1,0 +1,190 @@
+"""``loopscope policies`` and ``loopscope replay``: what each shipped loop guard would have done on the store."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+from typing import TYPE_CHECKING
+
+import typer
+
+from ..errors import UsageError
+from ..output import OutputFormat
+from .common import (AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, SinceOpt, UntilOpt, db_path, err,
+                     handle_errors, session_filter)
+
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.console import Console
+
+# The library (polars, DuckDB, the guards) is imported inside the commands, so every other command starts fast.
+
+PolicyOpt = Annotated[Optional[list[str]], typer.Option(
+    "--policy", "-p", help="Policy to use: a preset (open-codesign, gitagent, pi-anti-doom-loop, gemini-cli, cline, "
+                           "roo-code, opencode, openhands), a policy from --policy-file, or all. Repeatable.",
+    show_default=False)]
+PolicyFileOpt = Annotated[Optional[Path], typer.Option(
+    "--policy-file", help="TOML file of custom policies ([policies.<name>] tables with base = a preset).",
+    show_default=False)]
+
+
+class Scope(str, Enum):
+    run = "run"
+    session = "session"
+
+
+SetOpt = Annotated[Optional[list[str]], typer.Option(
+    "--set", help="Change a setting for this run: NAME=VALUE (tool lists comma-separated). Repeatable.",
+    show_default=False)]
+
+
+def _overrides(sets: list[str] | None, warn: int | None, halt: int | None, window: int | None) -> dict[str, str]:
+    from ..policies import parse_sets
+
+    out = parse_sets(sets or [])
+    for name, value in (("warn", warn), ("halt", halt), ("window", window)):
+        if value is not None:
+            out[name] = str(value)
+    return out
+
+
+@handle_errors
+def policies(
+    policy: PolicyOpt = None,
+    policy_file: PolicyFileOpt = None,
+    format: FormatOpt = OutputFormat.table,
+    output: OutputOpt = None,
+) -> None:
+    """List the loop-guard policies with how each counts, resets and escalates.
+
+    With one --policy, list every setting of that policy with the guard's default and its meaning.
+    """
+    from ..output import write_frame
+    from ..policies import policies_frame, resolve, settings_frame
+
+    chosen = resolve(policy or ["all"], policy_file)
+    if policy and len(chosen) == 1 and "all" not in [p.lower() for p in policy]:
+        write_frame(settings_frame(chosen[0]), format, output, title=f"{chosen[0].name} ({chosen[0].engine})")
+        return
+    df = policies_frame(chosen)
+    if format is OutputFormat.table:
+        _print_cards(df, output)
+    else:
+        write_frame(df, format, output, title="policies")
+
+
+def _print_cards(df: "pl.DataFrame", output: Path | None) -> None:
+    """One card per policy: the descriptions are sentences, too long for the columns of one table."""
+    from rich.table import Table
+
+    from ..policies import POLICY_TABLE_COLUMNS
+
+    with _console(output) as console:
+        for row in df.to_dicts():
+            card = Table(title=f"{row['policy']}", title_justify="left", show_header=False, box=None,
+                         padding=(0, 2))
+            card.add_column(style="bold", no_wrap=True)
+            card.add_column(overflow="fold")
+            for field in ["description"] + POLICY_TABLE_COLUMNS[1:] + ["source"]:
+                card.add_row(field, row[field])
+            console.print(card)
+            console.print()
+
+
+@handle_errors
+def replay(
+    policy: PolicyOpt = None,
+    policy_file: PolicyFileOpt = None,
+    sets: SetOpt = None,
+    warn: Annotated[Optional[int], typer.Option("--warn", help="Shortcut for --set warn=N.",
+                                                show_default=False)] = None,
+    halt: Annotated[Optional[int], typer.Option("--halt", help="Shortcut for --set halt=N.",
+                                                show_default=False)] = None,
+    window: Annotated[Optional[int], typer.Option("--window", help="Shortcut for --set window=N.",
+                                                  show_default=False)] = None,
+    scope: Annotated[Scope, typer.Option(
+        "--scope", help="What a halt saves: the rest of its run, up to the next user prompt (run), or the rest of the "
+                        "session (session).")] = Scope.run,
+    halted: Annotated[bool, typer.Option("--halted", help="Only sessions the policy halted.")] = False,
+    totals: Annotated[bool, typer.Option("--totals", help="Only the corpus totals, one row per policy.")] = False,
+    calls: Annotated[bool, typer.Option("--calls", help="One row per call the policy warned or halted (its verdict, "
+                                                        "action and reason) instead of one per session.")] = False,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", help="Processes. Default: one, or one per core for large stores.", show_default=False)] = None,
+    db: DbOpt = None,
+    format: FormatOpt = OutputFormat.table,
+    output: OutputOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    agent: AgentOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Replay loop guards over the stored sessions: where each would warn and halt, and what a halt saves.
+
+    One row per session and policy (first warning, halting call, calls/tokens/dollars after the halt, and whether
+    the halt landed in a stuck loop, a progressing repeat, or no loop — from `loopscope scan`), then corpus totals.
+    """
+    from .. import store
+    from ..output import write_frame
+    from ..policies import resolve
+    from ..replay import TOTALS_TABLE_COLUMNS, replay_store
+
+    if totals and calls:
+        raise UsageError("--totals and --calls are two different listings; choose one")
+    if not policy:
+        raise UsageError("--policy is required (a preset name, a policy from --policy-file, or all)")
+    flt = session_filter(since, until, agent, project)
+    chosen = resolve(policy, policy_file, _overrides(sets, warn, halt, window))
+    con = store.connect(db_path(db), read_only=True)
+    try:
+        result = replay_store(con, chosen, flt, scope=scope.value, workers=workers, verdicts=calls)
+    finally:
+        con.close()
+    if result.unscanned:
+        n = result.sessions["session_id"].n_unique()
+        err.print(f"note: {result.unscanned:,} of {n:,} sessions have no current findings, so their halt_on is empty; "
+                  "run `loopscope scan` to classify halts as stuck or progress", soft_wrap=True)
+    rows = result.sessions.filter(result.sessions["halts"] > 0) if halted else result.sessions
+    tot = result.totals()
+    if totals:
+        write_frame(tot, format, output, title="replay totals", table_columns=TOTALS_TABLE_COLUMNS)
+    elif calls:
+        write_frame(result.verdicts, format, output, title="verdicts")
+    elif format is OutputFormat.table:
+        _print_tables(rows, tot, output)
+    else:
+        write_frame(rows, format, output, title="replay")
+
+
+@contextmanager
+def _console(output: Path | None) -> Iterator["Console"]:
+    """A console on stdout or the --output file; wide when not a terminal (rich assumes 80 columns there)."""
+    from rich.console import Console
+
+
+    wide = output is not None or not sys.stdout.isatty()
+    fh = open(output, "w", encoding="utf-8") if output else None
+    try:
+        yield Console(file=fh, width=200 if wide else None, highlight=False)
+    finally:
+        if fh:
+            fh.close()
+
+
+def _print_tables(rows: "pl.DataFrame", tot: "pl.DataFrame", output: Path | None) -> None:
+    """The session table, then the totals, on one console (``write_frame`` would overwrite --output)."""
+    from ..output import render_table
+    from ..replay import SESSION_TABLE_COLUMNS, TOTALS_TABLE_COLUMNS
+
+
+    with _console(output) as console:
+        if rows.height == 0:
+            console.print("(no sessions)")
+        else:
+            console.print(render_table(rows.select(SESSION_TABLE_COLUMNS), "replay"))
+        console.print(render_table(tot.select(TOTALS_TABLE_COLUMNS), "totals"))

@@ -1,0 +1,153 @@
+"""What every guard simulator shares: the event stream it reads, the verdict it returns, and its declared settings.
+
+A guard is a pure state machine fed one session's events in transcript order:
+
+- ``on_user()``            a user prompt was delivered (most guards reset here);
+- ``on_message(msg)``      an assistant message ended; its text is known, its calls have not run yet;
+- ``on_call(call)``        a call is about to run (``beforeToolCall``);
+- ``on_result(call)``      the call ran and its result arrived (``afterToolCall``); never sent for a call the guard
+                           blocked or for a call the transcript has no result for;
+- ``on_step_end(msg)``     every result of the message is in; the next model request is about to start.
+
+Each hook may return a ``Verdict`` (``None`` means ok). The replay never changes the transcript: a call the guard
+blocks is still followed by the recorded calls, and the guard sees exactly what it would have seen at runtime —
+a blocked call enters its state only if that guard records blocked calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple
+
+OK, WARN, HALT = 0, 1, 2
+LEVELS = ("ok", "warn", "halt")
+
+
+class Verdict(NamedTuple):
+    level: int  # WARN or HALT (ok is ``None``)
+    action: str  # the guard's own word: block, steer, warn, notice, halt, terminate, abort, refuse, ask, stuck
+    reason: str
+    blocked: bool  # the guard kept the call from running (its result never reaches the guard)
+
+
+@dataclass(slots=True, eq=False)
+class Call:
+    """One recorded tool call, with the three keys the store keeps (guards pick the one they really use)."""
+
+    index: int  # position in ``Session.calls``
+    seq: int
+    call_id: str
+    turn: int  # position of the issuing message in ``Session.turns``
+    user_turn: int
+    tool: str
+    args: str  # canonical JSON (truncated for huge payloads)
+    key: str  # canonical
+    key_ordered: str  # insertion order, JSON.stringify
+    key_shallow: str  # top-level keys sorted (Roo Code)
+    result_key: str | None
+    is_error: bool | None
+    parent: str | None
+    tokens: frozenset[str] | None = None  # shared-token set of the arguments, computed on first use
+
+    @property
+    def has_result(self) -> bool:
+        return self.result_key is not None
+
+
+@dataclass(slots=True, eq=False)
+class Message:
+    """An assistant message (one API response) and the calls it issued, in order."""
+
+    turn: int  # position in ``Session.turns``
+    turn_id: str
+    user_turn: int
+    text: str | None
+    calls: list[Call] = field(default_factory=list)
+
+
+@dataclass(slots=True, eq=False)
+class UserPrompt:
+    turn: int
+    user_turn: int
+
+
+Step = Message | UserPrompt
+
+
+@dataclass(frozen=True)
+class Param:
+    """One setting a guard engine accepts, with the guard's own handling of values below the minimum."""
+
+    kind: str  # int | float | bool | str | tools
+    default: Any
+    doc: str
+    minimum: float | None = None
+    below_min: str = "error"  # error | default (pi falls back) | clamp (gitagent raises to the minimum)
+    choices: tuple[str, ...] | None = None
+
+
+class Guard:
+    """Base class: every hook is a no-op returning ok. Subclasses declare their engine's metadata and settings."""
+
+    ENGINE: ClassVar[str]
+    SOURCE: ClassVar[str]
+    UNIT: ClassVar[str]
+    PARAMS: ClassVar[dict[str, Param]]
+    # gitagent: a run stops only after a batch whose every result said terminate.
+    BATCH_STOP: ClassVar[bool] = False
+    # Whether the guard sees calls made inside a script (``parent_call_id``); only pi's codemode wiring does.
+    SEES_NESTED: ClassVar[bool] = False
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        self.p = params
+
+    # -- metadata for `loopscope policies` ------------------------------------------------------------------------------
+    @classmethod
+    def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
+        """key, window, reset, exemptions, blocked_count, escalation, thresholds — in words, for the listing."""
+        raise NotImplementedError
+
+    # -- hooks ----------------------------------------------------------------------------------------------------------
+    def on_user(self) -> None:
+        return None
+
+    def on_message(self, msg: Message) -> Verdict | None:
+        return None
+
+    def on_call(self, call: Call) -> Verdict | None:
+        return None
+
+    def on_result(self, call: Call) -> Verdict | None:
+        return None
+
+    def on_step_end(self, msg: Message) -> Verdict | None:
+        return None
+
+
+# Shell tools across agents: their failures are a command's exit status, not a broken tool call.
+SHELL_TOOLS = ("bash", "Bash", "execute_bash", "run_shell_command", "shell", "exec_command", "cmd_run",
+               "run_command", "execute_command", "terminal")
+
+KEY_ATTR = {"canonical": "key", "ordered": "key_ordered", "shallow": "key_shallow"}
+KEY_WORDS = {
+    "canonical": "name + canonical JSON (keys sorted at every depth)",
+    "ordered": "name + JSON.stringify (insertion order)",
+    "shallow": "name + JSON with top-level keys sorted",
+}
+
+
+def key_param(default: str) -> Param:
+    return Param("str", default, "Call key: canonical, ordered (JSON.stringify) or shallow (top level sorted).",
+                 choices=tuple(KEY_ATTR))
+
+
+KEY_PARAM = key_param("canonical")
+
+
+def key_of(call: Call, key: str) -> str:
+    return getattr(call, KEY_ATTR[key])
+
+
+def tools_text(tools: Any) -> str:
+    return ", ".join(tools) if tools else "none"
