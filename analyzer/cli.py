@@ -10,6 +10,7 @@ import typer
 from . import __version__
 from .commands import ingest as ingest_cmds
 from .commands import replay as replay_cmds
+from .commands import report as report_cmds
 from .commands import scan as scan_cmds
 from .commands.common import out
 
@@ -44,6 +45,7 @@ app.command("findings")(scan_cmds.findings)
 app.command("summary")(scan_cmds.summary)
 app.command("policies")(replay_cmds.policies)
 app.command("replay")(replay_cmds.replay)
+app.command("report")(report_cmds.report)
 
 
 def main() -> None:

@@ -1,0 +1,52 @@
+"""``loopscope report``: write the static HTML report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .common import (AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, handle_errors, out,
+                     session_filter, with_progress)
+
+OutDirOpt = Annotated[Path, typer.Option(
+    "--out", help="Folder to write the report into (or, with --single-file, a .html file).")]
+
+
+@handle_errors
+def report(
+    db: DbOpt = None,
+    out_dir: OutDirOpt = Path("loopscope-report"),
+    single_file: Annotated[bool, typer.Option(
+        "--single-file", help="Write one self-contained HTML file (plotly.js inlined) instead of a folder.")] = False,
+    no_redact: Annotated[bool, typer.Option(
+        "--no-redact", help="Show secrets found in transcripts (API keys, tokens, passwords) instead of redacting "
+                            "them. Do not share such a report.")] = False,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    agent: AgentOpt = None,
+    project: ProjectOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Write a static HTML report: overview, one page per session with loops, calibration.
+
+    Open index.html from disk; the report makes no network request. Loop sections need `loopscope scan` first.
+    """
+    from reports.render import render_report
+
+    from .. import store
+
+    flt = session_filter(since, until, agent, project)
+    con = store.connect(db_path(db), read_only=True)
+    try:
+        result = with_progress("report", quiet, lambda cb: render_report(
+            con, out_dir, flt=flt, single_file=single_file, redact=not no_redact, progress=cb), unit="pages")
+    finally:
+        con.close()
+    if not quiet:
+        loops = "" if result.has_findings else " (no findings: run `loopscope scan` for the loop sections)"
+        files = len(result.files)
+        out.print(f"wrote {result.index}: {files:,} file{'s' if files != 1 else ''}, "
+                  f"{result.session_pages:,} session pages, "
+                  f"{result.bytes / 1e6:,.1f} MB in {result.seconds:.2f} s{loops}", soft_wrap=True, markup=False)

@@ -1,0 +1,153 @@
+"""Benchmark: the HTML report for 1,000 sessions with findings.
+
+Budget (issue "HTML report"): under 40 MB on disk, written in under 15 s. The store is synthesised straight into
+DuckDB (no transcripts, no ingest: this measures the report alone): 1,200 sessions of 30–330 calls, four of them
+20,000 calls long, one in ten results of 20–60 kB, a streak finding every 50 calls in the first 1,000 sessions.
+
+    python benchmarks/bench_report.py [--sessions 1000] [--keep DIR] [--single-file]
+
+Prints the figures and exits non-zero when a budget is exceeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from analyzer import store
+from reports.render import render_report
+
+SIZE_BUDGET_MB = 40.0
+TIME_BUDGET_S = 15.0
+
+FINDINGS_COLUMNS = ("finding_id, session_id, kind, period, tools, call_ids, first_seq, last_seq, repeats, stuck, "
+                    "user_turn, wasted_tokens, estimated_tokens, cost_usd")
+
+
+def build(db: Path, with_findings: int, extra: int) -> None:
+    """Sessions, turns, calls and findings, generated in SQL."""
+    con = store.connect(db)
+    try:
+        total = with_findings + extra
+        con.execute(f"""
+            CREATE TEMP TABLE gen AS
+            SELECT i, 'bench-' || lpad(i::VARCHAR, 5, '0') AS sid,
+                   CASE WHEN i % 250 = 0 THEN 20000 ELSE 30 + (i * 37) % 300 END AS n,
+                   TIMESTAMP '2026-02-01' + INTERVAL (i % 28) DAY + INTERVAL (i % 9) HOUR AS t0,
+                   ['/home/dev/proj-' || (i % 23), '/srv/app-' || (i % 7)][1 + i % 2] AS cwd,
+                   ['pi', 'claude_code', 'codex'][1 + i % 3] AS fmt,
+                   ['claude-sonnet-4-5', 'gpt-5', 'claude-opus-4-1'][1 + i % 3] AS model
+            FROM range({total}) r(i)""")
+        con.execute("""
+            CREATE TEMP TABLE gen_calls AS
+            SELECT g.sid, s AS seq, g.t0 + INTERVAL (s * 7) SECOND AS ts, g.model,
+                   (s % 50 BETWEEN 10 AND 19) AS looping,
+                   CASE WHEN s % 50 BETWEEN 10 AND 19 THEN 'bash'
+                        ELSE ['read', 'edit', 'bash', 'grep', 'write', 'ls'][1 + (s * 7 + g.i) % 6] END AS tool
+            FROM gen g, range(g.n) r(s)""")
+        con.execute("""
+            INSERT INTO calls (session_id, seq, call_id, turn_id, user_turn, tool, args, call_key, result_text,
+                               result_key, is_error, ts, result_ts)
+            SELECT sid, seq, sid || '-c' || seq, sid || '-a' || seq, seq // 60, tool,
+                   CASE WHEN looping THEN '{"command":"npm test -- --run src/app.test.ts"}'
+                        ELSE '{"path":"src/module_' || (seq % 97) || '.py","limit":' || (seq % 400) || '}' END,
+                   CASE WHEN looping THEN md5(sid || 'loop') ELSE md5(sid || seq) END,
+                   CASE WHEN looping
+                            THEN 'FAIL src/app.test.ts > renders <App/>\n' || repeat('  at render (app.tsx:12:5)\n', 20)
+                        WHEN seq % 10 = 3
+                            THEN repeat('def handler(event, context):\n    return process(event)\n', 400 + (seq % 700))
+                        ELSE repeat('output line ' || seq || '\n', 5 + seq % 60) END,
+                   CASE WHEN looping THEN md5(sid || 'fail') ELSE md5(sid || seq || 'r') END,
+                   looping, ts, ts + INTERVAL 2 SECOND
+            FROM gen_calls""")
+        con.execute("""
+            INSERT INTO turns (session_id, turn_id, turn_index, role, text, model, ts, user_turn, input_tokens,
+                               output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd,
+                               usage_key, usage_counted)
+            SELECT sid, sid || '-a' || seq, 2 * seq + 1, 'assistant',
+                   CASE WHEN looping THEN 'The test still fails; let me run it again.'
+                        ELSE 'Reading the next file.' END,
+                   model, ts, seq // 60, 20, 150, ctx - 470, 300, ctx, ctx * 0.3 / 1e6, sid || '-u' || seq, TRUE
+            FROM (SELECT *, least(8470 + 40 * seq, 180000) AS ctx FROM gen_calls)""")
+        con.execute("""
+            INSERT INTO sessions (session_id, format, source_path, started_at, ended_at, cwd, models, user_turns, turns,
+                                  calls, error_calls, input_tokens, output_tokens, cache_read_tokens,
+                                  cache_write_tokens, total_tokens, cost_usd)
+            SELECT g.sid, g.fmt, '/data/' || g.sid || '.jsonl', g.t0, max(c.ts), g.cwd, [g.model], g.n // 60 + 1,
+                   count(*), count(*), count(*) FILTER (WHERE c.looping), 20 * count(*), 150 * count(*),
+                   sum(least(8470 + 40 * c.seq, 180000) - 470), 300 * count(*), sum(least(8470 + 40 * c.seq, 180000)),
+                   sum(least(8470 + 40 * c.seq, 180000) * 0.3 / 1e6)
+            FROM gen g JOIN gen_calls c ON c.sid = g.sid
+            GROUP BY g.sid, g.fmt, g.t0, g.cwd, g.model, g.n""")
+        con.execute("""
+            CREATE TABLE IF NOT EXISTS findings (finding_id VARCHAR, session_id VARCHAR, kind VARCHAR, period INTEGER,
+              tools VARCHAR[], call_ids VARCHAR[], first_seq INTEGER, last_seq INTEGER, repeats INTEGER,
+              stuck BOOLEAN, user_turn INTEGER, wasted_tokens BIGINT, estimated_tokens BIGINT, cost_usd DOUBLE)""")
+        con.execute("DELETE FROM findings")
+        con.execute(f"""
+            INSERT INTO findings ({FINDINGS_COLUMNS})
+            SELECT g.sid || '-f' || k, g.sid, 'streak', 1, ['bash'],
+                   list_transform(range(k * 50 + 10, k * 50 + 20), lambda x: g.sid || '-c' || x),
+                   k * 50 + 10, k * 50 + 19, 10, TRUE, (k * 50 + 10) // 60,
+                   9 * least(8470 + 40 * (k * 50 + 15), 180000), 9 * 260,
+                   9 * least(8470 + 40 * (k * 50 + 15), 180000) * 0.3 / 1e6
+            FROM gen g, range(greatest(g.n // 50, 1)) r(k)
+            WHERE g.i < {with_findings}""")
+        if store.one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'scan_state'")[0]:
+            con.execute("INSERT INTO scan_state (session_id) SELECT session_id FROM sessions")
+    finally:
+        con.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sessions", type=int, default=1000, help="sessions with findings (default 1000)")
+    ap.add_argument("--keep", type=Path, help="write the store and report here and keep them")
+    ap.add_argument("--single-file", action="store_true", help="also time the single-file report")
+    args = ap.parse_args()
+
+    work = args.keep or Path(tempfile.mkdtemp(prefix="bench-report-"))
+    work.mkdir(parents=True, exist_ok=True)
+    db = work / "bench.duckdb"
+    if db.exists():
+        db.unlink()
+    t0 = time.perf_counter()
+    build(db, args.sessions, extra=args.sessions // 5)
+    built = time.perf_counter() - t0
+
+    con = store.connect(db, read_only=True)
+    try:
+        (sessions, calls, findings), = con.execute(
+            "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM calls), (SELECT count(*) FROM findings)"
+        ).fetchall()
+        out = work / "report"
+        if out.exists():
+            shutil.rmtree(out)
+        res = render_report(con, out)
+        single = render_report(con, work / "single.html", single_file=True) if args.single_file else None
+    finally:
+        con.close()
+
+    pages = sorted((out / "sessions").glob("*.html"), key=lambda p: p.stat().st_size)
+    mb = res.bytes / 1e6
+    print(f"store: {sessions:,} sessions, {calls:,} calls, {findings:,} findings (built in {built:.1f} s)")
+    print(f"report: {len(res.files):,} files, {res.session_pages:,} session pages, {mb:,.1f} MB "
+          f"in {res.seconds:.2f} s ({res.session_pages / res.seconds:,.0f} pages/s)")
+    if pages:
+        median = pages[len(pages) // 2].stat().st_size
+        print(f"session pages: median {median / 1e3:,.1f} kB, largest {pages[-1].stat().st_size / 1e3:,.1f} kB "
+              f"({pages[-1].name}); index {(out / 'index.html').stat().st_size / 1e3:,.1f} kB")
+    if single is not None:
+        print(f"single file: {single.bytes / 1e6:,.1f} MB in {single.seconds:.2f} s")
+    print(f"budget: size {mb:,.1f} / {SIZE_BUDGET_MB:.0f} MB, time {res.seconds:.2f} / {TIME_BUDGET_S:.0f} s")
+    if not args.keep:
+        shutil.rmtree(work)
+    return 0 if mb < SIZE_BUDGET_MB and res.seconds < TIME_BUDGET_S else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

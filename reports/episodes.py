@@ -1,0 +1,282 @@
+"""One loop episode as a reader sees it: the distinct calls that repeated, the results they got, the texts that
+looped, and how drifting arguments changed.
+
+This is the one place transcript text turns into page text, so every string passes through the redactor here
+(``Episodes.clip``) before it is cut to size.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .context import ArgDiff, Clip, DiffPart, Episode, Variant
+
+Redactor = Callable[[str | None], str | None]
+
+HEAD_CHARS = 600
+"""Characters shown open; the rest of a text up to ``SHOW_CHARS`` is collapsed."""
+HEAD_LINES = 12
+SHOW_CHARS = 4000
+"""Characters of one text that reach the page at all."""
+MAX_VARIANTS = 6
+MAX_DIFFS = 4
+MAX_PATTERN_GROUPS = 24
+
+KIND_TITLES = {
+    "streak": "Identical calls in a row",
+    "cycle": "Cycle",
+    "window": "Repeats in a window",
+    "drift": "Near-identical arguments",
+    "failure": "Repeated failure",
+    "text": "Repeated assistant text",
+    "nested": "Repeats inside a script",
+}
+
+
+def letters(i: int) -> str:
+    """A, B, ..., Z, AA, AB, ...: short labels for call variants."""
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+def pretty_args(args: str | None) -> str:
+    """Arguments as a person reads them: one ``key: value`` line per top-level key, strings unquoted (a multi-line
+    command stays multi-line). Clipped or odd JSON is shown as stored."""
+    if not args:
+        return ""
+    try:
+        obj = orjson.loads(args)
+    except orjson.JSONDecodeError:
+        return args
+    if not isinstance(obj, dict):
+        return orjson.dumps(obj, option=orjson.OPT_INDENT_2).decode()
+    lines = []
+    for k, v in obj.items():
+        if isinstance(v, str):
+            val = v if "\n" not in v else "\n  " + v.replace("\n", "\n  ")
+        else:
+            val = orjson.dumps(v).decode()
+        lines.append(f"{k}: {val}")
+    return "\n".join(lines)
+
+
+def _cut_point(text: str, limit: int, lines: int = HEAD_LINES) -> int:
+    """Where the open part ends: after ``lines`` lines or ``limit`` characters, at a line break near the limit
+    when there is one, so it ends on a whole line."""
+    nl = -1
+    for _ in range(lines):
+        nl = text.find("\n", nl + 1)
+        if nl < 0 or nl >= limit:
+            break
+    else:
+        if nl < len(text) - 1:
+            return nl + 1
+    if len(text) <= limit:
+        return len(text)
+    nl = text.rfind("\n", int(limit * 0.6), limit)
+    return nl + 1 if nl > 0 else limit
+
+
+_TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def diff_parts(before: str, after: str) -> list[DiffPart]:
+    """A word-level diff: drifting arguments usually differ by a flag or a number inside one long line, which a
+    line diff would show as the whole line replaced."""
+    a, b = _TOKEN.findall(before), _TOKEN.findall(after)
+    parts: list[DiffPart] = []
+
+    def add(op: str, toks: list[str]) -> None:
+        if not toks:
+            return
+        text = "".join(toks)
+        if parts and parts[-1].op == op:
+            parts[-1] = DiffPart(op, parts[-1].text + text)
+        else:
+            parts.append(DiffPart(op, text))
+
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            add("equal", a[i1:i2])
+        else:
+            add("delete", a[i1:i2])
+            add("insert", b[j1:j2])
+    return parts
+
+
+def pattern(labels: list[str], period: int | None = None) -> str:
+    """The episode's shape in call-variant letters: ``A ×12``, ``(A B) ×6``, ``A ×3 · B · A ×2``."""
+    if not labels:
+        return ""
+    n = len(labels)
+    for p in ([period] if period and period > 1 else []) + [1, 2, 3, 4, 5]:
+        if p and p < n and len(set(labels[:p])) == p and all(labels[i] == labels[i % p] for i in range(n)):
+            reps, tail = divmod(n, p)
+            block = labels[0] if p == 1 else "(" + " ".join(labels[:p]) + ")"
+            return f"{block} ×{reps}" + (" + " + " ".join(labels[:tail]) if tail else "")
+    groups: list[tuple[str, int]] = []
+    for lab in labels:
+        if groups and groups[-1][0] == lab:
+            groups[-1] = (lab, groups[-1][1] + 1)
+        else:
+            groups.append((lab, 1))
+    shown = " · ".join(f"{lab} ×{c}" if c > 1 else lab for lab, c in groups[:MAX_PATTERN_GROUPS])
+    if len(groups) > MAX_PATTERN_GROUPS:
+        shown += f" · … ({len(groups) - MAX_PATTERN_GROUPS} more runs)"
+    return shown
+
+
+def _num(v: Any) -> str:
+    return "—" if v is None else f"{int(v):,}"
+
+
+@dataclass
+class Episodes:
+    """Builds ``Episode`` views for one session; ``redact`` is applied to every transcript string."""
+
+    redact: Redactor
+
+    def clip(self, text: str | None, stored_len: int | None = None) -> Clip:
+        """Redact first, then cut: a secret is recognised whole before any cut can split it."""
+        t = self.redact(text) or ""
+        full_len = len(t) + max(0, (stored_len or 0) - len(text or ""))
+        shown = t[:SHOW_CHARS]
+        cut = _cut_point(shown, HEAD_CHARS)
+        return Clip(shown[:cut], shown[cut:], max(0, full_len - len(shown)))
+
+    def build(self, f: dict[str, Any], calls: list[dict[str, Any]], texts: list[dict[str, Any]],
+              anchor: str) -> Episode:
+        wanted = list(f.get("call_ids") or [])
+        lo, hi = f.get("first_seq"), f.get("last_seq")
+        by_id = {c["call_id"]: c for c in calls
+                 if (lo is None or c["seq"] >= lo) and (hi is None or c["seq"] <= hi)}
+        ep_calls = [by_id[i] for i in wanted if i in by_id]
+
+        keys: dict[str, str] = {}
+        first: dict[str, dict[str, Any]] = {}
+        counts: dict[str, int] = {}
+        seq_labels: list[str] = []
+        for c in ep_calls:
+            key = c.get("call_key") or f"{c.get('tool')}|{c.get('args')}"
+            if key not in keys:
+                keys[key] = letters(len(keys))
+                first[key] = c
+            counts[key] = counts.get(key, 0) + 1
+            seq_labels.append(keys[key])
+        diffs = self._diffs(ep_calls, keys, first)
+        # Drifting calls differ by a word each: the first call and the diffs say it all, without repeating each
+        # near-copy in full.
+        shown = 1 if f.get("kind") == "drift" and diffs else MAX_VARIANTS
+        variants = [
+            Variant(keys[k], counts[k], self.clip(pretty_args(first[k].get("args")), None), tool=first[k].get("tool"))
+            for k in list(keys)[:shown]]
+
+        rkeys: dict[str, int] = {}
+        rfirst: dict[str, dict[str, Any]] = {}
+        rcounts: dict[str, int] = {}
+        for c in ep_calls:
+            rk = c.get("result_key") or ("<none>" if c.get("result_text") is None else f"text|{c.get('result_text')}")
+            if rk not in rkeys:
+                rkeys[rk] = len(rkeys) + 1
+                rfirst[rk] = c
+            rcounts[rk] = rcounts.get(rk, 0) + 1
+        results = []
+        for rk in list(rkeys)[:MAX_VARIANTS]:
+            c = rfirst[rk]
+            if c.get("result_text") is None:
+                body = Clip("(no result: the call was not answered)")
+            else:
+                body = self.clip(c.get("result_text"), c.get("result_len"))
+            results.append(Variant(f"R{rkeys[rk]}", rcounts[rk], body, is_error=c.get("is_error"),
+                                   tool=c.get("tool")))
+
+        return Episode(
+            anchor=anchor,
+            kind=str(f.get("kind") or ""),
+            title=self._title(f, ep_calls),
+            facts=self._facts(f, len(ep_calls)),
+            stuck=f.get("stuck"),
+            pattern=pattern(seq_labels, f.get("period")),
+            calls=variants,
+            more_calls=max(0, len(keys) - shown),
+            results=results,
+            more_results=max(0, len(rkeys) - MAX_VARIANTS),
+            texts=self._texts(texts) if f.get("kind") == "text" else [],
+            diffs=diffs,
+        )
+
+    @staticmethod
+    def _title(f: dict[str, Any], calls: list[dict[str, Any]]) -> str:
+        kind = str(f.get("kind") or "loop")
+        base = KIND_TITLES.get(kind, kind.capitalize())
+        if kind == "cycle" and f.get("period"):
+            base = f"Cycle of {f['period']} calls"
+        tools = list(dict.fromkeys(f.get("tools") or [c.get("tool") for c in calls]))
+        tool_txt = ", ".join(str(t) for t in tools[:4]) + (" …" if len(tools) > 4 else "")
+        return f"{base}: {tool_txt}" if tool_txt else base
+
+    @staticmethod
+    def _facts(f: dict[str, Any], n_calls: int) -> list[tuple[str, str]]:
+        if f.get("first_seq") is None:
+            where = "none (repeated text only)"
+        else:
+            where = f"#{f['first_seq']}–#{f['last_seq']}"
+            if f.get("last_seq") is not None and n_calls != f["last_seq"] - f["first_seq"] + 1:
+                where += f" ({n_calls:,} of them)"
+        facts = [
+            ("calls", where),
+            ("repeats", _num(f.get("repeats"))),
+            ("user turn", _num(f.get("user_turn"))),
+            ("wasted tokens", _num(f.get("wasted_tokens"))),
+        ]
+        if f.get("estimated_tokens"):
+            facts.append(("estimated tokens", "~" + _num(f.get("estimated_tokens"))))
+        if f.get("cost_usd") is not None:
+            facts.append(("cost", f"${f['cost_usd']:,.2f}"))
+        return facts
+
+    def _texts(self, texts: list[dict[str, Any]]) -> list[Variant]:
+        seen: dict[str, int] = {}
+        firsts: dict[str, dict[str, Any]] = {}
+        for t in texts:
+            norm = " ".join((t.get("text") or "").split())
+            if not norm:
+                continue
+            if norm not in seen:
+                firsts[norm] = t
+            seen[norm] = seen.get(norm, 0) + 1
+        out = []
+        for i, (norm, n) in enumerate(list(seen.items())[:MAX_VARIANTS]):
+            t = firsts[norm]
+            out.append(Variant(f"T{i + 1}", n, self.clip(t.get("text"), t.get("text_len"))))
+        return out
+
+    def _diffs(self, calls: list[dict[str, Any]], keys: dict[str, str],
+               first: dict[str, dict[str, Any]]) -> list[ArgDiff]:
+        """Diffs between consecutive different calls of one tool: what drifted from one attempt to the next."""
+        out: list[ArgDiff] = []
+        seen: set[frozenset[str]] = set()
+        prev_key: str | None = None
+        for c in calls:
+            key = c.get("call_key") or f"{c.get('tool')}|{c.get('args')}"
+            if prev_key is not None and key != prev_key and first[prev_key].get("tool") == c.get("tool"):
+                pair = frozenset((prev_key, key))
+                if pair not in seen:
+                    seen.add(pair)
+                    a = (self.redact(pretty_args(first[prev_key].get("args"))) or "")[:SHOW_CHARS]
+                    b = (self.redact(pretty_args(c.get("args"))) or "")[:SHOW_CHARS]
+                    out.append(ArgDiff(keys[prev_key], keys[key], diff_parts(a, b)))
+                    if len(out) >= MAX_DIFFS:
+                        break
+            prev_key = key
+        return out

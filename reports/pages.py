@@ -1,0 +1,332 @@
+"""Page contexts: the store's frames and the optional replay/calibration inputs, shaped into what each template
+shows. Formatting decisions live here, markup in the templates, drawing in figures.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+
+from . import figures
+from .context import (Calibration, CalibrationContext, Chart, Episode, IndexContext, Kpi, Link, PageMeta,
+                      Recommendation, SessionContext, Table)
+from .data import Totals
+from .episodes import Episodes, Redactor
+from .fmt import compact, num, pct, project_label, share, usd, when
+from .paths import Links, section_id
+
+WORST_SESSIONS = 25
+LISTED_SESSIONS = 2000
+LISTED_ERRORS = 200
+DETAILED_EPISODES = 30
+OPEN_EPISODES = 20
+LISTED_EPISODES = 500
+SWEEP_ROWS = 200
+
+
+# ---- index ---------------------------------------------------------------------------------------------------------
+
+
+def _kpis(t: Totals, has_findings: bool) -> list[Kpi]:
+    loops = [
+        (f"{num(t.loop_sessions)} with loops", share(t.loop_sessions, t.sessions)),
+        (f"{num(t.loop_calls)} in loops", share(t.loop_calls, t.calls)),
+        (f"{compact(t.loop_tokens)} wasted in loops", share(t.loop_tokens, t.tokens)),
+        (f"{usd(t.loop_cost_usd)} in loops", share(t.loop_cost_usd, t.cost_usd)),
+    ]
+    totals = [("Sessions", num(t.sessions)), ("Tool calls", num(t.calls)), ("Tokens", compact(t.tokens)),
+              ("Cost", usd(t.cost_usd))]
+    return [Kpi(label, total, *(loop if has_findings else (None, None))) for (label, total), loop in zip(totals, loops)]
+
+
+def _token_metric(fdf: pl.DataFrame) -> tuple[pl.Expr, str]:
+    """Measured wasted tokens when the transcripts carry usage; the ~4 chars/token estimate when none do."""
+    if int(fdf["wasted_tokens"].fill_null(0).sum() or 0) > 0:
+        return pl.col("wasted_tokens").fill_null(0), "tokens"
+    return pl.col("estimated_tokens").fill_null(0), "estimated tokens"
+
+
+def _breakdown(fdf: pl.DataFrame, tok: pl.Expr, by: str) -> pl.DataFrame:
+    """Episodes, tokens (stuck / made progress) and dollars per value of ``by``; ``full`` is the hover name."""
+    stuck = pl.col("stuck").fill_null(False)
+    return fdf.with_columns(tok.alias("_t")).group_by(by).agg(
+        pl.len().alias("episodes"),
+        pl.col("_t").filter(stuck).sum().alias("stuck_tokens"),
+        pl.col("_t").filter(~stuck).sum().alias("other_tokens"),
+        pl.col("_t").sum().alias("tokens"),
+        pl.col("cost_usd").fill_null(0).sum().alias("cost_usd"),
+    ).with_columns(pl.col(by).cast(pl.String).alias("full"))
+
+
+def _project_labels(full: list[str]) -> list[str]:
+    """Short project names, falling back to the whole path where two projects would share a short name."""
+    short = [project_label(p) for p in full]
+    dup = {s for s in short if short.count(s) > 1}
+    return [p if s in dup else s for s, p in zip(short, full)]
+
+
+def loop_charts(fdf: pl.DataFrame, redact: Redactor) -> tuple[list[Chart], str]:
+    """Loops by kind, tool, model, agent, project and day; and the token unit they are measured in."""
+    tok, axis = _token_metric(fdf)
+    fdf = fdf.with_columns(
+        pl.col("model").fill_null("(unknown)"),
+        pl.col("format").fill_null("(unknown)"),
+        pl.col("cwd").map_elements(lambda c: redact(c) or "(unknown)", return_dtype=pl.String).alias("project"),
+    )
+    charts: list[Chart] = []
+    kinds = _breakdown(fdf, tok, "kind")
+    charts.append(Chart("by-kind", "By kind", figures.stuck_bars(kinds, "kind", axis)))
+    tools = _breakdown(fdf.explode("tools").with_columns(pl.col("tools").fill_null("(none)")), tok, "tools")
+    charts.append(Chart("by-tool", "By tool", figures.stuck_bars(tools, "tools", axis),
+                        note="An episode that spans several tools counts under each."))
+    charts.append(Chart("by-model", "By model", figures.stuck_bars(_breakdown(fdf, tok, "model"), "model", axis),
+                        note="The model that issued the episode's first call."))
+    charts.append(Chart("by-agent", "By agent", figures.stuck_bars(_breakdown(fdf, tok, "format"), "format", axis)))
+    proj = _breakdown(fdf, tok, "project").sort("project")
+    proj = proj.with_columns(pl.Series("label", _project_labels(proj["project"].to_list())))
+    charts.append(Chart("by-project", "By project", figures.stuck_bars(proj, "label", axis), wide=True,
+                        note="Working directory of the session; the largest twelve."))
+    dated = fdf.filter(pl.col("day").is_not_null())
+    if dated.height:
+        days = _breakdown(dated, tok, "day").sort("day")
+        undated = fdf.height - dated.height
+        charts.append(Chart("by-day", "Over time", figures.daily(days, axis), wide=True,
+                            note=f"{num(undated)} episodes without a timestamp are not shown." if undated else None))
+    return charts, axis
+
+
+def repeat_chart(fdf: pl.DataFrame, rec: Recommendation | None) -> Chart:
+    hist = fdf.group_by(pl.col("repeats").fill_null(0)).agg(
+        pl.col("stuck").fill_null(False).sum().alias("stuck"),
+        (~pl.col("stuck").fill_null(False)).sum().alias("other"))
+    fig = figures.repeat_histogram(hist, rec.warn if rec else None, rec.halt if rec else None)
+    note = (f"Dashed lines: the recommended setting from calibration, warn at {rec.warn} and halt at {rec.halt}."
+            if rec else "Calibration was not computed for this report, so no recommended warn/halt lines are drawn.")
+    return Chart("repeats", "Episodes by repeat count", fig, note=note, wide=True)
+
+
+def session_tables(sessions: pl.DataFrame, links: Links, redact: Redactor) -> tuple[Table, Table | None]:
+    cols = ("Session", "Agent", "Project", "Started", "Calls", "Episodes", "Stuck", "Wasted tokens",
+            "Share of session", "Loop cost")
+    rows = []
+    for r in sessions.head(LISTED_SESSIONS).iter_rows(named=True):
+        rows.append((Link(r["session_id"], links.session(r["session_id"])), r["format"] or "—",
+                     project_label(redact(r["cwd"])), when(r["started_at"]), num(r["calls"]), num(r["episodes"]),
+                     num(r["stuck_episodes"]), num(r["wasted_tokens"]),
+                     pct(share(r["wasted_tokens"] or 0, r["total_tokens"] or 0)), usd(r["loop_cost_usd"])))
+    numeric = frozenset(range(4, 10))
+    worst = Table(cols, rows[:WORST_SESSIONS], numeric)
+    rest = rows[WORST_SESSIONS:]
+    other = Table(cols, rest, numeric, more=max(0, sessions.height - LISTED_SESSIONS)) if rest else None
+    return worst, other
+
+
+def error_table(errors: pl.DataFrame, redact: Redactor) -> Table:
+    rows = [(redact(r["path"]) or "—", num(r["line"]) if r["line"] is not None else "—", r["reason"] or "",
+             (redact(r["excerpt"]) or "")[:200]) for r in errors.iter_rows(named=True)]
+    return Table(("File", "Line", "Reason", "Excerpt"), rows, frozenset({1}))
+
+
+def index_page(meta: PageMeta, totals: Totals, has_findings: bool, fdf: pl.DataFrame | None,
+               sessions: pl.DataFrame | None, error_count: int, errors: pl.DataFrame,
+               calibration: Calibration | None, links: Links, redact: Redactor) -> IndexContext:
+    charts: list[Chart] = []
+    unit = "tokens"
+    worst = other = None
+    estimated_note = None
+    if has_findings and fdf is not None and fdf.height:
+        charts, unit = loop_charts(fdf, redact)
+        charts.append(repeat_chart(fdf, calibration.recommendation if calibration else None))
+        assert sessions is not None
+        worst, other = session_tables(sessions, links, redact)
+        if totals.estimated_tokens:
+            estimated_note = (f"Plus ~{compact(totals.estimated_tokens)} tokens estimated from repeated text in "
+                              f"loops of transcripts that record no usage.")
+    return IndexContext(meta, _kpis(totals, has_findings), has_findings, charts, unit, worst, other,
+                        error_count, error_table(errors, redact) if error_count else None, estimated_note)
+
+
+# ---- session -------------------------------------------------------------------------------------------------------
+
+
+def _guard_table(replay: pl.DataFrame | None, seq_of: dict[str, int]) -> Table | None:
+    if replay is None:
+        return None
+
+    def at(call_id: Any) -> str:
+        if call_id is None:
+            return "—"
+        seq = seq_of.get(str(call_id))
+        return f"call #{seq}" if seq is not None else str(call_id)
+
+    rows = []
+    for r in replay.sort("policy").iter_rows(named=True):
+        halted = r["halt_call_id"] is not None
+        hit = "—" if not halted else ("stuck loop" if r["halt_on"] == "stuck" else f"{r['halt_on'] or 'progress'} "
+                                                                                   "(false halt)")
+        rows.append((r["policy"], at(r["first_warn_call_id"]), at(r["halt_call_id"]), hit,
+                     num(r["calls_after_halt"]) if halted else "—", num(r["tokens_after_halt"]) if halted else "—",
+                     usd(r["cost_after_halt_usd"]) if halted else "—"))
+    return Table(("Guard", "First warning", "Halt", "Halt hit", "Calls after halt", "Tokens after halt",
+                  "Cost after halt"), rows, frozenset({4, 5, 6}))
+
+
+def _seq_range(f: dict[str, Any]) -> str:
+    if f.get("first_seq") is None:
+        return "—"  # a text loop whose messages issued no calls
+    return f"#{f['first_seq']}–#{f['last_seq']}"
+
+
+def _episode_tables(findings: list[dict[str, Any]], anchors: dict[int, str]) -> tuple[Table, Table | None]:
+    """Every episode in call order: the first ``OPEN_EPISODES`` in view, the rest (up to ``LISTED_EPISODES``)
+    collapsed, so a session with hundreds of loops does not bury its details under a table."""
+    rows = []
+    for i, f in enumerate(findings[:LISTED_EPISODES]):
+        kind: Any = Link(f["kind"], "#" + anchors[i]) if i in anchors else f["kind"]
+        rows.append((kind, ", ".join(f.get("tools") or []), _seq_range(f), num(f["repeats"]),
+                     "yes" if f.get("stuck") else "no", num(f["wasted_tokens"]), usd(f["cost_usd"])))
+    cols = ("Kind", "Tools", "Calls", "Repeats", "Stuck", "Wasted tokens", "Cost")
+    numeric = frozenset({3, 5, 6})
+    more = max(0, len(findings) - LISTED_EPISODES)
+    if len(rows) <= OPEN_EPISODES:
+        return Table(cols, rows, numeric, more), None
+    return Table(cols, rows[:OPEN_EPISODES], numeric), Table(cols, rows[OPEN_EPISODES:], numeric, more)
+
+
+def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.DataFrame | None,
+                 redact: Redactor) -> SessionContext:
+    """``replay``: this session's replay rows, or None when replay was not computed at all."""
+    s = frames["sessions"].row(0, named=True)
+    sid = s["session_id"]
+    calls = frames["calls"]
+    findings = frames["findings"].to_dicts()
+    ep_calls = frames["episode_calls"].to_dicts()
+    texts = frames["texts"].to_dicts()
+
+    timeline_fig, timeline_note = figures.timeline(calls, findings)
+    loop_turns = {c["turn_id"] for c in ep_calls if c.get("turn_id")}
+    tokens_fig = figures.cumulative_tokens(frames["turns"], loop_turns)
+
+    # The costliest episodes get a full section; all of them are listed in the table.
+    weight = [(f.get("wasted_tokens") or 0, f.get("estimated_tokens") or 0, -i) for i, f in enumerate(findings)]
+    chosen = sorted(sorted(range(len(findings)), key=lambda i: weight[i], reverse=True)[:DETAILED_EPISODES])
+    prefix = section_id(sid)
+    anchors = {i: f"{prefix}-ep-{i + 1}" for i in chosen}
+    builder = Episodes(redact)
+    episodes: list[Episode] = []
+    for i in chosen:
+        f = findings[i]
+        episodes.append(builder.build(f, ep_calls, [t for t in texts if t["finding_id"] == f["finding_id"]],
+                                      anchors[i]))
+
+    seq_of = {str(c): int(q) for c, q in zip(calls["call_id"].to_list(), calls["seq"].to_list())}
+    facts = [
+        ("agent", s.get("format") or "—"),
+        ("project", redact(s.get("cwd")) or "—"),
+        ("started", when(s.get("started_at"))),
+        ("ended", when(s.get("ended_at"))),
+        ("models", ", ".join(s.get("models") or []) or "—"),
+        ("calls", f"{num(s.get('calls'))} ({num(s.get('error_calls'))} errors)"),
+        ("user prompts", num(s.get("user_turns"))),
+        ("tokens", num(s.get("total_tokens"))),
+        ("cost", usd(s.get("cost_usd"))),
+        ("file", redact(s.get("source_path")) or "—"),
+    ]
+    if s.get("parent_session_id"):
+        facts.append(("spawned by", s["parent_session_id"]))
+    guards = _guard_table(replay, seq_of)
+    first, rest = _episode_tables(findings, anchors)
+    return SessionContext(
+        meta=meta, session_id=sid, facts=facts,
+        timeline=Chart(f"{prefix}-timeline", "Call timeline", timeline_fig, note=timeline_note, wide=True),
+        tokens=(Chart(f"{prefix}-tokens", "Cumulative tokens", tokens_fig, wide=True) if tokens_fig else None),
+        episodes=episodes, episode_table=first, more_episodes=rest,
+        hidden_episodes=len(findings) - len(chosen), guards=guards)
+
+
+# ---- calibration ---------------------------------------------------------------------------------------------------
+
+
+def pareto(sweep: pl.DataFrame) -> pl.DataFrame:
+    """Settings no other setting beats on both axes: fewer false halts and more tokens saved."""
+    rows = sweep.sort(["false_halt_rate", "tokens_saved"], descending=[False, True]).to_dicts()
+    best = -1.0
+    keep = []
+    for r in rows:
+        t = float(r["tokens_saved"] or 0)
+        if t > best:
+            keep.append(r)
+            best = t
+    return pl.DataFrame(keep, schema=sweep.schema) if keep else sweep.head(0)
+
+
+def _sweep_table(sweep: pl.DataFrame) -> Table:
+    spec: list[tuple[str, str, Callable[[Any], str]]] = [
+        ("warn", "Warn", num), ("halt", "Halt", num), ("window", "Window", num),
+        ("similarity", "Similarity", lambda v: "—" if v is None else f"{float(v):.2f}"),
+        ("stuck_caught", "Stuck caught", num),
+        ("median_calls_to_detect", "Median calls to detect", lambda v: "—" if v is None else f"{float(v):,.1f}"),
+        ("tokens_saved", "Tokens saved", num), ("dollars_saved", "Saved", usd),
+        ("false_halt_sessions", "False halts", num), ("false_halt_rate", "False-halt rate", pct),
+    ]
+    spec = [s for s in spec if s[0] in sweep.columns]
+    top = sweep.sort(["tokens_saved", "false_halt_rate"], descending=[True, False]).head(SWEEP_ROWS)
+    rows = [tuple(f(r[c]) for c, _, f in spec) for r in top.iter_rows(named=True)]
+    return Table(tuple(h for _, h, _ in spec), rows, frozenset(range(len(spec))),
+                 more=max(0, sweep.height - SWEEP_ROWS))
+
+
+def preset_table(replay: pl.DataFrame) -> Table:
+    halted = pl.col("halt_call_id").is_not_null()
+    stuck = halted & (pl.col("halt_on") == "stuck")
+    g = replay.group_by("policy").agg(
+        pl.len().alias("sessions"),
+        pl.col("first_warn_call_id").is_not_null().sum().alias("warned"),
+        halted.sum().alias("halted"),
+        stuck.sum().alias("stuck"),
+        (halted & ~stuck).sum().alias("false"),
+        pl.col("calls_after_halt").filter(halted).sum().alias("calls"),
+        pl.col("tokens_after_halt").filter(halted).sum().alias("tokens"),
+        pl.col("cost_after_halt_usd").filter(halted).sum().alias("cost"),
+    ).sort("policy")
+    rows = [(r["policy"], num(r["sessions"]), num(r["warned"]), num(r["halted"]), num(r["stuck"]), num(r["false"]),
+             num(r["calls"]), num(r["tokens"]), usd(r["cost"])) for r in g.iter_rows(named=True)]
+    return Table(("Guard", "Sessions", "Warned", "Halted", "Halts on stuck loops", "False halts", "Calls after halt",
+                  "Tokens after halt", "Cost after halt"), rows, frozenset(range(1, 9)))
+
+
+def calibration_page(meta: PageMeta, calibration: Calibration | None,
+                     replay: pl.DataFrame | None) -> CalibrationContext:
+    presets = preset_table(replay) if replay is not None else None
+    if calibration is None:
+        return CalibrationContext(meta, False, None, None, None, None, [], None, presets)
+    rec = calibration.recommendation
+    front = calibration.frontier if calibration.frontier is not None else pareto(calibration.sweep)
+    rec_dict = None
+    facts: list[tuple[str, str]] = []
+    if rec is not None:
+        rec_dict = {"warn": rec.warn, "halt": rec.halt, "false_halt_rate": rec.false_halt_rate,
+                    "tokens_saved": rec.tokens_saved}
+        facts = [("warn at", num(rec.warn)), ("halt at", num(rec.halt))]
+        if rec.window is not None:
+            facts.append(("window", num(rec.window)))
+        if rec.similarity is not None:
+            facts.append(("similarity", f"{rec.similarity:.2f}"))
+        if rec.target_false_halt_rate is not None:
+            facts.append(("target false-halt rate", pct(rec.target_false_halt_rate)))
+        if rec.false_halt_rate is not None:
+            facts.append(("false-halt rate", pct(rec.false_halt_rate)))
+        if rec.stuck_caught is not None:
+            facts.append(("stuck episodes caught", num(rec.stuck_caught)))
+        if rec.tokens_saved is not None:
+            facts.append(("tokens saved", num(rec.tokens_saved)))
+        if rec.dollars_saved is not None:
+            facts.append(("dollars saved", usd(rec.dollars_saved)))
+    sweep = calibration.sweep
+    return CalibrationContext(
+        meta, True, calibration.labels,
+        Chart("frontier", "Frontier", figures.frontier(sweep, front, rec_dict), wide=True),
+        Chart("sweep", "Sweep: tokens saved by warn and halt", figures.sweep_heatmap(sweep), wide=True,
+              note="Each cell is the best over the other swept settings (window, similarity)."),
+        rec, facts, _sweep_table(sweep), presets)

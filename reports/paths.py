@@ -1,0 +1,71 @@
+"""Where each page lives, and how one page links to another.
+
+A session id is whatever the transcript says (``../../x``, ``CON``, 300 characters of emoji): it never becomes a path
+as is. ``session_slug`` keeps letters, digits, ``_`` and ``-`` (no dot, so no ``..``), cuts the length, and appends a
+short hash of the full id, so two ids that differ only in dropped characters (or in case, on a case-insensitive disk)
+still get two pages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from analyzer.errors import LoopscopeError
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def session_slug(session_id: str) -> str:
+    base = _UNSAFE.sub("-", session_id).strip("-_")[:48] or "session"
+    digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"{base}-{digest}"
+
+
+def inside(root: Path, rel: str) -> Path:
+    """``root / rel``, refusing anything that would resolve outside ``root`` (a last check, should a name ever get
+    past ``session_slug``)."""
+    base = root.resolve()
+    target = (base / rel).resolve()
+    if target != base and base not in target.parents:
+        raise LoopscopeError(f"refusing to write {rel!r} outside the report folder {root}")
+    return target
+
+
+@dataclass(frozen=True)
+class Links:
+    """Hrefs from one page: to the index, the calibration page, a session page, an episode, and the assets.
+    ``single`` reports link by fragment inside one document."""
+
+    single: bool = False
+    depth: int = 0  # 0 for pages at the report root, 1 for sessions/*.html
+
+    @property
+    def root(self) -> str:
+        return "../" * self.depth
+
+    @property
+    def index(self) -> str:
+        return "#index" if self.single else f"{self.root}index.html"
+
+    @property
+    def calibration(self) -> str:
+        return "#calibration" if self.single else f"{self.root}calibration.html"
+
+    def session(self, session_id: str) -> str:
+        slug = session_slug(session_id)
+        return f"#s-{slug}" if self.single else f"{self.root}sessions/{slug}.html"
+
+    def at(self, depth: int) -> "Links":
+        return Links(self.single, depth)
+
+
+def session_page_path(session_id: str) -> str:
+    return f"sessions/{session_slug(session_id)}.html"
+
+
+def section_id(session_id: str) -> str:
+    """The element id of a session's section (single-file) and the prefix of its episode anchors."""
+    return f"s-{session_slug(session_id)}"

@@ -1,0 +1,87 @@
+"""Secret redaction for every piece of transcript text a report shows.
+
+Transcripts are full of credentials an agent read or typed: a report that is shared (attached to an issue, put on an
+intranet) must not carry them. Redaction is on by default; ``--no-redact`` turns it off for a private look.
+
+Arguments are stored as canonical JSON, so a secret often sits inside a JSON string: quotes arrive escaped (``\\"``)
+and newlines as the two characters ``\\n``. Every pattern below stops at a quote or a backslash for that reason.
+A match is replaced by ``[REDACTED <family>]``; the name of an assignment or header is kept so a reader still sees
+*what* was there.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MARK = "[REDACTED {}]"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One family of secrets. ``keep`` is the regex group kept verbatim before the marker (a header or variable
+    name), so ``API_KEY=abc`` becomes ``API_KEY=[REDACTED assignment]``."""
+
+    family: str
+    pattern: re.Pattern[str]
+    keep: int | None = None
+
+
+# A value inside shell text or a JSON string: stops at whitespace, quotes, a backslash (JSON escapes) and separators.
+_VAL = r"[^\s\"'`\\,;&|<>(){}\[\]]"
+
+RULES: tuple[Rule, ...] = (
+    # PEM first: its body would otherwise be cut up by the token rules. A key truncated before its END line (a
+    # clipped result) is redacted to the end of the base64 body.
+    Rule("private-key", re.compile(
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
+        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=:\s-]|\\[nr])*)", re.S)),
+    Rule("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9]{2,10}-[A-Za-z0-9_\-]{20,}")),
+    Rule("openai-key", re.compile(
+        r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]*T3BlbkFJ[A-Za-z0-9_\-]+"
+        r"|\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"
+        r"|\bsk-[A-Za-z0-9]{32,}\b")),
+    Rule("aws-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
+    Rule("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    Rule("slack-token", re.compile(
+        r"\bxox[abposr](?:-[A-Za-z0-9]+){2,}|\bxapp-\d-[A-Za-z0-9-]{10,}"
+        r"|https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+")),
+    Rule("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}")),
+    Rule("google-key", re.compile(
+        r"\bAIza[0-9A-Za-z_\-]{35}|\bya29\.[0-9A-Za-z_\-]{20,}|\bGOCSPX-[0-9A-Za-z_\-]{20,}")),
+    Rule("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")),
+    # Headers: keep the name (and the scheme word, if any), drop the credential up to the end of the header value.
+    Rule("authorization", re.compile(
+        r"((?:proxy-)?authorization(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?(?:(?:bearer|basic|token|digest|bot)\s+)?)"
+        r"(?!\[REDACTED)[^\s\"'\\]+", re.I), keep=1),
+    Rule("cookie", re.compile(
+        r"((?:set-)?cookie(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?)(?!\[REDACTED)[^\"'\\\r\n]+", re.I), keep=1),
+    # NAME_KEY=value, NAME_TOKEN: value, "db_password": "..." — the name is kept, the value goes. A reference to
+    # another variable ($X, ${X}) is not a secret and stays. The name is word characters only: with '-' or '.' in
+    # it, text like "x-x-x-..." would make the match quadratic.
+    Rule("assignment", re.compile(
+        r"(\b[A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?:\\?[\"'])?\s*(?:=|:(?=\s))\s*(?:\\?[\"'])?)"
+        r"(?![$%{]|\[REDACTED)" + _VAL + "+", re.I), keep=1),
+)
+
+
+def redact(text: str | None) -> str | None:
+    """``text`` with every secret replaced by a marker naming its family."""
+    if not text:
+        return text
+    for rule in RULES:
+        if rule.keep is None:
+            text = rule.pattern.sub(MARK.format(rule.family), text)
+        else:
+            marker = MARK.format(rule.family)
+            text = rule.pattern.sub(lambda m, k=rule.keep, mk=marker: m.group(k) + mk, text)
+    return text
+
+
+MARKER = re.compile(r"\[REDACTED [a-z-]+\]")
+"""A marker ``redact`` leaves behind; the templates highlight these."""
+
+
+def identity(text: str | None) -> str | None:
+    """The redactor used with ``--no-redact``."""
+    return text

@@ -1,0 +1,154 @@
+"""Secret redaction: one test per family, in the shapes transcripts carry them (shell text, JSON-escaped arguments,
+headers, env files), and text that must survive untouched."""
+
+from __future__ import annotations
+
+import time
+
+import orjson
+import pytest
+
+from reports.redact import MARKER, redact
+
+# Assembled from parts so that no secret scanner flags this file.
+ANTHROPIC = "sk-ant-" + "api03-" + "abcDEF123_-" * 8
+OPENAI_PROJECT = "sk-" + "proj-" + "A1b2C3d4E5" * 5
+OPENAI_LEGACY = "sk-" + "a1B2c3D4e5F6g7H8i9J0" * 2 + "abcdefgh"
+AWS_ID = "AKIA" + "Z7XJ4Q2M9KPL3WYV"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+GITHUB_CLASSIC = "ghp_" + "16C7e42F292c6912E7710c838347Ae178B4a"
+GITHUB_FINE = "github_pat_" + "11ABCDEFG0" + "abcdefghijklmnopqrstuvwxyz0123456789"
+SLACK_BOT = "xoxb-" + "2401234567-" + "2401234567890-" + "aBcDeFgHiJkLmNoPqRsTuVwX"
+SLACK_HOOK = "https://hooks.slack.com/services/" + "T00000000/B00000000/" + "XXXXXXXXXXXXXXXXXXXXXXXX"
+STRIPE = "sk_" + "live_" + "51H8abcdefGHIJKLmnopQRstu"
+STRIPE_RESTRICTED = "rk_" + "test_" + "51H8abcdefGHIJKLmnopQRstu"
+GOOGLE = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+GOOGLE_OAUTH = "ya29." + "a0AfH6SMBx3xQ7_abcdefghijklmnop"
+JWT = ("eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+       + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+PEM = ("-----BEGIN " + "PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n"
+       "VJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n-----END PRIVATE KEY-----")
+
+
+def assert_gone(secret: str, text: str, family: str) -> str:
+    out = redact(text)
+    assert out is not None
+    assert secret not in out
+    assert f"[REDACTED {family}]" in out
+    return out
+
+
+def json_args(obj: dict) -> str:
+    """How a call's arguments sit in the store: canonical JSON, so quotes and newlines arrive escaped."""
+    return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def test_anthropic_key_in_shell_and_json() -> None:
+    assert_gone(ANTHROPIC, f"curl -H 'x-api-key: {ANTHROPIC}' https://api.anthropic.com", "anthropic-key")
+    assert_gone(ANTHROPIC, json_args({"command": f'export ANTHROPIC_API_KEY="{ANTHROPIC}"'}), "anthropic-key")
+
+
+def test_openai_keys_project_and_legacy() -> None:
+    out = assert_gone(OPENAI_PROJECT, f"OpenAI(api_key='{OPENAI_PROJECT}')", "openai-key")
+    assert out.startswith("OpenAI(api_key='")
+    assert_gone(OPENAI_LEGACY, f"key is {OPENAI_LEGACY}.", "openai-key")
+
+
+def test_aws_access_key_id_and_secret_assignment() -> None:
+    assert_gone(AWS_ID, f"aws_access_key_id = {AWS_ID}", "aws-key")
+    creds = f"[default]\naws_access_key_id = {AWS_ID}\naws_secret_access_key = {AWS_SECRET}\n"
+    out = redact(creds)
+    assert AWS_SECRET not in out and AWS_ID not in out
+    assert "aws_secret_access_key = [REDACTED assignment]" in out
+
+
+def test_github_tokens() -> None:
+    assert_gone(GITHUB_CLASSIC, f"git clone https://{GITHUB_CLASSIC}@github.com/o/r.git", "github-token")
+    assert_gone(GITHUB_FINE, f"GH token: {GITHUB_FINE}", "github-token")
+
+
+def test_slack_tokens_and_webhooks() -> None:
+    assert_gone(SLACK_BOT, f"client = WebClient(token={SLACK_BOT})", "slack-token")
+    assert_gone(SLACK_HOOK, json_args({"url": SLACK_HOOK, "method": "POST"}), "slack-token")
+
+
+def test_stripe_secret_and_restricted_keys() -> None:
+    assert_gone(STRIPE, f"stripe.api_key = {STRIPE}", "stripe-key")
+    assert_gone(STRIPE_RESTRICTED, f"restricted: {STRIPE_RESTRICTED}", "stripe-key")
+
+
+def test_google_api_key_and_oauth_token() -> None:
+    assert_gone(GOOGLE, f"https://maps.googleapis.com/api/geocode/json?key={GOOGLE}&address=x", "google-key")
+    assert_gone(GOOGLE_OAUTH, f"access token {GOOGLE_OAUTH} expires", "google-key")
+
+
+def test_jwt() -> None:
+    out = assert_gone(JWT, f"session cookie value {JWT} (expired)", "jwt")
+    assert out.endswith("(expired)")
+
+
+def test_pem_private_key_raw_json_escaped_and_truncated() -> None:
+    out = assert_gone(PEM, f"cat key.pem\n{PEM}\nexit 0", "private-key")
+    assert out.endswith("exit 0")
+    escaped = json_args({"content": PEM, "path": "key.pem"})
+    out = assert_gone("MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7", escaped, "private-key")
+    assert '"path":"key.pem"' in out
+    clipped = PEM[:90]  # a result cut before the END line must not leak its body either
+    assert_gone(clipped[40:], clipped, "private-key")
+
+
+def test_authorization_headers_keep_the_scheme() -> None:
+    token = "abc123" + "def456ghi789"
+    out = assert_gone(token, f"curl -H 'Authorization: Bearer {token}' https://x", "authorization")
+    assert "Authorization: Bearer [REDACTED authorization]" in out
+    basic = "dXNlcjpwYXNz" + "d29yZA=="
+    assert_gone(basic, json_args({"headers": {"Authorization": f"Basic {basic}"}}), "authorization")
+    assert_gone(token, f"proxy-authorization: {token}\r\n", "authorization")
+
+
+def test_cookie_headers() -> None:
+    out = assert_gone("sessionid=", "Cookie: sessionid=38afes7a8; csrftoken=abc\nAccept: */*", "cookie")
+    assert out.endswith("\nAccept: */*")
+    assert_gone("id=a3fWa", "Set-Cookie: id=a3fWa; Expires=Thu, 21 Oct 2026 07:28:00 GMT", "cookie")
+
+
+@pytest.mark.parametrize("name", ["DATABASE_PASSWORD", "STRIPE_WEBHOOK_SECRET", "NPM_TOKEN", "MY_SERVICE_KEY",
+                                  "db_password"])
+def test_assignments(name: str) -> None:
+    value = "s3cr3t" + "-value-42"
+    for text in (f"{name}={value}", f"export {name}='{value}'", f'{name}: "{value}"', f"{name} = {value} # prod",
+                 json_args({"command": f'{name}="{value}" ./run.sh'})):
+        out = assert_gone(value, text, "assignment")
+        assert name in out  # the name stays: the reader sees what was there
+
+
+def test_assignment_of_a_variable_reference_is_kept() -> None:
+    text = 'API_KEY=$OPENAI_KEY ./run && TOKEN_KEY=${SECRET} make'
+    assert redact(text) == text
+
+
+def test_ordinary_text_is_untouched() -> None:
+    text = ("max_tokens=4096; sk-learn is a package; the key_id field; Authorization is required; "
+            "AKIA is a prefix; eyJ is base64 for '{\"'; run `npm test` in /srv/app")
+    assert redact(text) == text
+    assert redact("") == ""
+    assert redact(None) is None
+
+
+def test_markers_name_their_family() -> None:
+    out = redact(f"{ANTHROPIC} {GITHUB_CLASSIC} NPM_TOKEN=abcdef123456")
+    assert MARKER.findall(out) == ["[REDACTED anthropic-key]", "[REDACTED github-token]", "[REDACTED assignment]"]
+
+
+def test_a_key_inside_an_assignment_is_redacted_once() -> None:
+    out = redact(f"OPENAI_API_KEY={OPENAI_PROJECT}")
+    assert out == "OPENAI_API_KEY=[REDACTED openai-key]"
+
+
+@pytest.mark.parametrize("text", ["x-" * 4000, "sk-" * 3000, "a_" * 4000, "eyJ" * 3000, "Authorization: " * 600,
+                                  "-----BEGIN PRIVATE KEY-----" * 300])
+def test_pathological_text_stays_fast(text: str) -> None:
+    # Every shown text passes through redact: a regex that backtracks quadratically would stall a large report.
+    t0 = time.perf_counter()
+    redact(text)
+    assert time.perf_counter() - t0 < 0.25  # a quadratic pattern took 0.35 s on 8,000 characters

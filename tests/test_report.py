@@ -1,0 +1,244 @@
+"""The report as written to disk: what it contains, what it refuses to contain, and how it behaves without scan,
+replay or calibration results. Browser behaviour is in test_report_browser.py."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from html import unescape
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+import typer
+from test_report_corpus import SECRETS, add_findings, all_text, build_store, sample_calibration, sample_replay
+from typer.testing import CliRunner
+
+from analyzer import store
+from analyzer.commands.report import report as report_cmd
+from analyzer.filters import SessionFilter
+from reports import Calibration, Replay, ReportInputError, render_report
+from reports.paths import session_slug
+
+WHEN = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_store(tmp_path_factory.mktemp("corpus"))
+
+
+def render(db: Path, out: Path, **kw: object):
+    con = store.connect(db, read_only=True)
+    try:
+        return render_report(con, out, generated_at=WHEN, **kw)  # type: ignore[arg-type]
+    finally:
+        con.close()
+
+
+def test_writes_index_calibration_session_pages_and_versioned_assets(corpus: Path, tmp_path: Path) -> None:
+    ticks: list[tuple[int, int]] = []
+    res = render(corpus, tmp_path / "r", progress=lambda done, total: ticks.append((done, total)))
+    out = tmp_path / "r"
+    assert res.index == out / "index.html" and res.session_pages == 3 and ticks == [(1, 3), (2, 3), (3, 3)]
+    pages = sorted(p.name for p in (out / "sessions").iterdir())
+    assert pages == sorted(f"{session_slug(s)}.html" for s in ("sess-loop", "../../x", "sess-window"))
+    from plotly.offline import get_plotlyjs_version
+
+    assets = sorted(p.name for p in (out / "assets").iterdir())
+    assert len(assets) == 3 and f"plotly-{get_plotlyjs_version()}.min.js" in assets
+    assert any(re.fullmatch(r"loopscope-[0-9a-f]{10}\.css", a) for a in assets)
+    assert any(re.fullmatch(r"loopscope-[0-9a-f]{10}\.js", a) for a in assets)
+    assert (out / "calibration.html").is_file()
+    assert res.bytes == sum(p.stat().st_size for p in out.rglob("*") if p.is_file() and p.name[0] != ".")
+
+
+def test_index_shows_totals_loops_worst_sessions_and_ingest_errors(corpus: Path, tmp_path: Path) -> None:
+    render(corpus, tmp_path / "r")
+    html = (tmp_path / "r" / "index.html").read_text()
+    # 5 sessions (one from the broken file), 34 calls, 3 with loops; the worst session links to its page.
+    assert re.search(r"Sessions</div>\s*<div class=\"kpi-total\">5</div>", html)
+    assert re.search(r"Tool calls</div>\s*<div class=\"kpi-total\">34</div>", html)
+    assert "3 with loops" in html
+    worst = html[html.index("Worst sessions"):html.index("Ingest errors")]
+    assert worst.index("sess-loop") < worst.index("../../x") < worst.index("sess-window")
+    assert f'href="sessions/{session_slug("sess-loop")}.html"' in worst
+    for chart in ("by-kind", "by-tool", "by-model", "by-agent", "by-project", "by-day", "repeats"):
+        assert f'id="{chart}-data"' in html
+    errors = html[html.index("Ingest errors"):]
+    assert "1 line could not be read" in errors and "broken.jsonl" in errors
+
+
+def test_hostile_markup_is_text_everywhere(corpus: Path, tmp_path: Path) -> None:
+    render(corpus, tmp_path / "r", replay=sample_replay(), calibration=sample_calibration())
+    text = all_text(tmp_path / "r")
+    # No transcript-born element survives: the payloads only appear escaped (HTML) or \u003c-escaped (JSON).
+    assert "<script>window.__pwned" not in text and "<img src=x" not in text
+    assert "&lt;script&gt;window.__pwned" in text and "&lt;img src=x onerror=" in text
+    assert "<b>bold?</b>" not in text and "&lt;b&gt;bold?&lt;/b&gt;" in text
+    for page in (tmp_path / "r").rglob("*.html"):
+        html = page.read_text()
+        # The only <script> elements are the two static files and inert JSON blocks.
+        tags = re.findall(r"<script\b[^>]*>", html)
+        assert all(('type="application/json"' in t) or re.search(r'src="(\.\./)?assets/', t) for t in tags), tags
+        assert "onerror=" not in re.sub(r"&lt;img src=x onerror=", "", html)
+        csp = re.search(r'<meta http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+        assert csp and unescape(csp.group(1)).startswith("default-src 'none'; script-src 'self';")
+
+
+def test_secrets_are_redacted_by_default_and_shown_with_no_redact(corpus: Path, tmp_path: Path) -> None:
+    render(corpus, tmp_path / "r")
+    text = all_text(tmp_path / "r")
+    for family, secret in SECRETS.items():
+        needle = secret.splitlines()[1] if family == "pem" else secret
+        assert needle not in text, family
+    assert "[REDACTED anthropic-key]" in text and "[REDACTED slack-token]" in text
+    assert '<mark class="redacted">[REDACTED' in text
+    render(corpus, tmp_path / "raw", redact=False)
+    raw = all_text(tmp_path / "raw")
+    assert SECRETS["anthropic"] in raw and SECRETS["aws"] in raw
+    assert "Not redacted: this report may contain secrets" in raw
+
+
+def test_hostile_session_id_stays_inside_the_output_folder(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "deep" / "r"
+    render(corpus, out)
+    written = {p.resolve() for p in tmp_path.rglob("*") if p.is_file()}
+    assert all(out.resolve() in p.parents for p in written)
+    assert not (tmp_path / "x.html").exists() and not (tmp_path / "deep" / "x.html").exists()
+    slug = session_slug("../../x")
+    assert "/" not in slug and ".." not in slug and (out / "sessions" / f"{slug}.html").is_file()
+    # Distinct ids never share a page, even when their safe characters agree.
+    assert session_slug("a/b") != session_slug("a?b") and session_slug("A") != session_slug("a")
+
+
+def test_session_page_shows_timeline_tokens_episodes_diffs_and_guards(corpus: Path, tmp_path: Path) -> None:
+    render(corpus, tmp_path / "r", replay=sample_replay())
+    html = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
+    prefix = f"s-{session_slug('sess-loop')}"
+    assert f'id="{prefix}-timeline-data"' in html and f'id="{prefix}-tokens-data"' in html
+    # Four episodes, each with its repeated call; the cycle as a pattern of two calls repeated three times.
+    assert html.count('class="card episode"') == 4
+    assert "command: npm test" in html and "(A B) ×3" in html and "A ×6" in html
+    # Drift: the diff shows the changed number struck out and the new one inserted.
+    assert "<del>20</del><ins>30</ins>" in html
+    # Text loop: the assistant's repeated sentence, escaped.
+    assert "I will check the directory &lt;script&gt;" in html
+    guards = html[html.index("What each guard would have done"):html.index("Loop episodes")]
+    assert "open-codesign" in guards and "call #2" in guards and "call #4" in guards and "stuck loop" in guards
+
+
+def test_guard_replay_false_halt_and_calibration_page(corpus: Path, tmp_path: Path) -> None:
+    render(corpus, tmp_path / "r", replay=sample_replay(), calibration=sample_calibration())
+    page = (tmp_path / "r" / "sessions" / f"{session_slug('sess-window')}.html").read_text()
+    assert "progress (false halt)" in page
+    cal = (tmp_path / "r" / "calibration.html").read_text()
+    assert 'id="frontier-data"' in cal and 'id="sweep-data"' in cal
+    assert "WARN_REPEATS = 3\nHALT_REPEATS = 5" in cal
+    presets = cal[cal.index("Guard presets on these sessions"):]
+    # open-codesign: 3 sessions, 2 warned, 1 halted on a stuck loop, 0 false halts, 17 calls after halt.
+    assert re.search(r"<td>open-codesign</td><td class=\"num\">3</td><td class=\"num\">2</td>"
+                     r"<td class=\"num\">1</td><td class=\"num\">1</td><td class=\"num\">0</td>"
+                     r"<td class=\"num\">17</td>", presets)
+    index = (tmp_path / "r" / "index.html").read_text()
+    assert "warn at 3 and halt at 5" in index
+
+
+def test_without_replay_and_calibration_sections_say_not_computed(corpus: Path, tmp_path: Path) -> None:
+    render(corpus, tmp_path / "r")
+    cal = (tmp_path / "r" / "calibration.html").read_text()
+    assert "Threshold calibration: not computed." in cal and "Guard replay: not computed." in cal
+    page = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
+    assert "Guard replay: not computed." in page
+    assert "no recommended warn/halt lines" in (tmp_path / "r" / "index.html").read_text()
+
+
+def test_without_findings_table_the_index_says_run_scan(tmp_path: Path) -> None:
+    db = build_store(tmp_path, with_findings=False)
+    res = render(db, tmp_path / "r")
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert "Loop findings: not computed." in html and "loopscope scan" in html
+    assert res.session_pages == 0 and not res.has_findings
+    assert "Ingest errors" in html and re.search(r"kpi-total\">5<", html)
+
+
+def test_filters_restrict_every_section(corpus: Path, tmp_path: Path) -> None:
+    res = render(corpus, tmp_path / "r", flt=SessionFilter.parse(project="webapp"))
+    html = (tmp_path / "r" / "index.html").read_text()
+    assert res.session_pages == 1 and "sess-window" not in html and "../../x" not in html
+    assert "1 session, project contains “webapp”" in html
+    res = render(corpus, tmp_path / "d", flt=SessionFilter.parse(since="2026-03-03", until="2026-03-03"))
+    assert res.session_pages == 1 and (tmp_path / "d" / "sessions" / f"{session_slug('../../x')}.html").exists()
+
+
+def test_a_second_report_removes_pages_the_first_wrote_and_nothing_else(corpus: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    render(corpus, out)
+    keep = out / "notes.txt"
+    keep.write_text("mine")
+    render(corpus, out, flt=SessionFilter.parse(project="webapp"))
+    assert [p.name for p in (out / "sessions").iterdir()] == [f"{session_slug('sess-loop')}.html"]
+    assert keep.read_text() == "mine"
+
+
+def test_single_file_is_self_contained_with_hashed_scripts(corpus: Path, tmp_path: Path) -> None:
+    res = render(corpus, tmp_path / "one.html", single_file=True, replay=sample_replay(),
+                 calibration=sample_calibration())
+    assert res.files == [tmp_path / "one.html"] and sorted(p.name for p in tmp_path.iterdir()) == ["one.html"]
+    html = res.index.read_text()
+    assert not re.search(r"<(script|img|link|iframe)\b[^>]*\b(src|href)=", html)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html).group(1)
+    inline = re.findall(r"<script>(.*?)</script>", html, re.S)
+    assert len(inline) == 2
+    for body in inline:
+        digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+        assert f"'sha256-{digest}'" in csp
+    assert "'self'" not in csp.split("script-src")[1].split(";")[0]
+    for sid in ("sess-loop", "../../x", "sess-window"):
+        assert f'<section class="page" id="s-{session_slug(sid)}">' in html
+        assert f'href="#s-{session_slug(sid)}"' in html
+    assert '<section class="page" id="index">' in html and '<section class="page" id="calibration">' in html
+    assert SECRETS["anthropic"] not in html and "<script>window.__pwned" not in html
+
+
+def test_bad_replay_or_calibration_frames_are_refused_with_a_clear_message() -> None:
+    import polars as pl
+
+    with pytest.raises(ReportInputError, match="replay frame is missing column"):
+        Replay(pl.DataFrame({"session_id": ["a"]}))
+    with pytest.raises(ReportInputError, match="calibration sweep is missing column"):
+        Calibration(pl.DataFrame({"warn": [3]}))
+
+
+def test_findings_with_unknown_calls_or_no_calls_still_render(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "copy.duckdb"
+    db.write_bytes(corpus.read_bytes())
+    add_findings(db, [{"session_id": "sess-loop", "kind": "streak", "seqs": [0, 1, 2]}])
+    con = store.connect(db)
+    con.execute("INSERT INTO findings VALUES ('odd', 'sess-loop', 'nested', NULL, [], [], 3, 4, 2, NULL, 0, NULL, "
+                "NULL, NULL)")
+    con.execute("INSERT INTO findings VALUES ('ghost', 'no-such-session', 'streak', NULL, ['x'], ['zz'], 0, 1, 2, "
+                "true, 0, 5, 5, 0.1)")
+    con.execute("INSERT INTO findings VALUES ('words', 'sess-loop', 'text', NULL, [], [], NULL, NULL, 3, true, 1, 0, "
+                "40, 0)")  # a text loop whose messages issued no calls
+    con.close()
+    res = render(db, tmp_path / "r")
+    html = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
+    assert res.session_pages == 1 and "The calls of this episode are not in the store." in html
+    assert "none (repeated text only)" in html and "<td>—</td>" in html
+
+
+def test_cli_report_command(corpus: Path, tmp_path: Path) -> None:
+    app = typer.Typer()
+    app.command("report")(report_cmd)
+    app.command("noop")(lambda: None)  # a second command keeps typer from flattening the app
+    out = tmp_path / "cli"
+    result = CliRunner().invoke(app, ["report", "--db", str(corpus), "--out", str(out), "--agent", "pi",
+                                      "--project", "api"])
+    assert result.exit_code == 0, result.output
+    assert "1 session pages" in result.output and (out / "index.html").is_file()
+    bad = CliRunner().invoke(app, ["report", "--db", str(corpus), "--out", str(out), "--since", "yesterday"])
+    assert bad.exit_code == 2 and "--since: expected a date" in bad.output
+    missing = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "none.duckdb")])
+    assert missing.exit_code == 2 and "no store at" in missing.output

@@ -1,0 +1,195 @@
+"""The report in a real headless Chromium (Debian's /usr/bin/chromium; never a downloaded browser), opened from
+disk: no console error, no request outside the report folder, every chart drawn, links that work, and hostile
+transcript content shown as text without running.
+
+Screenshots of the index and a session page land in the test's tmp folder, and in $LOOPSCOPE_SCREENSHOTS when set,
+for a person to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_report_corpus import IMG, LINK_TOOL, SCRIPT, build_store, sample_calibration, sample_replay
+
+from analyzer import store
+from reports import render_report
+from reports.paths import session_slug
+
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (Debian package `chromium`)"),
+]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("site")
+    db = build_store(tmp)
+    con = store.connect(db, read_only=True)
+    try:
+        when = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
+        render_report(con, tmp / "report", replay=sample_replay(), calibration=sample_calibration(),
+                      generated_at=when)
+        render_report(con, tmp / "single" / "report.html", single_file=True, replay=sample_replay(),
+                      calibration=sample_calibration(), generated_at=when)
+    finally:
+        con.close()
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh --user-data-dir
+    with sync_playwright() as p:
+        ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True,
+                                                   args=ARGS, viewport={"width": 1280, "height": 900})
+        # Nothing leaves the machine even if a page tried: any http(s) request is aborted (and recorded below).
+        ctx.route("http*://**/*", lambda route: route.abort())
+        yield ctx
+        ctx.close()
+
+
+class Visit:
+    """One page load with everything the page did: console errors, uncaught exceptions, requests."""
+
+    def __init__(self, ctx: Any, url: str) -> None:
+        self.page = ctx.new_page()
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(url)
+        self.wait_for_charts()
+
+    def wait_for_charts(self) -> None:
+        self.page.wait_for_selector("body[data-charts-ready]", state="attached", timeout=20_000)
+
+    def charts(self) -> tuple[int, int]:
+        """Visible chart elements, and how many of them hold plotly's SVG."""
+        return tuple(self.page.evaluate("""() => {
+            const els = [...document.querySelectorAll('.chart')].filter(e => e.offsetParent !== null);
+            const drawn = e => e.classList.contains('js-plotly-plot') && e.querySelector('svg.main-svg .trace, '
+                                                                                         + 'svg.main-svg .hm');
+            return [els.length, els.filter(drawn).length];
+        }"""))  # type: ignore[return-value]
+
+    def check_clean(self, folder: Path) -> None:
+        assert self.errors == []
+        root = folder.resolve().as_uri() + "/"
+        outside = [u for u in self.requests if not u.startswith(root)]
+        assert outside == []
+
+    def close(self) -> None:
+        self.page.close()
+
+
+def screenshot(visit: Visit, tmp_path: Path, name: str) -> None:
+    path = tmp_path / f"{name}.png"
+    visit.page.screenshot(path=str(path), full_page=True)
+    assert path.stat().st_size > 10_000
+    if os.environ.get("LOOPSCOPE_SCREENSHOTS"):
+        dest = Path(os.environ["LOOPSCOPE_SCREENSHOTS"])
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dest / path.name)
+
+
+def test_every_page_loads_clean_and_draws_every_chart(site: Path, browser: Any) -> None:
+    out = site / "report"
+    pages = [out / "index.html", out / "calibration.html", *sorted((out / "sessions").glob("*.html"))]
+    assert len(pages) == 5
+    for page in pages:
+        v = Visit(browser, page.as_uri())
+        try:
+            v.check_clean(out)
+            assert v.page.locator("svg a").count() == 0, page.name
+            shown, drawn = v.charts()
+            assert shown >= 2 and drawn == shown, page.name
+        finally:
+            v.close()
+
+
+def test_index_links_to_a_session_page(site: Path, browser: Any, tmp_path: Path) -> None:
+    out = site / "report"
+    v = Visit(browser, (out / "index.html").as_uri())
+    try:
+        screenshot(v, tmp_path, "index")
+        v.page.get_by_role("link", name="sess-loop", exact=True).click()
+        v.page.wait_for_url(f"**/sessions/{session_slug('sess-loop')}.html")
+        v.wait_for_charts()
+        assert v.page.locator("h1").inner_text() == "sess-loop"
+        assert v.charts() == (2, 2)
+        screenshot(v, tmp_path, "session")
+        v.check_clean(out)
+    finally:
+        v.close()
+
+
+def test_hostile_transcript_content_is_shown_as_text_and_runs_nothing(site: Path, browser: Any) -> None:
+    out = site / "report"
+    for sid, payloads in (("sess-loop", [SCRIPT, IMG]), ("../../x", [IMG, LINK_TOOL])):
+        v = Visit(browser, (out / "sessions" / f"{session_slug(sid)}.html").as_uri())
+        try:
+            body = v.page.locator("body").inner_text()
+            for payload in payloads:
+                assert payload in body
+            assert v.page.evaluate("typeof window.__pwned") == "undefined"
+            assert "PWNED" not in v.page.title()
+            # No element came out of the transcript: the only images are none, the only scripts our own.
+            assert v.page.locator("img").count() == 0
+            # Transcript text inside charts stays text too: plotly turns <a> in labels into SVG links otherwise.
+            assert v.page.locator("svg a").count() == 0
+            assert v.page.evaluate("[...document.scripts].every(s => s.type === 'application/json' || "
+                                   "s.src.includes('/assets/'))")
+            v.check_clean(out)
+        finally:
+            v.close()
+
+
+def test_single_file_report_works_offline_with_its_hashed_inline_scripts(site: Path, browser: Any,
+                                                                         tmp_path: Path) -> None:
+    folder = site / "single"
+    assert [p.name for p in folder.iterdir()] == ["report.html"]
+    v = Visit(browser, (folder / "report.html").as_uri())
+    try:
+        assert v.page.locator("section#index").is_visible()
+        assert v.charts()[0] >= 7 and v.charts()[0] == v.charts()[1]
+        v.page.get_by_role("link", name="sess-loop", exact=True).click()
+        v.wait_for_charts()
+        section = v.page.locator(f"section#s-{session_slug('sess-loop')}")
+        assert section.is_visible() and not v.page.locator("section#index").is_visible()
+        assert v.charts() == (2, 2)
+        # An episode link keeps its session in view.
+        v.page.get_by_role("link", name="cycle", exact=True).click()
+        assert section.is_visible()
+        v.page.get_by_role("link", name="Calibration", exact=True).first.click()
+        v.wait_for_charts()
+        assert v.page.locator("section#calibration").is_visible() and v.charts() == (2, 2)
+        assert v.page.evaluate("typeof window.__pwned") == "undefined"
+        screenshot(v, tmp_path, "single-calibration")
+        v.check_clean(folder)
+    finally:
+        v.close()
+    # Opened straight at a session's fragment (a link someone shared): that section shows, with its charts drawn.
+    sid = f"s-{session_slug('sess-window')}"
+    v = Visit(browser, (folder / "report.html").as_uri() + "#" + sid)
+    try:
+        v.page.wait_for_load_state("load")
+        v.wait_for_charts()
+        assert v.page.locator(f"section#{sid}").is_visible() and v.charts() == (2, 2)
+        v.check_clean(folder)
+    finally:
+        v.close()

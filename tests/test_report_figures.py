@@ -1,0 +1,112 @@
+"""Figure builders and episode views, without a store: plotly accepts every figure, long sessions are thinned
+rather than dumped, and the episode text helpers cut, diff and summarise as a reader expects."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+import plotly.graph_objects as go
+import polars as pl
+import pytest
+
+from reports import figures
+from reports.context import DiffPart
+from reports.episodes import HEAD_CHARS, SHOW_CHARS, Episodes, diff_parts, letters, pattern, pretty_args
+from reports.pages import pareto
+from reports.redact import redact
+
+
+def valid(fig: dict[str, Any]) -> dict[str, Any]:
+    """plotly's own validator: an unknown property or a bad value raises."""
+    go.Figure(fig)
+    return fig
+
+
+def test_every_builder_produces_a_figure_plotly_accepts() -> None:
+    bars = pl.DataFrame({"kind": ["streak", "cycle"], "episodes": [3, 1], "stuck_tokens": [900, 0],
+                         "other_tokens": [100, 50], "tokens": [1000, 50], "cost_usd": [0.3, None],
+                         "full": ["streak", "cycle"]})
+    valid(figures.stuck_bars(bars, "kind"))
+    days = bars.with_columns(pl.Series("day", [date(2026, 3, 1), date(2026, 3, 2)]))
+    valid(figures.daily(days))
+    hist = pl.DataFrame({"repeats": [3, 4, 90], "stuck": [2, 1, 1], "other": [1, 0, 0]})
+    fig = valid(figures.repeat_histogram(hist, 3, 5))
+    assert fig["data"][0]["customdata"][-1] == f"{figures.REPEATS_CAP}+"
+    assert [a["text"] for a in fig["layout"]["annotations"]] == ["warn at 3", "halt at 5"]
+    calls = pl.DataFrame({"seq": list(range(6)), "tool": ["bash", "bash", "read", "bash", "edit", "bash"],
+                          "is_error": [True, None, False, True, False, False]})
+    fig, note = figures.timeline(calls, [{"first_seq": 0, "last_seq": 3, "kind": "streak"}])
+    valid(fig)
+    assert note is None and fig["layout"]["shapes"][0]["x0"] == -0.5
+    turns = pl.DataFrame({"turn_index": [1, 3, 5], "turn_id": ["a", "b", "c"], "tokens": [10, 0, 30],
+                          "last_seq": [0, None, 2]})
+    fig = valid(figures.cumulative_tokens(turns, {"c"}))
+    assert fig["data"][0]["y"] == [10, 10, 40] and fig["data"][1]["x"] == [2]
+    sweep = pl.DataFrame({"warn": [2, 3, 3], "halt": [4, 5, 6], "tokens_saved": [10, 30, 20],
+                          "false_halt_rate": [0.0, 0.1, 0.1], "window": [10, 10, 10]})
+    valid(figures.frontier(sweep, pareto(sweep), {"warn": 3, "halt": 5, "false_halt_rate": 0.1, "tokens_saved": 30}))
+    valid(figures.sweep_heatmap(sweep))
+
+
+def test_no_usage_means_no_token_chart() -> None:
+    turns = pl.DataFrame({"turn_index": [0], "turn_id": ["a"], "tokens": [0], "last_seq": [0]})
+    assert figures.cumulative_tokens(turns, set()) is None
+
+
+def test_a_long_session_timeline_keeps_episode_calls_and_samples_the_rest() -> None:
+    n = 20_000
+    calls = pl.DataFrame({"seq": list(range(n)), "tool": ["bash"] * n, "is_error": [False] * n})
+    fig, note = figures.timeline(calls, [{"first_seq": 15_000, "last_seq": 15_299, "kind": "streak"}], limit=2000)
+    xs = fig["data"][0]["x"]
+    assert len(xs) <= 2000 and set(range(15_000, 15_300)) <= set(xs)
+    assert note and "20,000" in note
+
+
+def test_a_timeline_with_dozens_of_tools_folds_the_rarest_into_one_row() -> None:
+    tools = [f"mcp_{i:02d}" for i in range(40)] * 2 + ["bash"] * 10
+    calls = pl.DataFrame({"seq": list(range(len(tools))), "tool": tools, "is_error": [False] * len(tools)})
+    fig, _ = figures.timeline(calls, [])
+    rows = fig["layout"]["yaxis"]["categoryarray"]
+    assert len(rows) == figures.TIMELINE_TOOLS and rows[-1] == "bash" and rows[0] == figures.OTHER_TOOLS
+    assert sum(len(t["x"]) for t in fig["data"]) == len(tools)
+
+
+def test_pareto_frontier_keeps_only_undominated_settings() -> None:
+    sweep = pl.DataFrame({"warn": [1, 2, 3, 4], "halt": [2, 3, 4, 5], "tokens_saved": [100, 80, 150, 90],
+                          "false_halt_rate": [0.0, 0.05, 0.1, 0.2]})
+    assert pareto(sweep)["tokens_saved"].to_list() == [100, 150]
+
+
+@pytest.mark.parametrize(("labels", "period", "expected"), [
+    (["A"] * 6, 1, "A ×6"),
+    (["A", "B"] * 3, 2, "(A B) ×3"),
+    (["A", "B", "C"] * 2 + ["A"], 3, "(A B C) ×2 + A"),
+    (["A", "A", "B", "A"], None, "A ×2 · B · A"),
+    (["A", "B", "C", "D"], None, "A · B · C · D"),
+])
+def test_pattern(labels: list[str], period: int | None, expected: str) -> None:
+    assert pattern(labels, period) == expected
+
+
+def test_letters_go_past_z() -> None:
+    assert [letters(i) for i in (0, 25, 26, 27)] == ["A", "Z", "AA", "AB"]
+
+
+def test_diff_is_word_level() -> None:
+    parts = diff_parts("grep -n x | head -20", "grep -n x | head -30")
+    assert parts == [DiffPart("equal", "grep -n x | head -"), DiffPart("delete", "20"), DiffPart("insert", "30")]
+
+
+def test_pretty_args_unquotes_strings_and_keeps_multiline_commands() -> None:
+    assert pretty_args('{"command":"ls -la\\npwd","timeout":5}') == "command: \n  ls -la\n  pwd\ntimeout: 5"
+    assert pretty_args('{"path":"a"') == '{"path":"a"'  # clipped JSON is shown as stored
+
+
+def test_clip_redacts_before_cutting_and_counts_what_is_left_out() -> None:
+    key = "sk-ant-" + "api03-" + "x" * 40
+    text = "a" * (HEAD_CHARS - 10) + " " + key + " " + "b" * 10_000  # the key straddles the cut
+    c = Episodes(redact).clip(text, stored_len=len(text) + 50_000)
+    shown = c.head + c.rest
+    assert "x" * 20 not in shown and "[REDACTED anthropic-key]" in shown
+    assert len(shown) == SHOW_CHARS and c.omitted == len(redact(text)) + 50_000 - SHOW_CHARS
