@@ -18,7 +18,7 @@ FINDING_TABLE_COLUMNS = [
     "session_id", "kind", "period", "repeats", "stuck", "user_turn", "first_seq", "last_seq", "tools",
     "wasted_tokens", "estimated_tokens", "cost_usd", "label",
 ]
-KINDS = ("streak", "cycle", "window", "drift", "failure", "text", "nested")
+from .filters import KINDS  # noqa: E402  (re-exported: the CLI reads it without importing polars)
 
 # Per-session loop columns `loopscope sessions` adds (NULL for a session that was never scanned).
 SESSION_LOOP_COLUMNS = {

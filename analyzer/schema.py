@@ -4,8 +4,10 @@ from here, so they cannot drift apart (tests/test_readme.py checks the README ag
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import pyarrow as pa
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SCHEMA_VERSION = 1
 
@@ -17,19 +19,13 @@ class Column:
     doc: str
 
     @property
-    def arrow(self) -> pa.DataType:
-        return _ARROW[self.sql]
+    def arrow(self) -> "pa.DataType":
+        import pyarrow as pa  # only bulk loads need Arrow; opening the store to read should not pay for it
 
-
-_ARROW: dict[str, pa.DataType] = {
-    "VARCHAR": pa.large_string(),
-    "BIGINT": pa.int64(),
-    "INTEGER": pa.int32(),
-    "DOUBLE": pa.float64(),
-    "BOOLEAN": pa.bool_(),
-    "TIMESTAMP": pa.timestamp("us"),
-    "VARCHAR[]": pa.list_(pa.large_string()),
-}
+        return {
+            "VARCHAR": pa.large_string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
+            "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "VARCHAR[]": pa.list_(pa.large_string()),
+        }[self.sql]
 
 
 @dataclass(frozen=True)
@@ -46,7 +42,9 @@ class Table:
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
 
-    def arrow_schema(self) -> pa.Schema:
+    def arrow_schema(self) -> "pa.Schema":
+        import pyarrow as pa
+
         return pa.schema([(c.name, c.arrow) for c in self.columns])
 
 

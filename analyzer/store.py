@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
-import pyarrow as pa
 
 from .errors import StoreError, StoreInUseError
 from .detect.keys import SQL_CALL_KEY, SQL_RESULT_KEY
-from .ingest.rows import SPOOL
 from .schema import ALL_TABLES, CALLS, FILES, INGEST_ERRORS, SCHEMA_VERSION, SESSIONS, TURNS, Table
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+    import polars as pl
+
     from .ingest.parse import FileOutcome
 
 DEFAULT_DB = "loopscope.duckdb"
@@ -128,6 +129,8 @@ def _spool_source(spool: dict[str, list[str]], table: str) -> str:
     paths = spool.get(table) or []
     if paths:
         return "read_parquet([" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "])"
+    from .ingest.rows import SPOOL
+
     cols = ", ".join(f"NULL::{_SPOOL_SQL[str(t)]} AS {n}" for n, t in SPOOL[table])
     return f"(SELECT {cols} LIMIT 0)"
 
@@ -140,6 +143,8 @@ def load_chunk(
     """Replace the rows of ``outcomes``' files with the parsed ones, in one transaction: after a kill the store holds
     either all of a chunk or none of it, and the ``files`` rows (with their hashes) commit with their data, so the next
     run picks up exactly the files that did not land."""
+    import pyarrow as pa
+
     ids = [o.file_id for o in outcomes]
     with transaction(con):
         _insert_rows(con, "_chunk_files", pa.table({"file_id": pa.array(ids, pa.int32())}), create_temp=True)
@@ -233,12 +238,14 @@ def load_chunk(
             con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
-def _arrow_rows(table: Table, rows: Sequence[tuple]) -> pa.Table:
+def _arrow_rows(table: Table, rows: Sequence[tuple]) -> "pa.Table":
+    import pyarrow as pa
+
     cols = list(zip(*rows)) if rows else [[] for _ in table.columns]
     return pa.table({c.name: pa.array(v, type=c.arrow) for c, v in zip(table.columns, cols)})
 
 
-def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table, create_temp: bool = False) -> None:
+def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: "pa.Table", create_temp: bool = False) -> None:
     """Bulk insert through Arrow: ``executemany`` costs ~2 ms a row, which made the files table the slowest part of
     loading a chunk of small files."""
     con.register("_arrow_rows", rows)
@@ -316,6 +323,8 @@ def next_file_id(con: duckdb.DuckDBPyConnection) -> int:
 def touch_files(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[int, int, int]]) -> None:
     """Record new size/mtime for files whose content hash proved unchanged."""
     if rows:
+        import pyarrow as pa
+
         ids, sizes, mtimes = zip(*rows)
         con.register("_touch", pa.table({"file_id": pa.array(ids, pa.int32()), "size": pa.array(sizes, pa.int64()),
                                          "mtime_ns": pa.array(mtimes, pa.int64())}))

@@ -6,15 +6,19 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import orjson
-import polars as pl
-import typer
-from rich.console import Console
+from typing import TYPE_CHECKING
 
-from .. import queries, store
-from ..output import render_table, write_frame
+import typer
+
+from ..filters import KINDS
 from .common import (AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt,
                      db_path, err, handle_errors, out, session_filter, with_progress)
+
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# polars, DuckDB and the detector are imported inside the commands, so every command starts fast.
 
 
 @handle_errors
@@ -61,7 +65,7 @@ def findings(
     agent: AgentOpt = None,
     project: ProjectOpt = None,
     kind: Annotated[Optional[str], typer.Option(
-        "--kind", help=f"Only this kind: {', '.join(queries.KINDS)}.", show_default=False)] = None,
+        "--kind", help=f"Only this kind: {', '.join(KINDS)}.", show_default=False)] = None,
     min_repeats: Annotated[Optional[int], typer.Option(
         "--min-repeats", help="Only episodes that repeated at least N times.", show_default=False)] = None,
     session: Annotated[Optional[str], typer.Option(
@@ -71,6 +75,9 @@ def findings(
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
 ) -> None:
     """List loop episodes, in the order they happened."""
+    from .. import queries, store
+    from ..output import write_frame
+
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)
     try:
@@ -95,6 +102,8 @@ def summary(
     `--format json` prints one object {totals, by_kind, by_tool}; csv, ndjson and parquet print one long table with a
     `section` column.
     """
+    from .. import queries, store
+
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)
     try:
@@ -108,7 +117,13 @@ def summary(
                   "scanned yet: run `loopscope scan`")
 
 
-def write_summary(parts: dict[str, pl.DataFrame], fmt: OutputFormat, output: Path | None) -> None:
+def write_summary(parts: dict[str, "pl.DataFrame"], fmt: OutputFormat, output: Path | None) -> None:
+    import orjson
+    import polars as pl
+    from rich.console import Console
+
+    from ..output import render_table, write_frame
+
     if fmt is OutputFormat.table:
         wide = output is not None or not sys.stdout.isatty()
         fh = open(output, "w", encoding="utf-8") if output else None

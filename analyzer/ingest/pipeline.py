@@ -10,14 +10,16 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from .. import store
 from ..errors import NothingToIngestError, UsageError
-from .parse import FileOutcome, FileTask, parse_file
 from .reader import ReadStats
-from .rows import RowSink
+
+if TYPE_CHECKING:  # the parsers (and pyarrow) load only when a file needs parsing: a no-change re-ingest skips them
+    from .parse import FileOutcome, FileTask
 
 CHUNK_BYTES = 32 << 20
 CHUNK_FILES = 256
@@ -150,6 +152,9 @@ def _bump(n: int) -> None:
 def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str,
                 bump: Callable[[int], None] | None = None) -> tuple[list[FileOutcome], dict[str, list[str]]]:
     """Worker entry point: parse a chunk of files into one Parquet spool per table."""
+    from .parse import parse_file
+    from .rows import RowSink
+
     sink = RowSink(Path(spool_dir), tag)
     outcomes = [parse_file(t, sink, bump or _bump) for t in chunk]
     return outcomes, {k: [v] for k, v in sink.close().items()}
@@ -228,6 +233,8 @@ def _ingest_files(
         else:
             fid = next_id
             next_id += 1
+        from .parse import FileTask
+
         tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
     store.touch_files(con, touched)
     if not tasks:
