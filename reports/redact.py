@@ -29,6 +29,7 @@ class Rule:
 
 # A value inside shell text or a JSON string: stops at whitespace, quotes, a backslash (JSON escapes) and separators.
 _VAL = r"[^\s\"'`\\,;&|<>(){}\[\]]"
+_NAME = r"[A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)"
 
 RULES: tuple[Rule, ...] = (
     # PEM first: its body would otherwise be cut up by the token rules. A key truncated before its END line (a
@@ -56,12 +57,17 @@ RULES: tuple[Rule, ...] = (
         r"(?!\[REDACTED)[^\s\"'\\]+", re.I), keep=1),
     Rule("cookie", re.compile(
         r"((?:set-)?cookie(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?)(?!\[REDACTED)[^\"'\\\r\n]+", re.I), keep=1),
-    # NAME_KEY=value, NAME_TOKEN: value, "db_password": "..." — the name is kept, the value goes. A reference to
+    # NAME_KEY=value, "db_password": "...", api_token: 8f3a... — the name is kept, the value goes. A reference to
     # another variable ($X, ${X}) is not a secret and stays. The name is word characters only: with '-' or '.' in
     # it, text like "x-x-x-..." would make the match quadratic.
     Rule("assignment", re.compile(
-        r"(\b[A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?:\\?[\"'])?\s*(?:=|:(?=\s))\s*(?:\\?[\"'])?)"
+        r"(\b" + _NAME + r"(?:\\?[\"'])?\s*(?:=\s*(?:\\?[\"'])?|:\s*\\?[\"']))"
         r"(?![$%{]|\[REDACTED)" + _VAL + "+", re.I), keep=1),
+    # An unquoted "name: value" is as often code as config (``refresh_token: str`` in a Python signature), so there
+    # the value must look like a secret: 8+ characters with a digit, or 16+.
+    Rule("assignment", re.compile(
+        r"(\b" + _NAME + r"\s*:\s+)(?![$%{]|\[REDACTED)"
+        r"(?:(?=" + _VAL + r"*\d)" + _VAL + r"{8,}|" + _VAL + r"{16,})", re.I), keep=1),
 )
 
 

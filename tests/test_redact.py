@@ -122,6 +122,14 @@ def test_assignments(name: str) -> None:
         assert name in out  # the name stays: the reader sees what was there
 
 
+def test_unquoted_colon_values_must_look_like_secrets() -> None:
+    # Python signatures and type annotations are not config: found redacted in a real session page
+    code = "def refresh(store: TokenStore, refresh_token: str) -> tuple[str, str]:\n    api_key: Optional[str] = None"
+    assert redact(code) == code
+    assert_gone("hunter2-prod", "db_password: hunter2-prod", "assignment")  # YAML: digits, 8+ characters
+    assert_gone("correcthorsebatterystaple", "smtp_password: correcthorsebatterystaple", "assignment")  # 16+
+
+
 def test_assignment_of_a_variable_reference_is_kept() -> None:
     text = 'API_KEY=$OPENAI_KEY ./run && TOKEN_KEY=${SECRET} make'
     assert redact(text) == text
