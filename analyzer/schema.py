@@ -128,7 +128,9 @@ TURNS = _t(
     ("total_tokens", "BIGINT", "Sum of the four, or the agent's own total where it records one (Codex)."),
     ("cost_usd", "DOUBLE", "Cost of the response."),
     ("cost_source", "VARCHAR", "`transcript`, `price_table` or NULL (unknown model or no usage)."),
-    ("usage_key", "VARCHAR", "Deduplication key of the API response (Claude: `message.id:requestId`)."),
+    ("usage_key", "VARCHAR", "Deduplication key of the API response, so one response split over several lines "
+     "or replayed in another file counts once (Claude Code: `message.id`, with `:requestId` or `@sessionId` where "
+     "ccusage tells copies apart); NULL where every message is its own response (pi, Codex)."),
     ("usage_counted", "BOOLEAN", "True on the one row per `usage_key` whose usage counts (largest, non-sidechain "
      "first); session totals sum only these."),
     ("file_id", "INTEGER", "`files.file_id`."),
