@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from . import __version__
+from .commands import calibrate as calibrate_cmds
 from .commands import ingest as ingest_cmds
 from .commands import replay as replay_cmds
 from .commands import report as report_cmds
@@ -45,6 +46,7 @@ app.command("findings")(scan_cmds.findings)
 app.command("summary")(scan_cmds.summary)
 app.command("policies")(replay_cmds.policies)
 app.command("replay")(replay_cmds.replay)
+app.command("calibrate")(calibrate_cmds.calibrate)
 app.command("report")(report_cmds.report)
 
 

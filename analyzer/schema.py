@@ -35,7 +35,7 @@ class Table:
     columns: tuple[Column, ...]
 
     def ddl(self) -> str:
-        cols = ",\n  ".join(f"{c.name} {c.sql}" for c in self.columns)
+        cols = ",\n  ".join(f'"{c.name}" {c.sql}' for c in self.columns)  # quoted: a column may be a keyword
         return f"CREATE TABLE IF NOT EXISTS {self.name} (\n  {cols}\n)"
 
     @property
@@ -291,3 +291,79 @@ SCAN_STATE = _t(
 
 SCAN_TABLES = (SIGNALS, TEXT_SIGNALS, FINDINGS, SCAN_STATE)
 ALL_TABLES = ALL_TABLES + SCAN_TABLES
+
+# -- calibration: threshold sweeps (analyzer.calibrate) ---------------------------------------------------------------
+
+CALIBRATION_RUNS = _t(
+    "calibration_runs",
+    "One row per `loopscope calibrate` run (kept as history): what was swept, over which sessions, with which "
+    "definition of stuck, and what it recommends. The report draws the latest run over its own session filter "
+    "(and sweeps afresh, unsaved, when there is none).",
+    ("run_id", "VARCHAR", "Id of the run; `calibration_sweep.run_id` of its settings."),
+    ("base_policy", "VARCHAR", "The preset whose measure was swept (`open-codesign`, `gitagent`, "
+     "`pi-anti-doom-loop`, `gemini-cli`, `cline`, `roo-code`)."),
+    ("computed_at", "TIMESTAMP", "When, UTC."),
+    ("scope", "VARCHAR", "The session filter (`--since`, `--until`, `--agent`, `--project`) in words."),
+    ("sessions", "INTEGER", "Scanned sessions in scope: the false-halt rate's denominator."),
+    ("unscanned_sessions", "INTEGER", "Sessions matching the filter that were never scanned, left out."),
+    ("stuck_episodes", "INTEGER", "Stuck episodes in scope (stuck findings with calls, or `stuck` label spans)."),
+    ("total_tokens", "BIGINT", "Tokens of the sessions in scope (what a halt could save at most)."),
+    ("total_cost_usd", "DOUBLE", "Their cost."),
+    ("labels_file", "VARCHAR", "The labels file that overrode the scan's stuck/progress proxy; NULL for none."),
+    ("label_rows", "INTEGER", "Rows in the labels file (0 without one)."),
+    ("target_false_halt_rate", "DOUBLE", "The target: the share of sessions allowed a false halt (0..1)."),
+    ("grid", "VARCHAR", "The swept values as JSON: `warn`, `halt`, `window`, `similarity` lists."),
+    ("settings", "INTEGER", "Settings swept (rows written to `calibration_sweep`)."),
+    ("recommended", "VARCHAR", "The recommended setting's sweep row as JSON; NULL when nothing was swept."),
+    ("qualified", "BOOLEAN", "The recommendation meets the target (false when none did and the lowest-rate setting "
+     "was chosen instead)."),
+    ("rationale", "VARCHAR", "Why this setting, in a sentence, with the exact replay's figures."),
+    ("paste", "VARCHAR", "Text to paste into each guard, as a JSON object (guard -> text); translations say so."),
+    ("verification", "VARCHAR", "The exact replay of the recommended setting (`analyzer.replay`) as JSON: halts, "
+     "tokens and dollars saved, false-halt sessions and rate, stuck episodes caught; NULL when not run."),
+    ("sweep_seconds", "DOUBLE", "Time to load the signals and sweep every setting."),
+    ("verify_seconds", "DOUBLE", "Time of the exact replay."),
+)
+
+CALIBRATION_SWEEP = _t(
+    "calibration_sweep",
+    "One row per swept setting of the latest `loopscope calibrate` run of each base policy (an older run's rows are "
+    "replaced). Figures are the vectorised sweep's, an approximation of the exact guard (the run's `verification` "
+    "holds the exact replay of the recommended row).",
+    ("run_id", "VARCHAR", "`calibration_runs.run_id`."),
+    ("base_policy", "VARCHAR", "`calibration_runs.base_policy`."),
+    ("warn", "INTEGER", "Warning threshold (equal to `halt` for guards without a separate warning; "
+     "`PI_ANTI_LOOP_REPEATS` for pi-anti-doom-loop)."),
+    ("halt", "INTEGER", "Halt threshold (for pi-anti-doom-loop the same R: it aborts when a blocked call is "
+     "re-issued)."),
+    ("window_size", "INTEGER", "pi-anti-doom-loop's window in calls (`PI_ANTI_LOOP_WINDOW`); NULL for other guards "
+     "(`window` in the command's output: the name is reserved in SQL)."),
+    ("similarity", "DOUBLE", "pi-anti-doom-loop's near-identical bar (shared-token score); NULL when off or for "
+     "other guards."),
+    ("halts", "BIGINT", "Runs (user turns) the setting halts."),
+    ("halts_stuck", "BIGINT", "Halts on a call in a stuck finding or a `stuck` label span."),
+    ("halts_progress", "BIGINT", "Halts on a call in a finding that made progress (a false halt)."),
+    ("halts_none", "BIGINT", "Halts on a call in no finding: healthy work interrupted (a false halt)."),
+    ("halts_benign", "BIGINT", "Halts on a call in a `benign` label span (a false halt)."),
+    ("sessions_warned", "BIGINT", "Sessions with at least one warning (or halt, for guards without a warning)."),
+    ("sessions_halted", "BIGINT", "Sessions with at least one halt."),
+    ("false_halt_sessions", "BIGINT", "Sessions with at least one halt that was not on a stuck call."),
+    ("sessions", "BIGINT", "Sessions in scope."),
+    ("false_halt_rate", "DOUBLE", "`false_halt_sessions / sessions` (0..1)."),
+    ("false_warn_sessions", "BIGINT", "Sessions where the guard warns (or halts) on a call that was not stuck before "
+     "its run stops: a warning blocks the call in open-codesign and pi-anti-doom-loop."),
+    ("false_warn_rate", "DOUBLE", "`false_warn_sessions / sessions` (0..1)."),
+    ("stuck_episodes", "BIGINT", "Stuck episodes in scope."),
+    ("stuck_caught", "BIGINT", "Stuck episodes in which the guard's first action (warning or halt) lands no later "
+     "than its run's halt."),
+    ("median_calls_to_detect", "DOUBLE", "Median over the caught episodes of detecting call seq - first_seq + 1."),
+    ("tokens_saved", "BIGINT", "Counted tokens of the assistant messages after each halt, to the end of its run "
+     "(as `loopscope replay` counts them)."),
+    ("dollars_saved", "DOUBLE", "Their cost."),
+    ("calls_saved", "BIGINT", "Calls after each halt in its run."),
+    ("on_frontier", "BOOLEAN", "No other setting saves more tokens at a false-halt rate as low or lower."),
+    ("recommended", "BOOLEAN", "The recommended setting."),
+)
+
+CALIBRATION_TABLES = (CALIBRATION_RUNS, CALIBRATION_SWEEP)
+ALL_TABLES = ALL_TABLES + CALIBRATION_TABLES

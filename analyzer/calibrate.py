@@ -1,0 +1,576 @@
+"""Calibration: sweep a guard's warn/halt thresholds (and pi's window and similarity bar) over the whole store, find the
+frontier of tokens saved against healthy work interrupted, and recommend the setting for a target false-halt rate.
+
+``calibrate_store`` runs it: one load of the stored signals, every setting as a few polars expressions
+(``analyzer.calibrate_sweep`` documents the measure of each base policy, what a halt saves and hits, and the
+approximations), the frontier and the recommendation (below), the text to paste into each guard
+(``analyzer.calibrate_paste``), then **one exact replay** of the recommended setting (``analyzer.replay``) so the
+sweep's figures can be checked against the real guard's — both are printed. The result is saved in the store
+(``calibration_runs``, ``calibration_sweep``); ``latest_calibration`` reads it back for the report.
+
+- **False halt**: a halt whose call is not in a stuck finding or a ``stuck`` label span (it hit a progressing repeat,
+  a ``benign`` span, or no loop at all). The false-halt rate is the share of sessions in scope (scanned, matching the
+  filter) with at least one false halt.
+- **Frontier**: the settings no other setting beats on both axes — more tokens saved at a false-halt rate as low or
+  lower. Ties (same rate, same tokens: settings that differ only in the warning, or in a setting that changes
+  nothing here) go to a warning held to the target as well (``false_warn_rate``: a warning blocks the call in
+  open-codesign and pi), then more stuck episodes caught, fewer sessions warned on healthy work, fewer calls to
+  detect, the later halt and warning (gentler for the same effect), and the base guard's own window and similarity.
+- **Recommendation**: the frontier setting that saves the most tokens with a false-halt rate at or under the target
+  (1% by default). When none qualifies, the setting with the lowest rate is recommended and flagged
+  (``qualified`` false).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from .calibrate_paste import paste_settings
+from .calibrate_sweep import (BASES, CLASSES, NONE, STUCK, SWEEP_SCHEMA, WINDOW_COLUMNS, Frames, fixed_false_halts,
+                              load_frames, measures, sweep_variant)
+from .errors import UsageError
+from .filters import SessionFilter
+from .labels import LabelSpans, read_labels, resolve_labels
+from .policies import PRESETS, Policy, resolve
+from .store import frame, one, transaction
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from reports.context import Calibration
+
+DEFAULT_BASE = "open-codesign"  # the sweep that matches its guard exactly on the recorded calls
+DEFAULT_TARGET = 0.01
+DEFAULT_RANGE = tuple(range(2, 16))
+SIMILARITY_OFF = "off"
+PROXY_TEXT = "the scan's findings (a halt in a stuck finding is right; in a progressing one or in none, false)"
+
+CAVEATS: dict[str, str] = {
+    "open-codesign": "`done` calls count in the sweep (the guard exempts them); otherwise the measure is the guard's.",
+    "gitagent": "canonical call key instead of JSON.stringify order; the turn cap is kept at the base's maxTurns.",
+    "pi-anti-doom-loop": "the window counts calls pi would have blocked (pi does not record them); near-identical "
+                         "arguments are compared with the previous call of the tool only; text rules and script "
+                         "blocks come from the stored counters (texts over a window of 10); cross-script aborts, "
+                         "loop_ack and the fail rate are not modelled.",
+    "gemini-cli": "canonical call key instead of JSON.stringify order; the streamed-text rule is not modelled.",
+    "cline": "the sweep resets the identical-call count at user prompts (cline never does).",
+    "roo-code": "the sweep resets at user prompts (roo-code does only after firing); top-level key sort ignored.",
+}
+
+
+# -- the grid -----------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Grid:
+    """The swept values. ``windows`` / ``similarities`` None = the base's defaults (only pi-anti-doom-loop has them;
+    a similarity of None means near-identical matching off). Guards with one threshold (gitagent, gemini-cli,
+    roo-code, pi-anti-doom-loop) take it from ``halts``, with ``warn`` = ``halt``."""
+
+    warns: tuple[int, ...] = DEFAULT_RANGE
+    halts: tuple[int, ...] = DEFAULT_RANGE
+    windows: tuple[int | None, ...] | None = None
+    similarities: tuple[float | None, ...] | None = None
+
+    def pairs(self, base: str) -> list[tuple[int, int]]:
+        if BASES[base].has_warn and base != "pi-anti-doom-loop":
+            return [(w, h) for h in self.halts for w in self.warns if w <= h]
+        return [(h, h) for h in self.halts]
+
+    def variants(self, base: str) -> list[tuple[int | None, float | None]]:
+        spec = BASES[base]
+        if base != "pi-anti-doom-loop":
+            return [(None, None)]
+        windows = self.windows if self.windows is not None else spec.windows
+        sims = self.similarities if self.similarities is not None else spec.similarities
+        return [(w, s) for w in windows for s in sims]
+
+    def size(self, base: str) -> int:
+        return len(self.pairs(base)) * len(self.variants(base))
+
+    def to_json(self, base: str) -> dict[str, Any]:
+        vs = self.variants(base)
+        pairs = self.pairs(base)
+        return {"warn": sorted({w for w, _ in pairs}), "halt": sorted({h for _, h in pairs}),
+                "window": sorted({w for w, _ in vs if w is not None}),
+                "similarity": sorted({s for _, s in vs if s is not None}) + (
+                    [SIMILARITY_OFF] if any(s is None for _, s in vs) and base == "pi-anti-doom-loop" else [])}
+
+
+def parse_range(text: str, option: str) -> tuple[int, ...]:
+    """``2-15``, ``3,5,8`` or ``4`` (combinable: ``2-5,8``) as sorted thresholds of at least 2."""
+    out: set[int] = set()
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            lo, sep, hi = part.partition("-")
+            a, b = int(lo), int(hi) if sep else int(lo)
+            if b < a:
+                raise UsageError(f"{option}: {part!r} runs backwards")
+            out.update(range(a, b + 1))
+    except ValueError:
+        raise UsageError(f"{option}: expected thresholds like 2-15 or 3,5,8, got {text!r}") from None
+    if not out:
+        raise UsageError(f"{option}: no thresholds in {text!r}")
+    if min(out) < 2 or max(out) > 1000:
+        raise UsageError(f"{option}: thresholds must lie between 2 and 1000, got {text!r}")
+    return tuple(sorted(out))
+
+
+def parse_windows(text: str) -> tuple[int | None, ...]:
+    try:
+        vals = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise UsageError(f"--windows: expected window sizes like 5,10,20, got {text!r}") from None
+    bad = [v for v in vals if v not in WINDOW_COLUMNS]
+    if bad or not vals:
+        raise UsageError(f"--windows: the store keeps window counts over {', '.join(map(str, WINDOW_COLUMNS))} "
+                         f"calls only, got {text!r}")
+    return tuple(vals)
+
+
+def parse_similarities(text: str) -> tuple[float | None, ...]:
+    out: list[float | None] = []
+    for x in text.split(","):
+        x = x.strip().lower()
+        if not x:
+            continue
+        if x in (SIMILARITY_OFF, "none", "exact"):
+            out.append(None)
+            continue
+        try:
+            v = float(x)
+        except ValueError:
+            raise UsageError(f"--similarities: expected bars like off,0.55,0.7, got {text!r}") from None
+        if not 0 < v <= 1:
+            raise UsageError(f"--similarities: a bar is a shared-token score in (0, 1], got {x}")
+        out.append(v)
+    if not out:
+        raise UsageError(f"--similarities: no bars in {text!r}")
+    return tuple(dict.fromkeys(out))
+
+
+# -- results ------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Verification:
+    """The exact replay of the recommended setting, with the sweep's definitions applied to its halts."""
+
+    policy: str
+    halts: int
+    halts_stuck: int
+    halts_progress: int
+    halts_none: int
+    halts_benign: int
+    sessions_halted: int
+    false_halt_sessions: int
+    false_halt_rate: float
+    stuck_caught: int
+    median_calls_to_detect: float | None
+    tokens_saved: int
+    dollars_saved: float
+    calls_saved: int
+    seconds: float
+
+
+COMPARED = ("halts", "halts_stuck", "halts_progress", "halts_none", "halts_benign", "false_halt_sessions",
+            "false_halt_rate", "stuck_caught", "median_calls_to_detect", "tokens_saved", "dollars_saved",
+            "calls_saved")
+
+
+@dataclass
+class CalibrationResult:
+    """One calibrate run: the sweep (one row per setting, with ``on_frontier`` and ``recommended``), the
+    recommendation, the text to paste, and the exact replay of the recommended setting."""
+
+    run_id: str
+    base: str
+    computed_at: datetime
+    scope: str
+    target: float
+    grid: Grid
+    sweep: pl.DataFrame
+    sessions: int
+    unscanned: int
+    stuck_episodes: int
+    total_tokens: int
+    total_cost: float
+    labels: LabelSpans | None = None
+    recommended: dict[str, Any] | None = None
+    qualified: bool = False
+    rationale: str = ""
+    settings: dict[str, str] = field(default_factory=dict)
+    verification: Verification | None = None
+    sweep_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def frontier(self) -> pl.DataFrame:
+        return self.sweep.filter(pl.col("on_frontier")).sort("false_halt_rate", "tokens_saved")
+
+    @property
+    def caveat(self) -> str:
+        return CAVEATS[self.base]
+
+    @property
+    def labels_text(self) -> str:
+        return _labels_text(self.labels.source, self.labels.rows) if self.labels else PROXY_TEXT
+
+    def comparison(self) -> pl.DataFrame:
+        """The recommended setting's figures from the sweep and from the exact replay, one row per figure."""
+        rec = self.recommended or {}
+        ver = asdict(self.verification) if self.verification else {}
+        rows = [(k, _num(rec.get(k)), _num(ver.get(k)) if ver else None) for k in COMPARED]
+        return pl.DataFrame(rows, schema={"figure": pl.String, "sweep": pl.Float64, "exact_replay": pl.Float64},
+                            orient="row")
+
+    def to_json(self) -> dict[str, Any]:
+        """What ``loopscope calibrate --format json`` prints: the run, the recommendation, the text to paste, the exact
+        replay and every sweep row."""
+        return {
+            "run_id": self.run_id, "base_policy": self.base, "computed_at": self.computed_at.isoformat(),
+            "scope": self.scope, "sessions": self.sessions, "unscanned_sessions": self.unscanned,
+            "stuck_episodes": self.stuck_episodes, "total_tokens": self.total_tokens,
+            "total_cost_usd": self.total_cost,
+            "labels": ({"file": self.labels.source, "rows": self.labels.rows, "skipped": self.labels.skipped}
+                       if self.labels else None),
+            "target_false_halt_rate": self.target, "grid": self.grid.to_json(self.base),
+            "recommendation": ({**self.recommended, "qualified": self.qualified, "rationale": self.rationale}
+                               if self.recommended else None),
+            "settings": self.settings,
+            "verification": asdict(self.verification) if self.verification else None,
+            "approximation": self.caveat, "sweep_seconds": self.sweep_seconds,
+            "sweep": self.sweep.to_dicts(),
+        }
+
+    def headline(self) -> str:
+        """One line for a summary: the recommendation and what it saves, or why there is none."""
+        r = self.recommended
+        if r is None:
+            return f"{self.base}: nothing to sweep"
+        where = "".join(f", {k} {r[k]:g}" for k in ("window", "similarity") if r[k] is not None)
+        within = (f"within the {_pct(self.target)} target" if self.qualified
+                  else f"no setting meets the {_pct(self.target)} target")
+        exact = ""
+        if self.verification is not None:
+            exact = (f"; exact replay {self.verification.tokens_saved:,} tokens at "
+                     f"{_pct(self.verification.false_halt_rate)}")
+        return (f"{self.base}: warn {r['warn']}, halt {r['halt']}{where} saves {r['tokens_saved']:,} tokens "
+                f"(${r['dollars_saved']:,.2f}) at {_pct(r['false_halt_rate'])} sessions with a false halt, {within} "
+                f"({self.sweep.height:,} settings){exact}")
+
+    def to_report(self) -> "Calibration":
+        """The report's ``Calibration`` (sweep, frontier, recommendation with the text to paste)."""
+        return _report(self.sweep, self.recommended, self.target, self.settings, self.rationale, self.labels_text)
+
+
+def _labels_text(source: str, rows: int) -> str:
+    return f"labels file {source} ({rows:,} rows), then the scan's findings where unlabelled"
+
+
+def _num(v: Any) -> float | None:
+    return None if v is None else float(v)
+
+
+def _report(sweep: pl.DataFrame, rec: dict[str, Any] | None, target: float, settings: dict[str, str],
+            rationale: str, labels: str) -> "Calibration":
+    from reports.context import Calibration, Recommendation
+
+    front = sweep.filter(pl.col("on_frontier")) if "on_frontier" in sweep.columns else None
+    recommendation = None
+    if rec is not None:
+        recommendation = Recommendation(
+            warn=int(rec["warn"]), halt=int(rec["halt"]), window=rec.get("window"), similarity=rec.get("similarity"),
+            target_false_halt_rate=target, stuck_caught=rec.get("stuck_caught"),
+            tokens_saved=rec.get("tokens_saved"), dollars_saved=rec.get("dollars_saved"),
+            false_halt_rate=rec.get("false_halt_rate"), settings=dict(settings), rationale=rationale)
+    return Calibration(sweep=sweep, frontier=front, recommendation=recommendation, labels=labels)
+
+
+# -- ranking ------------------------------------------------------------------------------------------------------------
+def _tie_keys(sweep: pl.DataFrame, params: dict[str, Any], base: str, target: float) -> pl.DataFrame:
+    default_w = params.get("window") if base == "pi-anti-doom-loop" else None
+    default_s = params.get("similarity") if base == "pi-anti-doom-loop" and params.get("near_identical_calls") \
+        else None
+    wd = (pl.col("window") - default_w).abs() if default_w is not None else pl.lit(0)
+    if default_s is None:
+        sd = pl.when(pl.col("similarity").is_null()).then(0.0).otherwise(1.0)
+    else:
+        sd = pl.when(pl.col("similarity").is_null()).then(1.0).otherwise((pl.col("similarity") - default_s).abs())
+    warn_ok = pl.col("false_warn_rate") <= target + 1e-12
+    return sweep.with_columns(wd.fill_null(0).alias("_wd"), sd.alias("_sd"), warn_ok.alias("_warn_ok"))
+
+
+# Between settings that save the same tokens at the same false-halt rate (they differ in the warning, or in settings
+# that change nothing): warnings held to the target too, then more stuck episodes caught, fewer sessions warned on
+# healthy work, earlier detection, the gentler halt and warning, the guard's own window and similarity.
+_TIES = (["_warn_ok", "stuck_caught", "false_warn_sessions", "median_calls_to_detect", "halt", "warn", "_wd", "_sd"],
+         [True, True, False, False, True, True, False, False])
+
+
+def rank(sweep: pl.DataFrame, target: float, params: dict[str, Any], base: str) -> tuple[pl.DataFrame, bool]:
+    """Mark the frontier and the recommended row; say whether the recommendation meets the target."""
+    if sweep.height == 0:
+        return sweep.with_columns(pl.lit(False).alias("on_frontier"), pl.lit(False).alias("recommended")), False
+    d = _tie_keys(sweep, params, base, target).with_row_index("_i")
+    cols, desc = _TIES
+    by_rate = d.sort(["false_halt_rate", "tokens_saved", *cols], descending=[False, True, *desc], nulls_last=True)
+    best_before = pl.col("tokens_saved").cum_max().shift(1).fill_null(-1)
+    front = by_rate.filter(pl.col("tokens_saved") > best_before)["_i"].to_list()
+    ok = d.filter(pl.col("false_halt_rate") <= target + 1e-12)
+    qualified = ok.height > 0
+    if qualified:
+        pick = ok.sort(["tokens_saved", "false_halt_rate", *cols], descending=[True, False, *desc], nulls_last=True)
+    else:
+        pick = by_rate
+    chosen = int(pick["_i"][0])
+    out = d.with_columns(pl.col("_i").is_in(front).alias("on_frontier"), (pl.col("_i") == chosen).alias("recommended"))
+    return out.drop("_i", "_wd", "_sd", "_warn_ok"), qualified
+
+
+# -- the run ------------------------------------------------------------------------------------------------------------
+def base_policy(name: str) -> Policy:
+    """The preset whose measure is swept; only the guards the sweep models."""
+    (pol,) = resolve([name])
+    if pol.engine not in BASES:
+        raise UsageError(f"--policy {name}: calibration sweeps {', '.join(BASES)}; {pol.engine} is replay-only")
+    return pol
+
+
+def sweep_frames(base: Policy, frames: Frames, grid: Grid) -> pl.DataFrame:
+    """Every setting of ``grid`` for ``base`` over loaded frames (no store access)."""
+    params = base.params
+    parts = [sweep_variant(measures(base.engine, frames, params, w, s), frames, grid.pairs(base.engine), w, s)
+             for w, s in grid.variants(base.engine)]
+    return pl.concat(parts) if parts else pl.DataFrame(schema=SWEEP_SCHEMA)
+
+
+def policy_for(base: Policy, row: dict[str, Any]) -> Policy:
+    """The exact guard a sweep row stands for: the base with the row's thresholds (and window, similarity)."""
+    if base.engine == "pi-anti-doom-loop":
+        sim = row.get("similarity")
+        changes: dict[str, Any] = {"warn": int(row["warn"]), "window": int(row["window"] or base.params["window"]),
+                                   "near_identical_calls": sim is not None}
+        if sim is not None:
+            changes["similarity"] = float(sim)
+    elif BASES[base.engine].has_warn:
+        changes = {"warn": int(row["warn"]), "halt": int(row["halt"])}
+    else:
+        changes = {"halt": int(row["halt"])}
+    return base.with_settings(changes)
+
+
+def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = "open-codesign",
+                    flt: SessionFilter = SessionFilter(), labels: Path | str | LabelSpans | None = None,
+                    target: float = DEFAULT_TARGET, grid: Grid | None = None, verify: bool = True,
+                    save: bool = True, workers: int | None = None) -> CalibrationResult:
+    """Sweep ``base``'s thresholds over the scanned sessions matching ``flt``, recommend a setting for ``target``,
+    verify it with one exact replay (``verify``) and record the run in the store (``save``; needs a writable
+    connection)."""
+    if not 0 <= target <= 1:
+        raise UsageError(f"--target-false-halt-rate must lie between 0 and 1 (0.01 = 1%), got {target}")
+    pol = base_policy(base)
+    grid = grid or Grid()
+    if not _has_table(con, "scan_state"):
+        raise UsageError("the store was never scanned: run `loopscope scan` first (calibration reads its signals)")
+    spans = labels if isinstance(labels, LabelSpans) or labels is None else \
+        resolve_labels(con, read_labels(Path(labels)), labels)
+    t0 = time.perf_counter()
+    frames = load_frames(con, flt, spans.spans if spans is not None else None,
+                         texts=pol.engine == "pi-anti-doom-loop")
+    if frames.sessions == 0:
+        what = "matching the filter " if flt.active else ""
+        raise UsageError(f"no scanned sessions {what}in the store: run `loopscope scan` first")
+    sweep = sweep_frames(pol, frames, grid)
+    sweep, qualified = rank(sweep, target, pol.params, pol.engine)
+    seconds = time.perf_counter() - t0
+    res = CalibrationResult(
+        run_id=uuid.uuid4().hex[:16], base=pol.name, computed_at=datetime.now(timezone.utc).replace(tzinfo=None),
+        scope=_scope_text(flt), target=target, grid=grid, sweep=sweep, sessions=frames.sessions,
+        unscanned=frames.unscanned, stuck_episodes=frames.episodes.height, total_tokens=frames.total_tokens,
+        total_cost=frames.total_cost, labels=spans, qualified=qualified, sweep_seconds=seconds)
+    _notes(res, frames, fixed_false_halts(frames, pol.engine, pol.params))
+    rec_rows = sweep.filter(pl.col("recommended")).drop("on_frontier", "recommended").to_dicts()
+    if rec_rows:
+        res.recommended = rec_rows[0]
+        chosen = policy_for(pol, res.recommended)
+        res.settings = paste_settings(pol.engine, int(res.recommended["warn"]), int(res.recommended["halt"]),
+                                      res.recommended["window"], res.recommended["similarity"], chosen.params,
+                                      {k: PRESETS[k].params for k in ("gitagent", "pi-anti-doom-loop")})
+        if verify:
+            res.verification = verify_setting(con, chosen, flt, frames, workers)
+        res.rationale = _rationale(res, grid.size(pol.engine))
+    if save:
+        save_calibration(con, res)
+    return res
+
+
+def _has_table(con: "duckdb.DuckDBPyConnection", name: str) -> bool:
+    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
+    return bool(row and row[0])
+
+
+def _scope_text(flt: SessionFilter) -> str:
+    parts = [f"since {flt.since}" if flt.since else "", f"until {flt.until}" if flt.until else "",
+             f"agent {flt.agent}" if flt.agent else "", f"project contains {flt.project!r}" if flt.project else ""]
+    return ", ".join(p for p in parts if p) or "all sessions"
+
+
+def _notes(res: CalibrationResult, frames: Frames, fixed: int) -> None:
+    if res.unscanned:
+        res.notes.append(f"{res.unscanned:,} sessions matching the filter were never scanned and are left out; run "
+                         "`loopscope scan` to include them")
+    if res.labels is not None and res.labels.skipped:
+        res.notes.append(f"{res.labels.skipped:,} label rows name sessions that are not in the store; they were "
+                         "skipped")
+    if res.stuck_episodes == 0:
+        res.notes.append("no stuck episodes in scope: every halt counts as a false halt")
+    if fixed and fixed / max(res.sessions, 1) > res.target:
+        res.notes.append(f"pi's text rules, which no swept setting changes (PI_ANTI_LOOP_TEXT_REPEATS is not swept), "
+                         f"halt {fixed:,} sessions outside stuck loops on their own "
+                         f"({_pct(fixed / max(res.sessions, 1))}) unless a tool-call halt stops those runs first")
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.2f}%"
+
+
+def _rationale(res: CalibrationResult, n: int) -> str:
+    r = res.recommended or {}
+    what = (f"Saves the most tokens ({r['tokens_saved']:,}, ${r['dollars_saved']:,.2f}) of the settings whose "
+            f"false-halt rate is at most {_pct(res.target)}" if res.qualified else
+            f"No setting keeps the false-halt rate at or under {_pct(res.target)}; this one has the lowest "
+            f"({_pct(r['false_halt_rate'])}): review its false halts before adopting it")
+    text = (f"{what}: {r['false_halt_sessions']:,} of {res.sessions:,} sessions with a false halt "
+            f"({_pct(r['false_halt_rate'])}), {r['stuck_caught']:,} of {res.stuck_episodes:,} stuck episodes caught; "
+            f"{n:,} settings of {res.base} swept.")
+    v = res.verification
+    if v is not None:
+        text += (f" Exact replay of this setting: {v.tokens_saved:,} tokens (${v.dollars_saved:,.2f}) saved, "
+                 f"{v.false_halt_sessions:,} sessions with a false halt ({_pct(v.false_halt_rate)}).")
+    else:
+        text += " Not verified by an exact replay (`loopscope calibrate` does that)."
+    return text
+
+
+# -- the exact replay -----------------------------------------------------------------------------------------------------
+def verify_setting(con: "duckdb.DuckDBPyConnection", policy: Policy, flt: SessionFilter, frames: Frames,
+                   workers: int | None = None) -> Verification:
+    """Replay ``policy`` exactly over the sessions the sweep covered and score its halts the sweep's way."""
+    from .replay import load_corpus, replay
+
+    t0 = time.perf_counter()
+    corpus = load_corpus(con, flt)
+    keep = set(frames.scope_ids)
+    corpus.sessions = [s for s in corpus.sessions if s.session_id in keep]
+    rep = replay(corpus, [policy], workers=workers, verdicts=True)
+    calls = frames.calls.select("session_id", "sidx", "seq", "run", "cls", "nested")
+    h = rep.halts.select("session_id", pl.col("halt_seq").alias("seq"), "tokens_after_halt", "cost_after_halt_usd",
+                         "calls_after_halt")
+    h = h.join(calls, on=["session_id", "seq"], how="left")
+    # A halt without a call (a text rule stopped a run that issued none) interrupted no loop: "none".
+    h = h.with_columns(pl.col("cls").fill_null(NONE))
+    on = h["cls"].to_list()
+    false_sessions = h.filter(pl.col("cls") != STUCK)["session_id"].n_unique()
+    # Episodes caught: the first warning or halt inside each, no later than its run's halt.
+    acts = rep.verdicts.select("session_id", "seq").join(calls.select("session_id", "sidx", "seq", "run"),
+                                                         on=["session_id", "seq"])
+    mem = frames.members.select("ep", "sidx", "seq").join(acts.select("sidx", "seq", "run"), on=["sidx", "seq"])
+    first = mem.group_by("ep").agg(pl.col("seq").min().alias("det_seq"), pl.col("run").sort_by("seq").first())
+    trips = h.filter(pl.col("run").is_not_null()).group_by("run").agg(pl.col("seq").min().alias("halt_seq"))
+    det = (first.join(frames.episodes.select("ep", "first_seq"), on="ep").join(trips, on="run", how="left")
+           .filter(pl.col("halt_seq").is_null() | (pl.col("det_seq") <= pl.col("halt_seq"))))
+    med = det.select((pl.col("det_seq") - pl.col("first_seq") + 1).median()).item() if det.height else None
+    return Verification(
+        policy=policy.name, halts=h.height,
+        halts_stuck=on.count(0), halts_progress=on.count(1), halts_none=on.count(2), halts_benign=on.count(3),
+        sessions_halted=h["session_id"].n_unique(),
+        false_halt_sessions=false_sessions, false_halt_rate=false_sessions / max(frames.sessions, 1),
+        stuck_caught=det.height, median_calls_to_detect=None if med is None else float(med),
+        tokens_saved=int(h["tokens_after_halt"].sum() or 0), dollars_saved=float(h["cost_after_halt_usd"].sum() or 0),
+        calls_saved=int(h["calls_after_halt"].sum() or 0), seconds=time.perf_counter() - t0)
+
+
+# -- the store ------------------------------------------------------------------------------------------------------------
+def save_calibration(con: "duckdb.DuckDBPyConnection", res: CalibrationResult) -> None:
+    """Append the run to ``calibration_runs`` and replace its base policy's rows in ``calibration_sweep``."""
+    from .schema import CALIBRATION_RUNS, CALIBRATION_SWEEP
+
+    run = {
+        "run_id": res.run_id, "base_policy": res.base, "computed_at": res.computed_at, "scope": res.scope,
+        "sessions": res.sessions, "unscanned_sessions": res.unscanned, "stuck_episodes": res.stuck_episodes,
+        "total_tokens": res.total_tokens, "total_cost_usd": res.total_cost,
+        "labels_file": res.labels.source if res.labels else None, "label_rows": res.labels.rows if res.labels else 0,
+        "target_false_halt_rate": res.target, "grid": json.dumps(res.grid.to_json(res.base)),
+        "settings": res.sweep.height, "recommended": json.dumps(res.recommended) if res.recommended else None,
+        "qualified": res.qualified, "rationale": res.rationale, "paste": json.dumps(res.settings),
+        "verification": json.dumps(asdict(res.verification)) if res.verification else None,
+        "sweep_seconds": res.sweep_seconds,
+        "verify_seconds": res.verification.seconds if res.verification else None,
+    }
+    runs = pl.DataFrame([run], schema={c.name: _PL[c.sql] for c in CALIBRATION_RUNS.columns})
+    rows = res.sweep.with_columns(pl.lit(res.run_id).alias("run_id"), pl.lit(res.base).alias("base_policy"),
+                                  pl.col("window").alias("window_size"))
+    rows = rows.select([pl.col(c.name).cast(_PL[c.sql]) for c in CALIBRATION_SWEEP.columns])
+    with transaction(con):
+        con.execute("DELETE FROM calibration_sweep WHERE base_policy = ?", [res.base])
+        for table, df in (("calibration_runs", runs), ("calibration_sweep", rows)):
+            con.register("_cal_rows", df.to_arrow())
+            try:
+                con.execute(f"INSERT INTO {table} SELECT * FROM _cal_rows")
+            finally:
+                con.unregister("_cal_rows")
+
+
+_PL: dict[str, Any] = {"VARCHAR": pl.String, "BIGINT": pl.Int64, "INTEGER": pl.Int32, "DOUBLE": pl.Float64,
+                       "BOOLEAN": pl.Boolean, "TIMESTAMP": pl.Datetime("us")}
+
+
+def latest_calibration(con: "duckdb.DuckDBPyConnection", scope: SessionFilter | None = None) -> "Calibration | None":
+    """The most recent calibrate run in the store (with ``scope``: the most recent over the same session filter),
+    as the report's ``Calibration``; None when there is none (or the store predates the calibration tables). Only
+    the latest run of each base policy keeps its sweep rows, so an older run of the scope may have none: None."""
+    if not (_has_table(con, "calibration_runs") and _has_table(con, "calibration_sweep")):
+        return None
+    where, params = ("scope = ?", [_scope_text(scope)]) if scope is not None else ("TRUE", [])
+    row = one(con, f"""SELECT run_id, recommended, target_false_halt_rate, paste, rationale, labels_file, label_rows
+                       FROM calibration_runs WHERE {where} ORDER BY computed_at DESC LIMIT 1""", params)
+    if row is None:
+        return None
+    run_id, rec, target, paste, rationale, labels_file, label_rows = row
+    cols = ", ".join("window_size AS \"window\"" if c == "window" else c for c in SWEEP_SCHEMA)
+    sweep = frame(con, f"SELECT {cols}, on_frontier, recommended FROM calibration_sweep WHERE run_id = ? "
+                       "ORDER BY window_size NULLS FIRST, similarity NULLS FIRST, halt, warn", [run_id])
+    if sweep.height == 0:
+        return None
+    sweep = sweep.with_columns([pl.col(c).cast(t) for c, t in SWEEP_SCHEMA.items()])
+    labels = _labels_text(labels_file, int(label_rows or 0)) if labels_file else PROXY_TEXT
+    return _report(sweep, json.loads(rec) if rec else None, float(target), json.loads(paste or "{}"),
+                   rationale or "", labels)
+
+
+def calibration_for_report(con: "duckdb.DuckDBPyConnection",
+                           flt: SessionFilter = SessionFilter()) -> "Calibration | None":
+    """What the report draws: the latest ``loopscope calibrate`` run over the same sessions, else a fresh sweep of the
+    default base policy (not saved, not verified by an exact replay — the connection may be read-only); None when the
+    store has no scanned session in scope."""
+    stored = latest_calibration(con, flt)
+    if stored is not None:
+        return stored
+    try:
+        res = calibrate_store(con, DEFAULT_BASE, flt, verify=False, save=False)
+    except UsageError:
+        return None
+    return res.to_report()
+
+
+__all__ = ["BASES", "CLASSES", "DEFAULT_BASE", "CalibrationResult", "Grid", "Verification", "calibrate_store",
+           "calibration_for_report", "latest_calibration",
+           "parse_range", "parse_similarities", "parse_windows", "rank", "save_calibration", "verify_setting"]

@@ -1,0 +1,201 @@
+"""``loopscope calibrate``: sweep a guard's thresholds over the store and recommend a setting for a false-halt target."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from ..errors import StoreError
+from ..output import OutputFormat
+from .common import (AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err,
+                     handle_errors, session_filter)
+
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..calibrate import CalibrationResult
+
+# polars, DuckDB and the sweep are imported inside the command, so the CLI starts fast.
+
+BASES_TEXT = "open-codesign, gitagent, pi-anti-doom-loop, gemini-cli, cline, roo-code"
+FRONTIER_COLUMNS = ["warn", "halt", "window", "similarity", "halts", "stuck_caught", "median_calls_to_detect",
+                    "tokens_saved", "dollars_saved", "false_halt_sessions", "false_halt_rate"]
+
+
+@handle_errors
+def calibrate(
+    policy: Annotated[str, typer.Option(
+        "--policy", "-p", help=f"Base guard whose thresholds are swept: {BASES_TEXT}.")] = "open-codesign",
+    labels: Annotated[Optional[Path], typer.Option(
+        "--labels", help="CSV or JSON labels (session_id, label stuck|benign, optional first_call_id/last_call_id "
+                         "or finding_id) that override the scan's stuck/progress proxy.", show_default=False)] = None,
+    target: Annotated[float, typer.Option(
+        "--target-false-halt-rate", help="Share of sessions allowed a false halt (0.01 = 1%).")] = 0.01,
+    warn_range: Annotated[str, typer.Option(
+        "--warn-range", help="Warning thresholds to sweep: 2-15, 3,5,8 or both (2-5,8).")] = "2-15",
+    halt_range: Annotated[str, typer.Option(
+        "--halt-range", help="Halt thresholds to sweep; the one threshold of gitagent, gemini-cli, roo-code and "
+                             "pi-anti-doom-loop (PI_ANTI_LOOP_REPEATS).")] = "2-15",
+    windows: Annotated[Optional[str], typer.Option(
+        "--windows", help="pi-anti-doom-loop window sizes (of 5, 10, 20). Default: all three.",
+        show_default=False)] = None,
+    similarities: Annotated[Optional[str], typer.Option(
+        "--similarities", help="pi-anti-doom-loop near-identical bars, `off` for exact arguments only. "
+                               "Default: off,0.55,0.7,0.85.", show_default=False)] = None,
+    verify: Annotated[bool, typer.Option(
+        "--verify/--no-verify", help="Replay the recommended setting exactly and print both figures.")] = True,
+    save: Annotated[bool, typer.Option(
+        "--save/--no-save", help="Record the run in the store (calibration_runs, calibration_sweep) for the "
+                                 "report; --no-save opens the store read-only.")] = True,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", help="Processes for the exact replay. Default: by store size.", show_default=False)] = None,
+    db: DbOpt = None,
+    format: FormatOpt = OutputFormat.table,
+    output: OutputOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    agent: AgentOpt = None,
+    project: ProjectOpt = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Sweep warn/halt thresholds (and pi's window and similarity) over the stored signals; print the frontier of
+    tokens saved against sessions with a false halt, and the setting to paste into each guard.
+
+    The sweep reads `loopscope scan`'s signals (no rescan) and approximates the guard; the recommended setting is
+    then replayed exactly and both figures are printed. `--format json` prints one object (run, recommendation,
+    settings to paste, exact replay, every sweep row); csv, ndjson and parquet print the sweep rows, with
+    `on_frontier` and `recommended` columns.
+    """
+    from .. import store
+    from ..calibrate import Grid, calibrate_store, parse_range, parse_similarities, parse_windows
+    from ..policies import ALIASES
+
+    flt = session_filter(since, until, agent, project)
+    grid = Grid(parse_range(warn_range, "--warn-range"), parse_range(halt_range, "--halt-range"),
+                parse_windows(windows) if windows else None,
+                parse_similarities(similarities) if similarities else None)
+    base = ALIASES.get(policy.strip().lower(), policy.strip().lower())
+    if (windows or similarities) and base != "pi-anti-doom-loop":
+        err.print("note: --windows and --similarities apply to pi-anti-doom-loop only; ignored", soft_wrap=True)
+    if warn_range != "2-15" and base in ("gitagent", "gemini-cli", "roo-code", "pi-anti-doom-loop"):
+        err.print(f"note: {base} has one threshold, swept from --halt-range; --warn-range is ignored",
+                  soft_wrap=True)
+    path = db_path(db)
+    if not path.exists():
+        raise StoreError(f"no store at {path}: run `loopscope ingest` and `loopscope scan` first (or pass --db)")
+    con = store.connect(path, read_only=not save)
+    try:
+        res = calibrate_store(con, policy, flt, labels, target, grid, verify=verify, save=save, workers=workers)
+    finally:
+        con.close()
+    if not quiet:
+        for note in res.notes:
+            err.print(f"note: {note}", soft_wrap=True)
+    _write(res, format, output)
+
+
+def _write(res: "CalibrationResult", fmt: OutputFormat, output: Path | None) -> None:
+    import orjson
+
+    from ..output import write_frame
+
+    if fmt is OutputFormat.table:
+        _print_table(res, output)
+    elif fmt is OutputFormat.json:
+        data = orjson.dumps(res.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NAIVE_UTC) + b"\n"
+        if output is None:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        else:
+            output.write_bytes(data)
+    else:
+        write_frame(res.sweep, fmt, output, title="calibration sweep")
+
+
+def _console(output: Path | None) -> "Console":
+    from rich.console import Console
+
+    wide = output is not None or not sys.stdout.isatty()
+    return Console(file=open(output, "w", encoding="utf-8") if output else None, width=200 if wide else None,
+                   highlight=False)
+
+
+def _fmt(name: str, v: object) -> str:
+    if v is None:
+        return "—"
+    if name.endswith("_rate"):
+        return f"{float(v):.2%}"  # type: ignore[arg-type]
+    if name.startswith("dollars"):
+        return f"${float(v):,.2f}"  # type: ignore[arg-type]
+    if name == "similarity" or name.startswith("median"):
+        return f"{float(v):g}"  # type: ignore[arg-type]
+    return f"{v:,}" if isinstance(v, int) else str(v)
+
+
+def _texts(df: "pl.DataFrame") -> "pl.DataFrame":
+    """Every cell as display text (rates as percentages, dollars with a sign), numbers still right-aligned by rich."""
+    import polars as pl
+
+    rows = [{k: _fmt(k, v) for k, v in r.items()} for r in df.iter_rows(named=True)]
+    return pl.DataFrame(rows, schema={c: pl.String for c in df.columns})
+
+
+def _print_table(res: "CalibrationResult", output: Path | None) -> None:
+    """The frontier, then the recommendation with the sweep's and the exact replay's figures, then what to paste."""
+    import polars as pl
+    from rich.markup import escape
+
+    from ..output import render_table
+
+    console = _console(output)
+    try:
+        console.print(f"{res.base}: {res.sweep.height:,} settings over {res.sessions:,} sessions "
+                      f"({res.stuck_episodes:,} stuck episodes, {res.total_tokens:,} tokens) in "
+                      f"{res.sweep_seconds:.2f} s; stuck comes from {res.labels_text}.", markup=False, soft_wrap=True)
+        cols = [c for c in FRONTIER_COLUMNS if c not in ("window", "similarity") or res.sweep[c].is_not_null().any()]
+        front = res.frontier.select(pl.when(pl.col("recommended")).then(pl.lit("*")).otherwise(pl.lit("")).alias("rec"),
+                                    *cols)
+        console.print(_right(render_table(_texts(front), "frontier (* = recommended)")))
+        if res.recommended is None:
+            console.print("no recommendation: nothing was swept")
+            return
+        r = res.recommended
+        where = "".join(f", {k} {_fmt(k, r[k])}" for k in ("window", "similarity") if r[k] is not None)
+        flag = "  [NOT within the target]" if not res.qualified else ""
+        console.print(f"\nrecommended for a false-halt rate of at most {res.target:.2%}: warn {r['warn']}, "
+                      f"halt {r['halt']}{where}{flag}", markup=False, soft_wrap=True)
+        console.print(res.rationale, markup=False, soft_wrap=True)
+        if res.verification is not None:
+            cmp = res.comparison()
+            shown = pl.DataFrame(
+                [(f, _fmt(f, _back(f, a)), _fmt(f, _back(f, b))) for f, a, b in cmp.iter_rows()],
+                schema={"figure": pl.String, "sweep": pl.String, "exact replay": pl.String}, orient="row")
+            console.print(f"\nsweep vs exact replay of {res.verification.policy} ({res.verification.seconds:.2f} s):",
+                          markup=False, soft_wrap=True)
+            console.print(_right(render_table(shown)))
+        console.print(f"approximation ({res.base}): {res.caveat}", markup=False, soft_wrap=True)
+        for guard, text in res.settings.items():
+            console.print(f"\n[bold]{escape(guard)}[/]")
+            console.print(text, markup=False, highlight=False, soft_wrap=True)
+    finally:
+        if output:
+            console.file.close()
+
+
+def _right(table: "Table") -> "Table":
+    """Figures read best right-aligned (the cells are text, so rich cannot tell)."""
+    for col in table.columns[1:]:
+        col.justify = "right"
+    return table
+
+
+def _back(name: str, v: float | None) -> object:
+    """A compared figure back in its type: counts are integers."""
+    if v is None or name.endswith("_rate") or name.startswith(("dollars", "median")):
+        return v
+    return int(v)
