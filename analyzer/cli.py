@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from . import __version__
+from .commands import analyze as analyze_cmds
 from .commands import calibrate as calibrate_cmds
 from .commands import ingest as ingest_cmds
 from .commands import replay as replay_cmds
@@ -39,6 +40,7 @@ def _main(
     """Find doom loops in coding-agent transcripts, what they cost, and how loop guards would have done."""
 
 
+app.command("analyze")(analyze_cmds.analyze)
 app.command("ingest")(ingest_cmds.ingest)
 app.command("sessions")(ingest_cmds.sessions)
 app.command("scan")(scan_cmds.scan)

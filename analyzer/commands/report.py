@@ -12,17 +12,19 @@ from .common import (AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, 
 
 OutDirOpt = Annotated[Path, typer.Option(
     "--out", help="Folder to write the report into (or, with --single-file, a .html file).")]
+SingleFileOpt = Annotated[bool, typer.Option(
+    "--single-file", help="Write one self-contained HTML file (plotly.js inlined) instead of a folder.")]
+NoRedactOpt = Annotated[bool, typer.Option(
+    "--no-redact", help="Show secrets found in transcripts (API keys, tokens, passwords) instead of redacting "
+                        "them. Do not share such a report.")]
 
 
 @handle_errors
 def report(
     db: DbOpt = None,
     out_dir: OutDirOpt = Path("loopscope-report"),
-    single_file: Annotated[bool, typer.Option(
-        "--single-file", help="Write one self-contained HTML file (plotly.js inlined) instead of a folder.")] = False,
-    no_redact: Annotated[bool, typer.Option(
-        "--no-redact", help="Show secrets found in transcripts (API keys, tokens, passwords) instead of redacting "
-                            "them. Do not share such a report.")] = False,
+    single_file: SingleFileOpt = False,
+    no_redact: NoRedactOpt = False,
     since: SinceOpt = None,
     until: UntilOpt = None,
     agent: AgentOpt = None,
@@ -31,17 +33,22 @@ def report(
 ) -> None:
     """Write a static HTML report: overview, one page per session with loops, calibration.
 
-    Open index.html from disk; the report makes no network request. Loop sections need `loopscope scan` first.
+    Open index.html from disk; the report makes no network request. Loop sections need `loopscope scan` first; the
+    guard replay is computed here, and the calibration is the latest `loopscope calibrate` run (a default one
+    otherwise).
     """
     from reports.render import render_report
 
     from .. import store
+    from ..analyze import report_inputs
 
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)
     try:
+        replay, calibration = report_inputs(con, flt)
         result = with_progress("report", quiet, lambda cb: render_report(
-            con, out_dir, flt=flt, single_file=single_file, redact=not no_redact, progress=cb), unit="pages")
+            con, out_dir, flt=flt, replay=replay, calibration=calibration, single_file=single_file,
+            redact=not no_redact, progress=cb), unit="pages")
     finally:
         con.close()
     if not quiet:

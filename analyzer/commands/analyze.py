@@ -1,0 +1,94 @@
+"""``loopscope analyze``: the main job in one command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from .common import (AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors, out,
+                     session_filter)
+from .report import NoRedactOpt, OutDirOpt, SingleFileOpt
+
+
+@handle_errors
+def analyze(
+    paths: Annotated[Optional[list[Path]], typer.Argument(
+        help="Transcript files or folders. Default: the agents' own folders that exist "
+             "(~/.pi/agent/sessions, ~/.claude/projects, ~/.codex/sessions).", show_default=False)] = None,
+    db: DbOpt = None,
+    out_dir: OutDirOpt = Path("loopscope-report"),
+    single_file: SingleFileOpt = False,
+    no_redact: NoRedactOpt = False,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    agent: AgentOpt = None,
+    project: ProjectOpt = None,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", help="Processes for parsing and scanning. Default: one per core.", show_default=False)] = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Ingest, scan, calibrate and report in one go, then print where the report is.
+
+    Ingest and scan are incremental, so running it again on the same folders is quick. The filters choose which
+    sessions the calibration and the report cover; everything found is ingested and scanned.
+    """
+    import sys
+
+    from ..analyze import analyze as run_analyze
+
+    flt = session_filter(since, until, agent, project)
+    bars = None if quiet or not sys.stderr.isatty() else _Bars()
+    try:
+        result = run_analyze(paths or None, db_path(db), out_dir, flt=flt, single_file=single_file,
+                             redact=not no_redact, workers=workers, stage_progress=bars.stage if bars else None,
+                             on_stage=None if quiet else _print_stage(bars))
+    finally:
+        if bars:
+            bars.close()
+    if quiet:
+        out.print(str(result.index.resolve()), soft_wrap=True)
+        return
+    out.print(f"report: {result.index.resolve()}  ({result.seconds:.1f} s; open it in a browser, it works offline)",
+              soft_wrap=True)
+    if no_redact:
+        err.print("warning: secrets found in transcripts are shown unredacted (--no-redact); do not share this report")
+
+
+def _print_stage(bars: "_Bars | None"):  # noqa: ANN202 - a small closure
+    def on_stage(stage: str, text: str) -> None:
+        if bars:
+            bars.finish(stage)
+        out.print(f"{stage:>9}: {text}", soft_wrap=True, markup=False)
+
+    return on_stage
+
+
+class _Bars:
+    """One transient progress bar per stage, on stderr (only on a terminal)."""
+
+    def __init__(self) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from .common import err
+
+        self.progress = Progress(TextColumn("[bold]{task.description:>9}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeRemainingColumn(), console=err, transient=True)
+        self.progress.start()
+        self.tasks: dict[str, int] = {}
+
+    def stage(self, name: str):  # noqa: ANN201
+        task = self.tasks[name] = self.progress.add_task(name, total=None)
+
+        def cb(done: int, total: int) -> None:
+            self.progress.update(task, completed=done, total=total)
+
+        return cb
+
+    def finish(self, name: str) -> None:
+        if name in self.tasks:
+            self.progress.remove_task(self.tasks.pop(name))
+
+    def close(self) -> None:
+        self.progress.stop()
