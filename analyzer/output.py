@@ -73,11 +73,15 @@ def render_table(df: "pl.DataFrame", title: str | None = None, width: int = 48) 
     from rich.table import Table
 
     table = Table(title=title, show_lines=False, header_style="bold")
-    for name, dtype in df.schema.items():
+    rows = [[_cell(v, width) for v in row] for row in df.iter_rows()]
+    for i, (name, dtype) in enumerate(df.schema.items()):
+        natural = max([len(name)] + [len(r[i]) for r in rows])
+        # When the table is too wide rich shrinks every column; short ones (kinds, counts, flags) keep their width
+        # so only the long text columns are cut.
         table.add_column(name, justify="right" if dtype.is_numeric() else "left", no_wrap=True,
-                         overflow="ellipsis", max_width=width)
-    for row in df.iter_rows():
-        table.add_row(*(_cell(v, width) for v in row))
+                         overflow="ellipsis", max_width=width, min_width=natural if natural <= 16 else 12)
+    for r in rows:
+        table.add_row(*r)
     return table
 
 

@@ -15,8 +15,8 @@ SESSION_TABLE_COLUMNS = [
     "cost_usd", "loops", "loop_tokens",
 ]
 FINDING_TABLE_COLUMNS = [
-    "session_id", "kind", "period", "repeats", "stuck", "user_turn", "first_seq", "last_seq", "tools",
-    "wasted_tokens", "estimated_tokens", "cost_usd", "label",
+    "session_id", "kind", "period", "repeats", "stuck", "first_seq", "last_seq", "tools", "wasted_tokens",
+    "cost_usd", "label",
 ]
 from .filters import KINDS  # noqa: E402  (re-exported: the CLI reads it without importing polars)
 
