@@ -4,6 +4,7 @@ and a kill at any moment leaves a consistent store that the next run completes."
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -166,3 +167,39 @@ def test_store_from_newer_loopscope_is_refused(db: Path) -> None:
     con.close()
     with pytest.raises(store.StoreError, match="newer"):
         store.connect(db)
+
+
+def _run_on_a_terminal(args: list[str]) -> str:
+    """Run the CLI with stdout and stderr on a pseudo-terminal, as a person at a shell would; return what it drew."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", *args], stdout=slave, stderr=slave,
+                            env={**os.environ, "COLUMNS": "100", "TERM": "xterm"})
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait()
+    os.close(master)
+    assert proc.returncode == 0
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
+    corpus = _corpus(tmp_path / "corpus", n_files=40, calls=4)
+    drawn = _run_on_a_terminal(["ingest", str(corpus), "--db", str(tmp_path / "tty.duckdb")])
+    assert "\x1b[" in drawn and "━" in drawn  # rich drew a bar...
+    assert re.search(r"ingest ━+ [\d.]+/[\d.]+ kB", re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", drawn))  # ...over bytes
+    assert "files: 40 seen, 40 ingested" in drawn
+    quiet = _run_on_a_terminal(["ingest", str(corpus), "--db", str(tmp_path / "quiet.duckdb"), "--quiet"])
+    assert quiet.strip() == ""
+    piped = subprocess.run([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db",
+                            str(tmp_path / "piped.duckdb")], capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stderr == "" and "files: 40 seen" in piped.stdout
