@@ -18,13 +18,8 @@ from pathlib import Path
 
 from analyzer.scan import scan
 from helpers import ingest_paths
-from test_replay_support import C, T, U, pi_session
+from test_replay_support import CYCLE, PYTEST, STATUS, C, T, U, pi_session
 
-PYTEST = C("bash", {"command": "pytest tests/test_api.py"}, result="FAILED test_login - AssertionError", error=True)
-STATUS = ["queued", "in_progress (1/4)", "in_progress (2/4)", "in_progress (3/4)", "in_progress (4/4)", "completed"]
-CYCLE = [C("read", {"path": "src/app.py"}, result="def login(): ..."),
-         C("edit", {"path": "src/app.py", "old": "x", "new": "y"}, result="old text not found", error=True),
-         C("bash", {"command": "pytest"}, result="1 failed", error=True)]
 
 SESSIONS = {
     "streak": [U] + [PYTEST] * 8 + [T("I could not fix it.")],

@@ -38,6 +38,15 @@ class T:
 U = "U"  # a user prompt
 
 
+# The hand-built sessions replay and calibration tests share: a failing test run repeated, a poll whose status
+# changes, a read -> edit -> test cycle that keeps failing.
+PYTEST = C("bash", {"command": "pytest tests/test_api.py"}, result="FAILED test_login - AssertionError", error=True)
+STATUS = ["queued", "in_progress (1/4)", "in_progress (2/4)", "in_progress (3/4)", "in_progress (4/4)", "completed"]
+CYCLE = [C("read", {"path": "src/app.py"}, result="def login(): ..."),
+         C("edit", {"path": "src/app.py", "old": "x", "new": "y"}, result="old text not found", error=True),
+         C("bash", {"command": "pytest"}, result="1 failed", error=True)]
+
+
 def build(events: list[Any], session_id: str = "s") -> Session:
     """Events: ``U``, ``T(...)``, or a bare ``C(...)`` (a message issuing just that call)."""
     steps: list[Any] = []
