@@ -1,5 +1,8 @@
-"""Properties of the core: a live guard fed one event at a time sees exactly what the batch scan stores, the scan
-never looks ahead, and the fast helpers equal the reference definitions they replace."""
+"""Properties of the detectors: a live guard fed one event at a time sees exactly what the (vectorised) batch scan
+stores, the scan never looks ahead, and the fast helpers equal the reference definitions they replace.
+
+The two sides are independent implementations: ``Guard`` runs the streaming Python core call by call, the scan runs
+polars expressions over a whole group of sessions (``detect.vcore``, ``detect.vtext``)."""
 
 from __future__ import annotations
 
@@ -7,29 +10,41 @@ from collections import Counter
 from typing import Any
 
 import duckdb
+import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.detect.core import Config, scan_calls
+from analyzer.detect.core import Config
 from analyzer.detect.guard import Guard, Thresholds
 from analyzer.detect.keys import (args_text, args_token_set, call_key, canonical_json, estimate_tokens,
                                   estimate_tokens_sql, fast_token_set, result_key, token_set)
-from analyzer.detect.text import CHUNK, chunk_repeats, scan_texts
+from analyzer.detect.text import CHUNK, chunk_repeats
+from analyzer.detect.vcore import call_signals
+from analyzer.detect.vtext import text_signals
 
 TOOLS = ["bash", "read", "edit"]
 ARGS = [{"command": "make test"}, {"command": "make test --verbose"}, {"path": "a.py"}, {"path": "b.py", "n": 2},
-        {"command": "sleep 10 && curl -s http://ci/status"}, {"command": "sleep 120 && curl -s http://ci/status"}]
-RESULTS = [("ok", False), ("ok", False), ("pending", False), ("error: no rule", True), (None, None)]
-TEXTS = ["", "Let me check the build again:", "Let me check the build once more:", "Done.", "Read the region:"]
+        {"command": "sleep 10 && curl -s http://ci/status"}, {"command": "sleep 120 && curl -s http://ci/status"},
+        {"command": "sleep 300 && curl -s http://ci/status"}, {}]
+RESULTS = [("ok", False), ("ok", False), ("pending", False), ("error: no rule", True), ("error: no rule", True),
+           (None, None)]
+TEXTS = ["", "Let me check the build again:", "Let me check the build once more:", "Done.", "Read the region:",
+         "Read  the   region:", "one two three four five", "three four five six seven",
+         "one two three four five six seven", "I will run it. I will run it again now. I will run it again now."]
 
 call_st = st.tuples(st.sampled_from(TOOLS), st.sampled_from(ARGS), st.sampled_from(RESULTS),
                     st.sampled_from([None, None, None, "s1", "s2"]))
 event_st = st.one_of(
     call_st.map(lambda c: ("call", c)),
     st.tuples(st.lists(call_st, min_size=2, max_size=4), st.integers(2, 4)).map(lambda b: ("cycle", b)),
+    st.tuples(call_st, st.integers(2, 6)).map(lambda b: ("cycle", ([b[0]], b[1]))),  # streaks
     st.just(("user", None)),
     st.sampled_from(TEXTS).map(lambda t: ("text", t)),
 )
+config_st = st.builds(
+    Config, reset_on_user=st.booleans(), similarity=st.sampled_from([0.55, 0.55, 0.3, 0.9]),
+    script_memory=st.sampled_from([100, 100, 1, 2]),
+    exempt_tools=st.sampled_from([frozenset(), frozenset(), frozenset({"read"})]))
 
 
 def flatten(events: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
@@ -60,49 +75,61 @@ def live(events: list[tuple[str, Any]], config: Config) -> tuple[list[tuple], li
     return calls, texts
 
 
-def batch(events: list[tuple[str, Any]], config: Config) -> tuple[list[tuple], list[tuple]]:
-    """What the scan does: columns per session, the user turn as a column, keys as 64-bit ints."""
-    cols: dict[str, list[Any]] = {k: [] for k in ("key", "tool", "args", "res", "err", "parent", "ut")}
-    texts: list[str] = []
-    text_ut: list[int] = []
-    ut = 0
-    for kind, payload in events:
-        if kind == "user":
-            ut += 1
-        elif kind == "text":
-            texts.append(payload)
-            text_ut.append(ut)
-        else:
-            tool, args, (text, err), parent = payload
-            canon = canonical_json(args)
-            cols["key"].append(int(call_key(tool, canon), 16))
-            cols["tool"].append(tool)
-            cols["args"].append(canon)
-            cols["res"].append(result_key(text, err))
-            cols["err"].append(err)
-            cols["parent"].append(parent)
-            cols["ut"].append(ut)
-    sig, _ = scan_calls(cols["key"], cols["tool"], cols["args"], cols["res"], cols["err"], cols["parent"],
-                        cols["ut"], config)
-    tsig, _ = scan_texts(texts, text_ut, config.similarity, config.reset_on_user)
-    return sig, [t for t in tsig if t is not None]
+CALL_SCHEMA = {"session_id": pl.String, "user_turn": pl.Int32, "tool": pl.String, "k": pl.UInt64, "args": pl.String,
+               "result_key": pl.UInt64, "is_error": pl.Boolean, "parent_call_id": pl.String}
+TEXT_SCHEMA = {"session_id": pl.String, "user_turn": pl.Int32, "text": pl.String}
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(event_st, max_size=40), st.booleans())
-def test_live_guard_equals_batch_scan(events: list[tuple[str, Any]], reset: bool) -> None:
-    flat = flatten(events)
-    config = Config(reset_on_user=reset)
-    assert live(flat, config) == batch(flat, config)
+def frames(sessions: list[list[tuple[str, Any]]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """What the scan reads: one frame of calls and one of assistant messages for a group of sessions, keys as the
+    64-bit numbers the store's hex keys spell."""
+    calls: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    for sid, events in enumerate(sessions):
+        ut = 0
+        for kind, payload in events:
+            if kind == "user":
+                ut += 1
+            elif kind == "text":
+                texts.append({"session_id": f"s{sid}", "user_turn": ut, "text": payload})
+            else:
+                tool, args, (text, err), parent = payload
+                canon = canonical_json(args)
+                res = result_key(text, err)
+                calls.append({"session_id": f"s{sid}", "user_turn": ut, "tool": tool,
+                              "k": int(call_key(tool, canon), 16), "args": canon, "result_key": int(res, 16) if res else None, "is_error": err,
+                              "parent_call_id": parent})
+    return pl.DataFrame(calls, schema=CALL_SCHEMA), pl.DataFrame(texts, schema=TEXT_SCHEMA)
 
 
-@settings(max_examples=150, deadline=None)
+def batch(sessions: list[list[tuple[str, Any]]], config: Config) -> tuple[list[tuple], list[tuple]]:
+    """What the scan computes, for every session of the group at once."""
+    calls, texts = frames(sessions)
+    sig = [tuple(r) for r in call_signals(calls, config).signals.rows()] if calls.height else []
+    tsig = text_signals(texts, config.similarity, config.reset_on_user).signals.drop("row", "n_words")
+    return sig, [tuple(r) for r in tsig.rows()]
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.lists(st.lists(event_st, max_size=40), min_size=1, max_size=3), config_st)
+def test_live_guard_equals_batch_scan(sessions: list[list[tuple[str, Any]]], config: Config) -> None:
+    flat = [flatten(events) for events in sessions]
+    expected_calls: list[tuple] = []
+    expected_texts: list[tuple] = []
+    for events in flat:
+        calls, texts = live(events, config)
+        expected_calls += calls
+        expected_texts += texts
+    assert batch(flat, config) == (expected_calls, expected_texts)
+
+
+@settings(max_examples=80, deadline=None)
 @given(st.lists(event_st, max_size=30), st.data())
 def test_signals_never_depend_on_later_calls(events: list[tuple[str, Any]], data: st.DataObject) -> None:
     flat = flatten(events)
     cut = data.draw(st.integers(0, len(flat)))
-    whole_calls, whole_texts = batch(flat, Config())
-    head_calls, head_texts = batch(flat[:cut], Config())
+    whole_calls, whole_texts = batch([flat], Config())
+    head_calls, head_texts = batch([flat[:cut]], Config())
     assert whole_calls[: len(head_calls)] == head_calls
     assert whole_texts[: len(head_texts)] == head_texts
 

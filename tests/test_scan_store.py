@@ -7,12 +7,14 @@ from typing import Any
 
 import duckdb
 import orjson
+import polars as pl
 import pytest
 from helpers import ingest_paths, query
 from test_scan_findings import Call, Pi, bash
 from typer.testing import CliRunner
 
 from analyzer import scan as scan_mod
+from analyzer.detect import keys
 from analyzer.cli import app
 from analyzer.detect.core import Config
 from analyzer.scan import scan
@@ -78,7 +80,7 @@ def test_other_options_or_full_rescan_everything(tmp_path: Path, db: Path) -> No
     assert query(db, "SELECT DISTINCT detector FROM scan_state") == [("v1;reset_on_user=0;sim=0.55;script=100;exempt=",)]
 
 
-def test_parallel_workers_write_what_one_process_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_small_groups_write_what_one_group_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     folder = tmp_path / "t"
     for i in range(12):
         (looping(f"s{i:02d}", 3 + i % 4, f"make t{i}") if i % 3 else healthy(f"s{i:02d}")).write(folder)
@@ -86,9 +88,7 @@ def test_parallel_workers_write_what_one_process_writes(tmp_path: Path, monkeypa
     for d in dbs:
         ingest_paths(d, folder)
     scan(dbs[0], workers=1)
-    monkeypatch.setattr(scan_mod, "IN_PROCESS_CALLS", 0)
-    monkeypatch.setattr(scan_mod, "BATCH_CALLS", 10)
-    monkeypatch.setattr(scan_mod, "LAND_CALLS", 20)
+    monkeypatch.setattr(scan_mod, "BATCH_CALLS", 10)  # a group (and a transaction) every few sessions
     s = scan(dbs[1], workers=2)
     assert s.workers == 2 and s.scanned == 12
     for table, order in (("signals", "session_id, seq"), ("findings", "finding_id"),
@@ -191,3 +191,30 @@ def test_cli_scan_options_and_errors(tmp_path: Path, db: Path) -> None:
     again = invoke("scan", "--db", str(db), "--no-reset-on-user")
     assert again.exit_code == 0 and "1 scanned" in again.stdout
     assert query(db, "SELECT detector FROM scan_state")[0][0].startswith("v1;reset_on_user=0")
+
+
+def test_a_store_with_argument_words_scans_the_same(tmp_path: Path) -> None:
+    # a store that keeps each call's words (calls.args_words, keys.args_words at ingest) spares the tokenising
+    folder = tmp_path / "t"
+    for i in range(6):
+        drift = [bash(f"sleep {s} && curl -s http://ci/{i}/status", "status: pending") for s in (5, 10, 30, 60)]
+        Pi(f"d{i}").user().each(*drift).user().each(bash("make"), bash("make --verbose")).write(folder)
+    looping("loop").write(folder)
+    dbs = [tmp_path / "plain.duckdb", tmp_path / "words.duckdb"]
+    for d in dbs:
+        ingest_paths(d, folder)
+    con = duckdb.connect(str(dbs[1]))
+    rows = con.execute("SELECT session_id, seq, args FROM calls").fetchall()
+    words = pl.DataFrame({"session_id": [r[0] for r in rows], "seq": [r[1] for r in rows],
+                          "w": [keys.args_words(r[2]) for r in rows]}, schema_overrides={"w": pl.List(pl.String)})
+    con.register("_words", words)
+    con.execute("ALTER TABLE calls ADD COLUMN args_words VARCHAR[]")
+    con.execute("UPDATE calls SET args_words = w FROM _words WHERE calls.session_id = _words.session_id "
+                "AND calls.seq = _words.seq")
+    con.close()
+    for d in dbs:
+        scan(d)
+    for table, order in (("signals", "session_id, seq"), ("findings", "finding_id")):
+        rows = [query(d, f"SELECT * FROM {table} ORDER BY {order}") for d in dbs]
+        assert rows[0] == rows[1] and rows[0]
+    assert query(dbs[1], "SELECT count(*) FROM findings WHERE kind = 'drift'") == [(6,)]

@@ -26,7 +26,8 @@ def scan(
     db: DbOpt = None,
     quiet: QuietOpt = False,
     workers: Annotated[Optional[int], typer.Option(
-        "--workers", help="Detector processes. Default: one per core.", show_default=False)] = None,
+        "--workers", help="Threads for reading and landing (the detectors run vectorised in polars, which uses "
+                          "every core). Default: one per core.", show_default=False)] = None,
     reset_on_user: Annotated[bool, typer.Option(
         "--reset-on-user/--no-reset-on-user",
         help="Restart every counter at each user prompt (as almost every guard does).")] = True,

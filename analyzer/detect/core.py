@@ -2,15 +2,17 @@
 
 Fed calls in transcript order, it returns each call's signals from what came before (and the call itself), never
 from what comes after, so the signal at call i is exactly what a runtime guard would have seen at call i. It knows
-nothing of formats or DuckDB: the batch scan (``analyzer.scan_batch``) and a live agent (``detect.guard.Guard``) feed it the
-same way. Semantics: DETECTORS.md sections 1 and 2; every signal is threshold-free, policies put thresholds on them.
+nothing of formats or DuckDB: a live agent embeds it (``detect.guard.Guard``). The batch scan computes the same
+signals for whole groups of sessions at once (``detect.vcore``, polars); this module is the reference it is held to
+(tests/test_detect_properties.py). Semantics: DETECTORS.md sections 1 and 2; every signal is threshold-free,
+policies put thresholds on them.
 
 Keys are whatever hashable identity the caller gives (the scan passes 64-bit ints of ``calls.call_key``); argument
 token sets are computed lazily, only when a call meets a call of the same tool, and cached by key.
 
 A call is fed in two steps so a guard can look before the call runs: ``call()`` returns the signals that do not need
 the result (streak, cycles, window counts, similarity, drift, nested repeats); ``result()`` completes them (failure
-run, same result, progress). The batch scan calls both for each call (``scan_calls``).
+run, same result, progress). ``scan_calls`` calls both for each call of a session.
 """
 
 from __future__ import annotations
@@ -295,8 +297,8 @@ def scan_calls(
     config: Config | None = None,
     token_cache: dict[Any, frozenset[str]] | None = None,
 ) -> tuple[list[Signals], dict[int, list[int]]]:
-    """The batch form: every call of one session, in order; returns one signal tuple per call and the nested links.
-    Equal, call for call, to feeding a ``CallDetector`` (or a ``Guard``) one call at a time."""
+    """Every call of one session, in order, through one ``CallDetector``: one signal tuple per call and the nested
+    links. The per-session reference for the vectorised scan (``detect.vcore``) and its episodes."""
     d = CallDetector(config, token_cache)
     call, result = d.call, d.result
     out: list[Signals] = []

@@ -1,6 +1,9 @@
 """From one session's signals to its findings: maximal loop episodes inside one user turn, what each one cost, and
 whether it was stuck. Unlike the core this looks at the whole session (an episode's end is known only afterwards).
 
+This is the readable statement of the rules, session by session; the scan runs their bulk form over whole groups
+(``detect.vepisodes``), which tests/test_detect_vector.py holds to exactly the same findings.
+
 Kinds, each a maximal run inside one user turn, claimed in this order so no call belongs to two episodes:
 ``cycle`` (a block of 2-5 calls with at least 2 distinct keys repeated 3+ times, smallest period first), ``streak``
 (3+ identical calls in a row), ``drift`` (3+ consecutive calls of one tool, each near-identical to the one before

@@ -191,3 +191,9 @@ def estimate_tokens_sql(expr: str) -> str:
     """SQL for ``estimate_tokens`` of a VARCHAR expression (NULL and '' give 0), so DuckDB can size texts without
     shipping them to Python. ``(len + 3) // 4`` is ``ceil(len / 4)``, which is at least 1 for non-empty text."""
     return f"((coalesce(length({expr}), 0) + 3) // 4)"
+
+
+def args_words(args_json: str | None) -> list[str]:
+    """The distinct shared-token words of a call's canonical argument JSON, sorted: ``args_token_set`` as a list,
+    the form the store can keep per call (``calls.args_words``) so the scan never tokenises arguments."""
+    return sorted(args_token_set(args_json)) if args_json else []

@@ -1,0 +1,518 @@
+"""Loop episodes of a whole group of sessions from their signals: the batch scan's form of ``episodes.build_findings``.
+
+``episodes.py`` states the rules and stays the readable reference (a property test requires the same findings from
+both). Here the per-call work is done on frames: which user turns are hot, the links that hold each kind of episode
+together (cycle, streak, drift, failure) and their runs, window candidates, and every figure of a finding (turns,
+tokens, cost, tools, stuck). Python keeps only what is sequential and small: claiming runs in order inside each hot
+segment (a call belongs to one call episode), window chains, and the union-find of nested and text links.
+
+Two things are read from the store on demand, for the few rows that need them (``HeadsFn``, ``TurnsFn``): the
+result heads a drift check compares, and the index and counted usage of the turns findings charge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import polars as pl
+
+from ..schema import FINDINGS
+from .core import SIMILARITY, is_mutating
+from .episodes import LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS, WINDOW
+from .keys import digest, normalize_result
+from .vframes import POLARS_TYPES, jaccard
+from .vwords import words
+
+# (session_id, seq) in, (session_id, seq, head) out: the first ``episodes.RESULT_HEAD`` characters of each call's
+# result (None without one).
+HeadsFn = Callable[[pl.DataFrame], pl.DataFrame]
+# (session_id, turn_id) in, (session_id, turn_id, turn_index, tokens, cost) out, one row per pair that names an
+# assistant message: the largest turn_index with that id (the reference's dict keeps the last), and the summed
+# usage of its counted rows (null when none counts). A null turn_id matches a null turn_id.
+TurnsFn = Callable[[pl.DataFrame], pl.DataFrame]
+
+_HOT = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window_count", "drift_run", "fail_run")
+_KINDS = ("cycle2", "cycle3", "cycle4", "cycle5", "streak", "drift", "failure")  # claim order
+_EMPTY_STRINGS = pl.lit([], pl.List(pl.String))
+
+Emitted = tuple[int, str, "int | None", int, int, list[int]]  # seg, kind, period, n_first, repeats, positions
+
+
+@dataclass
+class Episodes:
+    """The findings of a group (``schema.FINDINGS`` columns) and the finding each call and message belongs to
+    (null: none)."""
+
+    findings: pl.DataFrame
+    call_finding: pl.Series
+    message_finding: pl.Series
+
+
+def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.DataFrame,
+                  text_links: pl.DataFrame, heads: HeadsFn, turns: TurnsFn) -> Episodes:
+    """``calls``: one row per call of the group (sorted by session, seq) with ``session_id, seq, call_id, turn_id,
+    user_turn, tool, k, args, result_key, is_error, parent_call_id, est_tokens``, the signals and ``shared`` (words
+    shared with the previous call when it used the same tool). ``messages``: the assistant messages (sorted by
+    session, turn_index) with ``session_id, turn_id, turn_index, user_turn, text, est_tokens``, the text counters
+    (null on blank messages) and ``n_words``. Links are row numbers of those frames."""
+    c = calls.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
+    m = messages.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("mrow"))
+    emitted, top = _top_level(c, heads)
+    call_members, meta = _call_members(emitted, top, _nested_clusters(c, nested_links))
+    groups, single = _text_groups(c, m, text_links, call_members)
+    text_members = _text_members(m, groups)
+    needed = pl.concat([
+        call_members.select(pl.col("row")).join(c.select("row", "session_id", "turn_id"), on="row")
+        .select("session_id", "turn_id"),
+        text_members.select("session_id", "turn_id")]).unique()
+    info = turns(needed) if needed.height else _no_turns()
+    call_eps = _call_findings(c, call_members, meta, info)
+    text_eps = _text_findings(c, text_members, single, info)
+    findings = pl.concat([call_eps, text_eps], how="vertical_relaxed")
+    return _assign(c, m, findings, text_members)
+
+
+def _no_turns() -> pl.DataFrame:
+    return pl.DataFrame(schema={"session_id": pl.String, "turn_id": pl.String, "turn_index": pl.Int32,
+                                "tokens": pl.Int64, "cost": pl.Float64})
+
+
+def _changed(col: str) -> pl.Expr:
+    """Differs from the previous row, nulls compared as values (true on the first row)."""
+    return pl.col(col).ne_missing(pl.col(col).shift(1)) | (pl.int_range(pl.len()) == 0)
+
+
+# -- top-level call episodes -----------------------------------------------------------------------------------------
+
+def _top_level(c: pl.DataFrame, heads: HeadsFn) -> tuple[list[Emitted], pl.DataFrame]:
+    """Cycles, streaks, drift, failures and windows among the top-level calls of each hot user turn: the emitted
+    episodes (positions inside their segment) and the frame of segment rows."""
+    run = (_changed("session_id") | _changed("user_turn")).cum_sum()
+    runs = c.group_by(run.alias("_run")).agg(pl.col("session_id").first(), pl.col("user_turn").first(),
+                                             (pl.max_horizontal(*_HOT) > 2).any().alias("_hot"))
+    hot = runs.filter("_hot").select("session_id", "user_turn").unique()  # a user turn is hot wherever it recurs
+    if not hot.height:
+        return [], c.clear()
+    hot_runs = runs.join(hot, on=["session_id", "user_turn"], how="semi", nulls_equal=True)["_run"]
+    top = c.filter(run.is_in(hot_runs.implode()) & pl.col("parent_call_id").is_null() & (pl.col("streak") > 0))
+    scripts = c.filter(pl.col("parent_call_id").is_not_null()).select(
+        "session_id", pl.col("parent_call_id").alias("call_id")).unique()
+    start = _changed("session_id") | _changed("user_turn")
+    i = pl.int_range(pl.len(), dtype=pl.Int64)
+    top = top.with_columns(
+        start.cum_sum().alias("seg"), (i - pl.when(start).then(i).forward_fill()).alias("j"), start.alias("_start"),
+        pl.struct("session_id", "call_id").is_in(scripts.select(pl.struct("session_id", "call_id")).to_series()
+                                                  .implode()).alias("_script"))
+    j, key = pl.col("j"), pl.col("k")
+    back = [pl.lit(False)] + [(j >= d) & (key == key.shift(d)) for d in range(1, 6)]
+    links = {f"cycle{k}": back[k] & (pl.col("streak") < k) for k in range(2, 6)}
+    links["streak"] = back[1]
+    links["drift"] = ((j >= 1) & (pl.col("drift_run") > 1) & ~pl.col("_script") & ~pl.col("_script").shift(1)
+                      & (pl.col("shared").fill_null(0) >= MIN_SHARED_WORDS))
+    links["failure"] = (j >= 1) & (pl.col("fail_run") > 1)
+    mutating = [t for t in top["tool"].unique().to_list() if t is not None and is_mutating(t)]
+    step = (pl.col("progress").fill_null(False) & pl.col("tool").is_in(mutating)).cast(pl.Int64)
+    top = top.with_columns(*[v.fill_null(False).alias(n) for n, v in links.items()], step.alias("_step"))
+    done = pl.col("_step").cum_sum()  # successful state changes up to each call of its segment, and before it
+    top = top.with_columns((done - pl.when(pl.col("_start")).then(done - pl.col("_step")).forward_fill())
+                           .alias("_chg_after"))
+    top = top.with_columns((pl.col("_chg_after") - pl.col("_step")).alias("_chg"))
+    top = top.with_columns(pl.col("drift") & _results_alike(top, heads))
+    runs_by_kind = _runs(top)
+    windows = _window_candidates(top)
+    if not runs_by_kind.height and not windows:
+        return [], top
+    seg_len = dict(top.group_by("seg").len().iter_rows())
+    return _claim(runs_by_kind, windows, seg_len), top
+
+
+def _results_alike(top: pl.DataFrame, heads: HeadsFn) -> pl.Series:
+    """``episodes._results_alike`` for each drift link (the call and the one before it): both failed, the same
+    result, or result heads with shared-token similarity at the bar."""
+    err, res = pl.col("is_error").fill_null(False), pl.col("result_key")
+    f = top.select(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_t"), "session_id", "seq",
+        pl.col("seq").shift(1).alias("p_seq"), pl.col("drift").alias("_cand"),
+        (err & err.shift(1)).fill_null(False).alias("_both_err"),
+        (res.is_null() | res.shift(1).is_null()).fill_null(True).alias("_missing"),
+        (res == res.shift(1)).fill_null(False).alias("_same"))
+    need = f.filter(pl.col("_cand") & ~pl.col("_both_err") & ~pl.col("_missing") & ~pl.col("_same"))
+    similar = pl.Series("_similar", [False] * f.height)
+    if need.height:
+        keys = pl.concat([need.select("session_id", "seq"),
+                          need.select("session_id", pl.col("p_seq").alias("seq"))]).unique()
+        got = heads(keys)
+        norm = pl.Series([normalize_result(h or "") for h in got["head"].to_list()], dtype=pl.String)
+        table = got.select("session_id", "seq", words(pl.lit(norm)).alias("w"))
+        need = (need.join(table, on=["session_id", "seq"], how="left")
+                .join(table.rename({"seq": "p_seq", "w": "p_w"}), on=["session_id", "p_seq"], how="left"))
+        sim = need.filter(jaccard(pl.col("w"), pl.col("p_w")) >= SIMILARITY)["_t"]
+        similar = f["_t"].is_in(sim.implode())
+    return (f["_both_err"] | (~f["_missing"] & (f["_same"] | similar))).alias("_alike")
+
+
+def _runs(top: pl.DataFrame) -> pl.DataFrame:
+    """Runs of each link kind as (seg, first, last, kind): the range an episode of that kind may cover, before
+    claims (a run of links from j0 to j1 holds the calls j0 - period .. j1)."""
+    frames = []
+    for order, kind in enumerate(_KINDS):
+        link = pl.col(kind)
+        start = link & ~link.shift(1).fill_null(False)
+        end = link & ~link.shift(-1).fill_null(False)
+        back = int(kind[-1]) if kind.startswith("cycle") else 1
+        s = top.filter(start).select("seg", (pl.col("j") - back).alias("first"))
+        if s.height:
+            e = top.filter(end).select(pl.col("j").alias("last"))
+            frames.append(pl.concat([s, e], how="horizontal").with_columns(pl.lit(order, pl.Int32).alias("kind")))
+    if not frames:
+        return pl.DataFrame(schema={"seg": pl.Int64, "first": pl.Int64, "last": pl.Int64, "kind": pl.Int32})
+    return pl.concat(frames, how="vertical_relaxed").sort(["seg", "kind", "first"])
+
+
+def _window_candidates(top: pl.DataFrame) -> dict[int, list[list[tuple[int, int, int]]]]:
+    """Per segment, the keys with 3 occurrences within one window of 10 calls (a window episode needs them; claims
+    only remove occurrences), each as its occurrences (j, changes before j, changes up to j)."""
+    occ = top.select("seg", "k", "j", "_chg", "_chg_after").sort(["seg", "k", "j"])
+    ahead = MIN_REPEATS - 1
+    near = ((pl.col("j").shift(-ahead) - pl.col("j") <= WINDOW) & (pl.col("seg") == pl.col("seg").shift(-ahead))
+            & (pl.col("k") == pl.col("k").shift(-ahead))).fill_null(False)
+    keys = occ.filter(near).select("seg", "k").unique()
+    if not keys.height:
+        return {}
+    grouped = (occ.join(keys, on=["seg", "k"], how="semi", maintain_order="left")
+               .group_by("seg", "k", maintain_order=True).agg("j", "_chg", "_chg_after"))
+    out: dict[int, list[list[tuple[int, int, int]]]] = {}
+    for seg, _, js, before, after in grouped.iter_rows():
+        out.setdefault(seg, []).append(list(zip(js, before, after)))
+    return out
+
+
+def _claim(runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]]]], seg_len: dict[int, int]
+           ) -> list[Emitted]:
+    """The reference's claiming, segment by segment: cycles by period, then streak, drift and failure runs, each
+    taking only unclaimed pieces long enough to count, then window chains over the calls left."""
+    by_seg: dict[int, list[tuple[int, int, int]]] = {}
+    for seg, first, last, kind in runs.iter_rows():
+        by_seg.setdefault(seg, []).append((kind, first, last))
+    out: list[Emitted] = []
+    for seg in sorted(set(by_seg) | set(windows)):
+        claimed = bytearray(seg_len[seg])
+        for kind, first, last in by_seg.get(seg, ()):
+            name = _KINDS[kind]
+            period = int(name[-1]) if name.startswith("cycle") else None
+            for s, e in _unclaimed_pieces(first, last, claimed):
+                length = e - s + 1
+                if period is not None and length // period >= MIN_REPEATS:
+                    out.append((seg, "cycle", period, period, length // period, list(range(s, e + 1))))
+                elif period is None and length >= MIN_REPEATS:
+                    out.append((seg, name, 1 if name == "streak" else None, 1, length, list(range(s, e + 1))))
+                else:
+                    continue
+                claimed[s:e + 1] = b"\x01" * length
+        for occurrences in windows.get(seg, ()):
+            free = [o for o in occurrences if not claimed[o[0]]]
+            if len(free) < MIN_REPEATS:
+                continue
+            for chain in _window_chains(free):
+                for q in chain:
+                    claimed[q] = 1
+                out.append((seg, "window", None, 1, len(chain), chain))
+    return out
+
+
+def _unclaimed_pieces(s: int, e: int, claimed: bytearray) -> list[tuple[int, int]]:
+    pieces = []
+    j = s
+    while j <= e:
+        if claimed[j]:
+            j += 1
+            continue
+        k = j
+        while k + 1 <= e and not claimed[k + 1]:
+            k += 1
+        pieces.append((j, k))
+        j = k + 1
+    return pieces
+
+
+def _window_chains(occurrences: list[tuple[int, int, int]]) -> list[list[int]]:
+    """Chains of one key's occurrences, each within ``WINDOW`` calls of the one before with no state change in
+    between, kept when 3 of them fit in one window."""
+    out = []
+    chain = [occurrences[0]]
+    for o in occurrences[1:] + [None]:  # type: ignore[list-item]
+        if o is not None and o[0] - chain[-1][0] <= WINDOW and o[1] == chain[-1][2]:
+            chain.append(o)
+            continue
+        pos = [x[0] for x in chain]
+        if len(pos) >= MIN_REPEATS and any(pos[x + MIN_REPEATS - 1] - pos[x] <= WINDOW
+                                           for x in range(len(pos) - MIN_REPEATS + 1)):
+            out.append(pos)
+        if o is not None:
+            chain = [o]
+    return out
+
+
+# -- nested call episodes and membership ----------------------------------------------------------------------------
+
+def _components(edges: list[tuple[int, int]]) -> list[list[int]]:
+    """Connected components (2+ nodes) of an undirected edge list, each sorted."""
+    parent: dict[int, int] = {}
+
+    def find(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        parent[find(a)] = find(b)
+    groups: dict[int, list[int]] = {}
+    for x in list(parent):
+        groups.setdefault(find(x), []).append(x)
+    return [sorted(g) for g in groups.values() if len(g) > 1]
+
+
+def _same_turn_edges(links: pl.DataFrame, user_turn: pl.Series) -> list[tuple[int, int]]:
+    """The links whose two ends belong to the same user turn (rows index ``user_turn``)."""
+    if not links.height:
+        return []
+    same = user_turn.gather(links["row"]).eq_missing(user_turn.gather(links["partner"]))
+    return list(links.filter(same).iter_rows())
+
+
+def _nested_clusters(c: pl.DataFrame, links: pl.DataFrame) -> list[list[int]]:
+    """A call repeated inside one script: clusters of nested links within one user turn (rows)."""
+    return [cl for cl in _components(_same_turn_edges(links, c["user_turn"])) if len(cl) >= MIN_NESTED]
+
+
+def _call_members(emitted: list[Emitted], top: pl.DataFrame, nested: list[list[int]]
+                  ) -> tuple[pl.DataFrame, list[tuple[str, int | None, int]]]:
+    """Every call episode as (fid, row, first) rows, and its (kind, period, repeats)."""
+    meta: list[tuple[str, int | None, int]] = []
+    fid, seg, pos, first = [], [], [], []
+    for n, (s, kind, period, n_first, repeats, members) in enumerate(emitted):
+        meta.append((kind, period, repeats))
+        fid.extend([n] * len(members))
+        seg.extend([s] * len(members))
+        pos.extend(members)
+        first.extend([x < n_first for x in range(len(members))])
+    schema = {"fid": pl.Int64, "seg": pl.Int64, "j": pl.Int64, "first": pl.Boolean}
+    member = pl.DataFrame({"fid": fid, "seg": seg, "j": pos, "first": first}, schema=schema)
+    rows = member.select("fid", pl.lit(0, pl.Int64).alias("row"), "first").clear()
+    if member.height:
+        rows = member.join(top.select(pl.col("seg").cast(pl.Int64), pl.col("j").cast(pl.Int64), "row"),
+                           on=["seg", "j"]).select("fid", "row", "first")
+    fid, rrow, first = [], [], []
+    for cluster in nested:
+        n = len(meta)
+        meta.append(("nested", None, len(cluster)))
+        fid.extend([n] * len(cluster))
+        rrow.extend(cluster)
+        first.extend([x == 0 for x in range(len(cluster))])
+    nested_rows = pl.DataFrame({"fid": fid, "row": rrow, "first": first},
+                               schema={"fid": pl.Int64, "row": pl.Int64, "first": pl.Boolean})
+    return pl.concat([rows, nested_rows]).sort(["fid", "row"]), meta
+
+
+# -- text episodes ---------------------------------------------------------------------------------------------------
+
+def _text_groups(c: pl.DataFrame, m: pl.DataFrame, links: pl.DataFrame, call_members: pl.DataFrame
+                 ) -> tuple[list[list[int]], list[bool]]:
+    """Text loops as message rows: clusters of repeated or similar messages (unless every repeat only narrates
+    calls already in a call episode), then single chanting messages; and which are single."""
+    sig = m.filter(pl.col("same_count").is_not_null())
+    hits = sig.filter(((pl.col("same_count") > 2) | (pl.col("similar_run") > 2) | (pl.col("similar_count") > 2))
+                      & (pl.col("n_words") >= MIN_TEXT_WORDS))["mrow"]
+    chants = sig.filter((pl.col("sentence_repeats") >= MIN_REPEATS) | (pl.col("chunk_repeats") >= MIN_CHUNKS))
+    groups: list[list[int]] = []
+    single: list[bool] = []
+    clustered: set[int] = set()
+    if hits.len():
+        edges = _same_turn_edges(links.filter(pl.col("row").is_in(hits.implode())), m["user_turn"])
+        clusters = sorted(_components(edges))
+        keep = _not_narration(c, m, clusters, call_members) if clusters else []
+        for cluster, kept in zip(clusters, keep):
+            clustered.update(cluster)
+            if kept:
+                groups.append(cluster)
+                single.append(False)
+    for mrow in chants["mrow"].to_list():
+        if mrow not in clustered:
+            groups.append([mrow])
+            single.append(True)
+    return groups, single
+
+
+def _not_narration(c: pl.DataFrame, m: pl.DataFrame, clusters: list[list[int]], call_members: pl.DataFrame
+                   ) -> list[bool]:
+    """Per cluster: some repeat (a member after the first) issued a call outside every call episode, or none."""
+    members = pl.DataFrame({"cid": [i for i, cl in enumerate(clusters) for _ in cl[1:]],
+                            "mrow": [x for cl in clusters for x in cl[1:]]},
+                           schema={"cid": pl.Int64, "mrow": pl.Int64})
+    members = members.with_columns(m["session_id"].gather(members["mrow"]), m["turn_id"].gather(members["mrow"]))
+    turns = members.select("session_id", "turn_id").unique()
+    issued = c.select("row", "session_id", "turn_id").join(turns, on=["session_id", "turn_id"], how="semi")
+    issued = issued.with_columns(pl.col("row").is_in(call_members["row"].unique().implode()).alias("_claimed"))
+    narrated = issued.group_by("session_id", "turn_id").agg(pl.col("_claimed").all().alias("_narrated"))
+    per = (members.join(narrated, on=["session_id", "turn_id"], how="left")
+           .group_by("cid").agg(pl.col("_narrated").fill_null(False).all().alias("_all")))
+    narrated_all = dict(per.iter_rows())
+    return [not narrated_all.get(i, False) for i in range(len(clusters))]
+
+
+def _text_members(m: pl.DataFrame, groups: list[list[int]]) -> pl.DataFrame:
+    """(tid, mrow, first) per message of each text loop, with the message's columns."""
+    frame = pl.DataFrame({"tid": [g for g, grp in enumerate(groups) for _ in grp],
+                          "mrow": [x for grp in groups for x in grp],
+                          "first": [i == 0 for grp in groups for i in range(len(grp))]},
+                         schema={"tid": pl.Int64, "mrow": pl.Int64, "first": pl.Boolean})
+    cols = ("session_id", "turn_id", "turn_index", "user_turn", "text", "est_tokens", "sentence_repeats",
+            "chunk_repeats")
+    return frame.with_columns(*[m[col].gather(frame["mrow"]) for col in cols])
+
+
+# -- figures ---------------------------------------------------------------------------------------------------------
+
+def _label(tool: str | None, args: str | None, width: int = LABEL_CHARS) -> str:
+    s = f"{tool} {args or ''}"
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _with_turns(members: pl.DataFrame, info: pl.DataFrame) -> pl.DataFrame:
+    return members.join(info.select("session_id", "turn_id", pl.col("turn_index").alias("_ti"),
+                                    pl.col("tokens").alias("_tok"), pl.col("cost").alias("_cost")),
+                        on=["session_id", "turn_id"], how="left", nulls_equal=True, maintain_order="left")
+
+
+def _costs(members: pl.DataFrame) -> pl.DataFrame:
+    """Per finding: the turns of its repeats that did not also issue its first occurrence, in turn order, their
+    usage and cost (summed in that order, as the reference does). ``members``: fid, turn_id, first, _ti, _tok,
+    _cost."""
+    turns = (members.filter(pl.col("turn_id").is_not_null())
+             .group_by("fid", "turn_id").agg(pl.col("first").any().alias("_in_first"), pl.col("_ti").first(),
+                                             pl.col("_tok").first(), pl.col("_cost").first())
+             .filter(~pl.col("_in_first")).sort(["fid", pl.col("_ti").fill_null(-1), "turn_id"]))
+    return turns.group_by("fid", maintain_order=True).agg(
+        pl.col("turn_id").alias("turn_ids"),
+        pl.col("_tok").fill_null(0).sum().alias("wasted_tokens"),
+        pl.col("_cost").fill_null(0.0).cum_sum().last().alias("cost_usd"))
+
+
+def _call_findings(c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str, int | None, int]],
+                   info: pl.DataFrame) -> pl.DataFrame:
+    """The figures of every call episode, as ``schema.FINDINGS`` rows (plus ``_rows``: its calls)."""
+    if not meta:
+        return _empty_findings()
+    cols = ("session_id", "seq", "call_id", "turn_id", "user_turn", "tool", "args", "est_tokens", "progress")
+    members = _with_turns(members.with_columns(*[c[col].gather(members["row"]) for col in cols]), info)
+    kinds = pl.DataFrame({"fid": range(len(meta)), "kind": [x[0] for x in meta], "period": [x[1] for x in meta],
+                          "repeats": [x[2] for x in meta]},
+                         schema={"fid": pl.Int64, "kind": pl.String, "period": pl.Int32, "repeats": pl.Int32})
+    rest = ~pl.col("first")
+    per = members.group_by("fid", maintain_order=True).agg(
+        pl.col("session_id").first(), pl.col("user_turn").first(),
+        pl.col("tool").unique(maintain_order=True).alias("tools"), pl.col("call_id").alias("call_ids"),
+        pl.col("seq").first().alias("first_seq"), pl.col("seq").last().alias("last_seq"),
+        (~(pl.col("progress").filter(rest).fill_null(False).any())).alias("stuck"),
+        pl.col("est_tokens").filter(rest).sum().alias("estimated_tokens"),
+        pl.col("_ti").min().alias("first_turn_index"), pl.col("_ti").max().alias("last_turn_index"),
+        pl.col("row").alias("_rows"),
+        pl.col("tool").head(5).alias("_tools5"), pl.col("args").head(5).alias("_args5"),
+    ).join(kinds, on="fid", maintain_order="left").join(_costs(members), on="fid", how="left",
+                                                         maintain_order="left")
+    labels, ids = [], []
+    for kind, period, sid, seq, tools, args in per.select("kind", "period", "session_id", "first_seq", "_tools5",
+                                                            "_args5").iter_rows():
+        if kind == "cycle":
+            labels.append(" → ".join(_label(t, a, 60) for t, a in zip(tools[:period], args[:period])))
+        else:
+            labels.append(_label(tools[0], args[0]))
+        ids.append(digest(f"{sid}\x00{kind}\x00{seq}"))
+    return _finish(per.with_columns(pl.Series("label", labels, pl.String), pl.Series("finding_id", ids, pl.String)))
+
+
+def _text_findings(c: pl.DataFrame, members: pl.DataFrame, single: list[bool], info: pl.DataFrame
+                   ) -> pl.DataFrame:
+    """The figures of every text loop; its calls are the calls its messages issued, anywhere in the session."""
+    if not single:
+        return _empty_findings()
+    head = members.filter(pl.col("first")).sort("tid").with_columns(pl.Series("single", single, pl.Boolean))
+    per_msg = members.group_by("tid", maintain_order=True).agg(
+        pl.len().alias("_n"), pl.col("turn_index").last().alias("last_turn_index"),
+        pl.col("est_tokens").filter(~pl.col("first")).sum().alias("_est_rest"))
+    member_turns = members.select("tid", "session_id", "turn_id").unique()
+    issued = (member_turns.join(c.select("row", "session_id", "turn_id", "seq", "call_id", "tool", "progress"),
+                                on=["session_id", "turn_id"], nulls_equal=True)
+              .join(head.select("tid", pl.col("turn_id").alias("_first_turn")), on="tid")
+              .sort(["tid", "row"])
+              .with_columns(pl.col("turn_id").ne_missing(pl.col("_first_turn")).alias("_later")))
+    per_call = issued.group_by("tid", maintain_order=True).agg(
+        pl.col("tool").unique(maintain_order=True).alias("tools"), pl.col("call_id").alias("call_ids"),
+        pl.col("seq").first().alias("first_seq"), pl.col("seq").last().alias("last_seq"),
+        pl.col("progress").filter(pl.col("_later")).fill_null(False).any().alias("_progress"),
+        pl.col("row").alias("_rows"))
+    costs = _costs(_with_turns(members.select(pl.col("tid").alias("fid"), "session_id", "turn_id", "first"), info))
+    t = (head.join(per_msg, on="tid", maintain_order="left")
+         .join(per_call, on="tid", how="left", maintain_order="left")
+         .join(costs.rename({"fid": "tid"}), on="tid", how="left", maintain_order="left")
+         .with_columns(pl.col("tools").fill_null(_EMPTY_STRINGS), pl.col("call_ids").fill_null(_EMPTY_STRINGS),
+                       pl.col("_rows").fill_null(pl.lit([], pl.List(pl.Int64))), pl.col("_progress").fill_null(False)))
+    repeats = pl.when(pl.col("single")).then(
+        pl.when(pl.col("sentence_repeats") >= MIN_REPEATS).then(pl.col("sentence_repeats"))
+        .otherwise(pl.col("chunk_repeats"))).otherwise(pl.col("_n"))
+    t = t.with_columns(repeats.alias("repeats"))
+    single_est = (pl.col("est_tokens") * (pl.col("repeats") - 1)) // pl.max_horizontal(pl.col("repeats"), 1)
+    ids = [digest(f"{s}\x00text\x00t{i}") for s, i in zip(t["session_id"].to_list(), t["turn_index"].to_list())]
+    alone = pl.col("single")
+    t = t.with_columns(
+        pl.Series("finding_id", ids, pl.String), pl.lit("text").alias("kind"), pl.lit(None, pl.Int32).alias("period"),
+        pl.when(alone).then(True).otherwise(~pl.col("_progress")).alias("stuck"),
+        pl.when(alone).then(_EMPTY_STRINGS).otherwise(pl.col("turn_ids").fill_null(_EMPTY_STRINGS)).alias("turn_ids"),
+        pl.when(alone).then(0).otherwise(pl.col("wasted_tokens").fill_null(0)).alias("wasted_tokens"),
+        pl.when(alone).then(0.0).otherwise(pl.col("cost_usd").fill_null(0.0)).alias("cost_usd"),
+        pl.when(alone).then(single_est).otherwise(pl.col("_est_rest")).alias("estimated_tokens"),
+        pl.col("turn_index").alias("first_turn_index"),
+        pl.Series("label", [_text_label(x) for x in t["text"].to_list()], pl.String),
+    )
+    return _finish(t.with_columns(pl.col("tid").alias("_tid")))
+
+
+def _text_label(text: str | None) -> str:
+    norm = " ".join((text or "").split())
+    return norm if len(norm) <= LABEL_CHARS else norm[: LABEL_CHARS - 1] + "…"
+
+
+def _empty_findings() -> pl.DataFrame:
+    return pl.DataFrame(schema={**{c.name: POLARS_TYPES[c.sql] for c in FINDINGS.columns}, "_rows": pl.List(pl.Int64),
+                                "_tid": pl.Int64})
+
+
+def _finish(per: pl.DataFrame) -> pl.DataFrame:
+    """Columns in ``schema.FINDINGS`` order and types, plus ``_rows`` (the calls) and ``_tid`` (text loops)."""
+    if "_tid" not in per.columns:
+        per = per.with_columns(pl.lit(None, pl.Int64).alias("_tid"))
+    return per.with_columns(
+        pl.col("turn_ids").fill_null(_EMPTY_STRINGS), pl.col("wasted_tokens").fill_null(0),
+        pl.col("cost_usd").fill_null(0.0),
+    ).select(*[pl.col(c.name).cast(POLARS_TYPES[c.sql]) for c in FINDINGS.columns], "_rows", "_tid")
+
+
+# -- order and membership --------------------------------------------------------------------------------------------
+
+def _assign(c: pl.DataFrame, m: pl.DataFrame, findings: pl.DataFrame, text_members: pl.DataFrame) -> Episodes:
+    """Sort each session's findings as the reference does and point every call to the first finding (in that
+    order) that holds it, every message to its text finding."""
+    ranked = findings.with_columns(
+        pl.col("first_seq").fill_null(-1).alias("_s"), pl.col("first_turn_index").fill_null(0).alias("_t"),
+    ).sort(["session_id", "user_turn", "_s", "_t", "kind"], maintain_order=True).with_row_index("_rank")
+    member = (ranked.select("_rank", "finding_id", pl.col("_rows").alias("row")).explode("row").drop_nulls("row")
+              .sort("_rank").unique("row", keep="first"))
+    call_finding = c.select("row").join(member, on="row", how="left", maintain_order="left")["finding_id"]
+    texts = text_members.select("mrow", "tid").join(
+        ranked.filter(pl.col("_tid").is_not_null()).select("_tid", "finding_id"), left_on="tid", right_on="_tid")
+    message_finding = m.select("mrow").join(texts.select("mrow", "finding_id"), on="mrow", how="left",
+                                            maintain_order="left")["finding_id"]
+    return Episodes(ranked.select(FINDINGS.names), call_finding, message_finding)
