@@ -148,7 +148,10 @@ def test_kill_at_any_moment_leaves_a_consistent_store(tmp_path: Path) -> None:
         time.sleep(delay)
         if proc.poll() is None:
             killed_mid_run += 1
-        os.killpg(proc.pid, signal.SIGKILL)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:  # it finished between the poll and the kill
+                pass
         proc.wait()
         if db.exists():
             check_consistent(db)  # whatever landed is whole
