@@ -16,7 +16,7 @@ SESSION_TABLE_COLUMNS = [
 ]
 FINDING_TABLE_COLUMNS = [
     "session_id", "kind", "period", "repeats", "stuck", "first_seq", "last_seq", "tools", "wasted_tokens",
-    "cost_usd", "label",
+    "cost_usd", "repeated",
 ]
 from .filters import KINDS  # noqa: E402  (re-exported: the CLI reads it without importing polars)
 

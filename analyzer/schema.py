@@ -271,7 +271,7 @@ FINDINGS = _t(
     ("first_turn_index", "INTEGER", "`turns.turn_index` of the first message involved."),
     ("last_turn_index", "INTEGER", "`turns.turn_index` of the last message involved."),
     ("turn_ids", "VARCHAR[]", "The turns counted in `wasted_tokens` (to deduplicate across findings)."),
-    ("label", "VARCHAR", "What repeats: the first call (`tool` + arguments) or block of calls, or the message "
+    ("repeated", "VARCHAR", "What repeats: the first call (`tool` + arguments) or block of calls, or the message "
      "text; truncated to 160 characters."),
 )
 

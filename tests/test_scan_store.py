@@ -164,7 +164,7 @@ def test_summary_counts_a_turn_shared_by_two_findings_once(tmp_path: Path, db: P
     con = duckdb.connect(str(db))
     con.execute("INSERT INTO findings SELECT 'extra', session_id, 'window', NULL, tools, call_ids, first_seq, "
                 "last_seq, repeats, stuck, user_turn, wasted_tokens, estimated_tokens, cost_usd, first_turn_index, "
-                "last_turn_index, turn_ids, label FROM findings")
+                "last_turn_index, turn_ids, repeated FROM findings")
     con.close()
     s = orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)
     assert s["totals"]["loops"] == 2 and s["totals"]["loop_tokens"] == 3000

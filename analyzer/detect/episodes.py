@@ -104,7 +104,7 @@ class Finding:
     first_turn_index: int | None
     last_turn_index: int | None
     turn_ids: list[str]
-    label: str
+    repeated: str
     calls: list[int] = field(default_factory=list, repr=False)  # positions in the session, not stored
     messages: list[int] = field(default_factory=list, repr=False)
 
@@ -196,7 +196,7 @@ class _Builder:
             last_seq=d.seq[calls[-1]], repeats=repeats, stuck=stuck, user_turn=d.user_turn[calls[0]],
             wasted_tokens=tokens, estimated_tokens=sum(d.est_tokens[i] for i in rest), cost_usd=cost,
             first_turn_index=t0, last_turn_index=t1, turn_ids=turn_ids,
-            label=label if label is not None else self._label_call(calls[0]), calls=calls))
+            repeated=label if label is not None else self._label_call(calls[0]), calls=calls))
 
     def texts(self, messages: list[int], repeats: int, single: bool) -> None:
         d = self.d
@@ -221,7 +221,7 @@ class _Builder:
             last_seq=d.seq[calls[-1]] if calls else None, repeats=repeats, stuck=stuck,
             user_turn=d.m_user_turn[messages[0]], wasted_tokens=tokens, estimated_tokens=est, cost_usd=cost,
             first_turn_index=d.m_turn_index[messages[0]], last_turn_index=d.m_turn_index[messages[-1]],
-            turn_ids=turn_ids, label=label, calls=calls, messages=messages))
+            turn_ids=turn_ids, repeated=label, calls=calls, messages=messages))
 
 
 def _top_level_episodes(b: _Builder, seg: list[int]) -> None:

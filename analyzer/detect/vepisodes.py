@@ -431,7 +431,7 @@ def _call_findings(c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str,
         else:
             labels.append(_label(tools[0], args[0]))
         ids.append(digest(f"{sid}\x00{kind}\x00{seq}"))
-    return _finish(per.with_columns(pl.Series("label", labels, pl.String), pl.Series("finding_id", ids, pl.String)))
+    return _finish(per.with_columns(pl.Series("repeated", labels, pl.String), pl.Series("finding_id", ids, pl.String)))
 
 
 def _text_findings(c: pl.DataFrame, members: pl.DataFrame, single: list[bool], info: pl.DataFrame
@@ -475,7 +475,7 @@ def _text_findings(c: pl.DataFrame, members: pl.DataFrame, single: list[bool], i
         pl.when(alone).then(0.0).otherwise(pl.col("cost_usd").fill_null(0.0)).alias("cost_usd"),
         pl.when(alone).then(single_est).otherwise(pl.col("_est_rest")).alias("estimated_tokens"),
         pl.col("turn_index").alias("first_turn_index"),
-        pl.Series("label", [_text_label(x) for x in t["text"].to_list()], pl.String),
+        pl.Series("repeated", [_text_label(x) for x in t["text"].to_list()], pl.String),
     )
     return _finish(t.with_columns(pl.col("tid").alias("_tid")))
 
