@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -60,8 +61,8 @@ def bare_parse(corpus: Path) -> tuple[float, int]:
     return best
 
 
-def ingest(corpus: Path, db: Path, workers: int | None) -> Run:
-    cmd = [str(LOOPSCOPE), "ingest", str(corpus), "--db", str(db), "--quiet"]
+def ingest(corpus: Path, db: Path, workers: int | None, quiet: bool = True) -> Run:
+    cmd = [str(LOOPSCOPE), "ingest", str(corpus), "--db", str(db)] + (["--quiet"] if quiet else [])
     if workers is not None:
         cmd += ["--workers", str(workers)]
     r = run(cmd)
@@ -116,9 +117,13 @@ def main() -> None:
               f" over up to {cold.max_processes} processes (largest single process {mb(cold.max_process_rss)}; main "
               f"{mb(cold.main_rss)}, largest worker {mb(cold.workers_rss)}); "
               f"store: {summary}", flush=True)
-        again = ingest(args.corpus, db, args.workers)
-        print(f"no-change re-ingest: {again.seconds:.2f} s ({again.seconds / cold.seconds:.1%} of cold), peak RSS "
-              f"{mb(again.peak_tree_rss)}", flush=True)
+        again = ingest(args.corpus, db, args.workers, quiet=False)
+        # The command prints its own time ("... MB in 0.10 s"): the ingest proper, without the ~0.3 s the
+        # interpreter takes to start and import typer, rich and DuckDB, a fixed cost whatever the corpus size.
+        own = float(re.search(r"MB in ([0-9.]+) s", again.stdout).group(1))
+        print(f"no-change re-ingest: {again.seconds:.2f} s for the command ({again.seconds / cold.seconds:.1%} of "
+              f"cold), {own:.2f} s of ingest ({own / cold.seconds:.1%}), peak RSS {mb(again.peak_tree_rss)}",
+              flush=True)
         store_mb = db.stat().st_size
     finally:
         if not args.keep_store:
@@ -128,13 +133,17 @@ def main() -> None:
 
     ratio = cold.seconds / parse_s
     share = again.seconds / cold.seconds
+    own_share = own / cold.seconds
     print()
     print(f"| ingest benchmark ({mb(size)}, {manifest['files']:,} files, {summary['sessions']:,} sessions, "
           f"{summary['calls']:,} calls) | figure | target | met |")
     print("|---|---|---|---|")
     print(f"| DuckDB bare parse (`read_json_objects`, one field) | {parse_s:.2f} s | | |")
     print(f"| cold `loopscope ingest` | {cold.seconds:.2f} s = {ratio:.1f}x bare parse | <= 3x | {verdict(ratio <= 3)} |")
-    print(f"| no-change re-ingest | {again.seconds:.2f} s = {share:.1%} of cold | <= 2% | {verdict(share <= 0.02)} |")
+    print(f"| no-change re-ingest: the ingest's own time | {own:.2f} s = {own_share:.1%} of cold | <= 2% | "
+          f"{verdict(own_share <= 0.02)} |")
+    print(f"| no-change re-ingest: the whole command, interpreter start included | {again.seconds:.2f} s = "
+          f"{share:.1%} of cold | <= 2% | {verdict(share <= 0.02)} |")
     print(f"| peak RSS of the ingest (all {cold.max_processes} processes) | {mb(cold.peak_tree_rss)} "
           f"(main {mb(cold.main_rss)}, largest worker {mb(cold.workers_rss)}) | < 1 GB | {verdict(cold.peak_tree_rss < GB)} |")
     print(f"| store size | {mb(store_mb)} | | |")
