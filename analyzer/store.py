@@ -191,10 +191,14 @@ def load_chunk(
             SELECT {", ".join(_ts("ts") if c == "ts" else c for c in turn_cols)}
             FROM {_spool_source(spool, "turns")} t {keep}
         """)
+        # The ordered and shallow variants are NULL when they equal the canonical JSON (most calls): their key is
+        # then the canonical key, reused rather than hashed again.
         call_exprs = {
-            "call_key": SQL_CALL_KEY.format(tool="tool", args="args"),
-            "call_key_ordered": SQL_CALL_KEY.format(tool="tool", args="coalesce(args_ordered, args)"),
-            "call_key_shallow": SQL_CALL_KEY.format(tool="tool", args="coalesce(args_shallow, args)"),
+            "call_key": "ck",
+            "call_key_ordered": "CASE WHEN args_ordered IS NULL THEN ck ELSE "
+                                + SQL_CALL_KEY.format(tool="tool", args="args_ordered") + " END",
+            "call_key_shallow": "CASE WHEN args_shallow IS NULL THEN ck ELSE "
+                                + SQL_CALL_KEY.format(tool="tool", args="args_shallow") + " END",
             "result_key": SQL_RESULT_KEY.format(has_result="has_result", is_error="is_error", text="result_text"),
             "ts": _ts("ts"),
             "result_ts": _ts("result_ts"),
@@ -202,7 +206,8 @@ def load_chunk(
         con.execute(f"""
             INSERT INTO calls ({", ".join(CALLS.names)})
             SELECT {", ".join(call_exprs.get(c, c) for c in CALLS.names)}
-            FROM {_spool_source(spool, "calls")} t {keep}
+            FROM (SELECT *, {SQL_CALL_KEY.format(tool="tool", args="args")} AS ck
+                  FROM {_spool_source(spool, "calls")} t {keep})
         """)
 
         con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "

@@ -62,3 +62,24 @@ def test_python_and_sql_compute_the_same_keys(tool: str, args: str, text: str | 
     else:
         expected_result = result_key(text or "", bool(is_error))
     assert sql_keys(tool, args, text, is_error) == (call_key(tool, args), expected_result)
+
+
+def test_the_store_keeps_each_guards_key(tmp_path) -> None:  # noqa: ANN001 - pytest fixture
+    from helpers import ingest_paths, query, write_jsonl
+
+    flat = {"command": "make", "timeout": 5}  # keys in order, nothing nested: all three keys are one
+    nested = {"path": "a", "opts": {"z": 1, "a": 2}}  # every variant differs
+    f = write_jsonl(tmp_path / "s.jsonl", [
+        {"type": "session", "version": 3, "id": "k", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/r"},
+        {"type": "message", "id": "a1", "timestamp": "2026-01-01T00:00:01Z", "message": {
+            "role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": flat},
+                                             {"type": "toolCall", "id": "c2", "name": "read", "arguments": nested}]}},
+    ])
+    db = tmp_path / "k.duckdb"
+    ingest_paths(db, f)
+    rows = query(db, "SELECT tool, call_key, call_key_ordered, call_key_shallow FROM calls ORDER BY seq")
+    for (tool, key, ordered, shallow), args in zip(rows, (flat, nested)):
+        assert key == call_key(tool, canonical_json(args))
+        assert ordered == call_key(tool, ordered_json(args))
+        assert shallow == call_key(tool, shallow_sorted_json(args))
+    assert len({rows[1][1], rows[1][2], rows[1][3]}) == 3 and len(set(rows[0][1:])) == 1
