@@ -137,7 +137,8 @@ def repeat_histogram(df: pl.DataFrame, warn: int | None, halt: int | None) -> Fi
     ]
     hi = max([*xs, warn or 0, halt or 0, 10])  # a lone bar stays a bar, not a wall
     shapes, labels = [], []
-    for x, color, text in ((warn, WARN, "warn"), (halt, HALT, "halt")):
+    lines = ((warn, WARN, "warn"), (halt, HALT, "halt")) if warn != halt else ((halt, HALT, "warn and halt"),)
+    for x, color, text in lines:  # one line when they coincide: two labels on one spot would overprint
         if x is not None:
             shapes.append(_vline(x - 0.5, color))
             labels.append(_vlabel(x - 0.5, color, f"{text} at {x}"))

@@ -34,6 +34,9 @@ def test_every_builder_produces_a_figure_plotly_accepts() -> None:
     fig = valid(figures.repeat_histogram(hist, 3, 5))
     assert fig["data"][0]["customdata"][-1] == f"{figures.REPEATS_CAP}+"
     assert [a["text"] for a in fig["layout"]["annotations"]] == ["warn at 3", "halt at 5"]
+    same = figures.repeat_histogram(hist, 6, 6)  # one line, one label, when warn and halt coincide
+    assert [a["text"] for a in same["layout"]["annotations"]] == ["warn and halt at 6"]
+    assert len(same["layout"]["shapes"]) == 1
     calls = pl.DataFrame({"seq": list(range(6)), "tool": ["bash", "bash", "read", "bash", "edit", "bash"],
                           "is_error": [True, None, False, True, False, False]})
     fig, note = figures.timeline(calls, [{"first_seq": 0, "last_seq": 3, "kind": "streak"}])
