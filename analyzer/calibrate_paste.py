@@ -53,6 +53,10 @@ def _pi(repeats: int, window: int, fails: int, why: str | None = None, similarit
     return "\n".join(lines)
 
 
+_PI_STREAK = ("pi blocks the N-th occurrence within its window and aborts on the re-issue, so a streak of identical "
+              "calls stops at {halt} as here")
+
+
 def paste_settings(base: str, warn: int, halt: int, window: int | None, similarity: float | None,
                    params: dict[str, Any], defaults: dict[str, dict[str, Any]]) -> dict[str, str]:
     """Guard name -> text to paste, for the recommended (warn, halt, window, similarity) of ``base`` (whose other
@@ -67,17 +71,13 @@ def paste_settings(base: str, warn: int, halt: int, window: int | None, similari
         out["gitagent (translation)"] = _gitagent(
             halt, git_turns, "gitagent counts identical calls in a row only (no 2-/3-call cycles, no warning) and "
                              "terminates after the call has run")
-        out["pi-anti-doom-loop (translation)"] = _pi(
-            halt - 1, pi_window, pi_fails, f"pi blocks the N-th occurrence within its window and aborts on the "
-                                           f"re-issue, so a streak of identical calls stops at {halt} as here")
+        out["pi-anti-doom-loop (translation)"] = _pi(halt - 1, pi_window, pi_fails, _PI_STREAK.format(halt=halt))
     elif base == "gitagent":
         out["gitagent"] = _gitagent(halt, git_turns)
         out["open-codesign (translation)"] = _codesign(
             halt, halt, "open-codesign also halts 2- and 3-call cycles; warn = halt means no separate warning, "
                         "as gitagent has none")
-        out["pi-anti-doom-loop (translation)"] = _pi(
-            halt - 1, pi_window, pi_fails, f"pi blocks the N-th occurrence within its window and aborts on the "
-                                           f"re-issue, so a streak of identical calls stops at {halt} as here")
+        out["pi-anti-doom-loop (translation)"] = _pi(halt - 1, pi_window, pi_fails, _PI_STREAK.format(halt=halt))
     elif base == "pi-anti-doom-loop":
         fails = int(params.get("fails", pi_fails))
         out["pi-anti-doom-loop"] = _pi(warn, window or pi_window, fails, similarity=similarity, swept_similarity=True)
@@ -93,9 +93,7 @@ def paste_settings(base: str, warn: int, halt: int, window: int | None, similari
         out["open-codesign (translation)"] = _codesign(warn, halt, why + "; open-codesign counts streaks and 2-/3-"
                                                                         "call cycles, resetting at user prompts")
         out["gitagent (translation)"] = _gitagent(halt, git_turns, why + "; gitagent counts calls in a row only")
-        out["pi-anti-doom-loop (translation)"] = _pi(
-            halt - 1, pi_window, pi_fails, f"pi blocks the N-th occurrence within its window and aborts on the "
-                                           f"re-issue, so a streak of identical calls stops at {halt} as here")
+        out["pi-anti-doom-loop (translation)"] = _pi(halt - 1, pi_window, pi_fails, _PI_STREAK.format(halt=halt))
     return out
 
 

@@ -26,7 +26,6 @@ from .errors import StoreError
 DETECTOR_VERSION = "1"
 BATCH_CALLS = 200_000  # calls per group: what the detectors hold in memory at once (~700 MB peak), one transaction
 BATCH_SESSIONS = 20_000
-MEMORY_LIMIT = "512MB"  # DuckDB's share of the scan process (sorts spill to disk beyond it)
 
 ProgressFn = Callable[[int, int], None]  # (calls done, calls total)
 
@@ -111,11 +110,9 @@ def scan(
         raise StoreError(f"no store at {db}: run `loopscope ingest` first (or pass --db)")
     con = store.connect(db)
     try:
-        # DuckDB keeps what it read cached up to its limit (80% of RAM by default); the scan reads every result
-        # once to size it, so without a cap a large store would sit in memory for nothing. Checkpointing at each
-        # commit (the default past 16 MB of WAL) would rewrite the store once per group: once, at the end, is enough.
-        con.execute(f"SET memory_limit = '{MEMORY_LIMIT}'")
-        con.execute("SET checkpoint_threshold = '1GB'")
+        # The same settings as ingest: a memory cap (DuckDB would otherwise keep up to 80% of RAM of what it read),
+        # and one checkpoint at the end instead of one per landed group.
+        store.tune_for_bulk_load(con)
         summary = _scan(con, config, workers, full, progress)
     except duckdb.Error as exc:
         raise StoreError(f"scan of {db} failed: {str(exc).splitlines()[0]}") from None

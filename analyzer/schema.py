@@ -42,10 +42,6 @@ class Table:
     def names(self) -> list[str]:
         return [c.name for c in self.columns]
 
-    def arrow_schema(self) -> "pa.Schema":
-        import pyarrow as pa
-
-        return pa.schema([(c.name, c.arrow) for c in self.columns])
 
 
 def _t(name: str, doc: str, *cols: tuple[str, str, str]) -> Table:
@@ -162,7 +158,6 @@ CALLS = _t(
     ("line", "BIGINT", "Physical line of the call."),
 )
 
-INGEST_TABLES = (SESSIONS, TURNS, CALLS)
 ALL_TABLES = (FILES, INGEST_ERRORS, SESSIONS, TURNS, CALLS)
 
 # -- the scan: detector outputs (analyzer.scan, analyzer.detect) ------------------------------------------------------

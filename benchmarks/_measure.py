@@ -10,6 +10,7 @@ max over the child and every descendant it reaped).
 from __future__ import annotations
 
 import os
+import sys
 import subprocess
 import threading
 import time
@@ -99,3 +100,14 @@ def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.0
 
 def mb(n: float) -> str:
     return f"{n / 1e6:,.0f} MB"
+
+
+LOOPSCOPE = Path(sys.executable).with_name("loopscope")
+
+
+def loopscope(*args: str) -> Run:
+    """Run the installed ``loopscope`` command, measured; a failure ends the benchmark with its stderr."""
+    r = run([str(LOOPSCOPE), *args])
+    if r.returncode:
+        raise SystemExit(f"loopscope {args[0]} failed ({r.returncode}):\n{r.stderr[-4000:]}")
+    return r

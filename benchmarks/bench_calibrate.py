@@ -26,19 +26,11 @@ sys.dont_write_bytecode = True
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import Run, run  # noqa: E402
+from _measure import loopscope  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
-LOOPSCOPE = Path(sys.executable).with_name("loopscope")
 TARGET_SECONDS = 10.0
 TARGET_SETTINGS = 200
-
-
-def loopscope(*args: str) -> Run:
-    r = run([str(LOOPSCOPE), *args])
-    if r.returncode:
-        raise SystemExit(f"loopscope {args[0]} failed ({r.returncode}):\n{r.stderr[-4000:]}")
-    return r
 
 
 def build_store(corpus: Path, db: Path, size_mb: float, seed: int) -> None:

@@ -24,15 +24,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import subprocess
-
 from analyzer import store
 from reports.render import render_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _measure import loopscope  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
-LOOPSCOPE = Path(sys.executable).with_name("loopscope")
 CORPUS_MB = 170  # about 1,000 sessions with findings at gen_corpus.py's default mix
 
 SIZE_BUDGET_MB = 40.0
@@ -117,21 +115,14 @@ def build(db: Path, with_findings: int, extra: int) -> None:
         con.close()
 
 
-def _loopscope(*args: str) -> str:
-    proc = subprocess.run([str(LOOPSCOPE), *args], capture_output=True, text=True)
-    if proc.returncode:
-        raise SystemExit(f"loopscope {args[0]} failed: {proc.stderr[-2000:]}")
-    return proc.stdout
-
-
 def command_on_corpus(corpus: Path, work: Path) -> bool:
     """Ingest and scan a generated corpus, then time ``loopscope report`` end to end."""
     ensure(corpus, CORPUS_MB, 7)
     db = work / "corpus.duckdb"
     for f in (db, Path(f"{db}.wal")):
         f.unlink(missing_ok=True)
-    _loopscope("ingest", str(corpus), "--db", str(db), "--quiet")
-    _loopscope("scan", "--db", str(db), "--quiet")
+    loopscope("ingest", str(corpus), "--db", str(db), "--quiet")
+    loopscope("scan", "--db", str(db), "--quiet")
     con = store.connect(db, read_only=True)
     try:
         (with_findings,), = con.execute("SELECT count(DISTINCT session_id) FROM findings").fetchall()
@@ -140,7 +131,7 @@ def command_on_corpus(corpus: Path, work: Path) -> bool:
     out = work / "corpus-report"
     shutil.rmtree(out, ignore_errors=True)
     t0 = time.perf_counter()
-    _loopscope("report", "--db", str(db), "--out", str(out), "--quiet")
+    loopscope("report", "--db", str(db), "--out", str(out), "--quiet")
     seconds = time.perf_counter() - t0
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     pages = len(list((out / "sessions").glob("*.html")))

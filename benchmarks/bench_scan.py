@@ -28,19 +28,11 @@ sys.dont_write_bytecode = True
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import Run, mb, run  # noqa: E402
+from _measure import Run, loopscope, mb  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
-LOOPSCOPE = Path(sys.executable).with_name("loopscope")
 TARGET_RATE = 200_000
 TARGET_SHARE = 0.25
-
-
-def loopscope(*args: str) -> Run:
-    r = run([str(LOOPSCOPE), *args])
-    if r.returncode:
-        raise SystemExit(f"loopscope {args[0]} failed ({r.returncode}):\n{r.stderr[-4000:]}")
-    return r
 
 
 def store_counts(db: Path) -> dict[str, int]:
