@@ -22,6 +22,13 @@ from .rows import MAX_ERRORS_PER_FILE, RowSink, excerpt
 ADAPTERS: dict[str, ModuleType] = {m.FORMAT: m for m in (pi, claude, codex, openai_messages)}
 # Codex and Claude records carry unmistakable keys; pi's are looser, so it is tried after them.
 SNIFF_ORDER: tuple[ModuleType, ...] = (codex, claude, pi, openai_messages)
+# Formats whose file is one JSON document (a SWE-agent ``.traj``, a Gemini CLI chat): the module has
+# ``sniff_document(doc)`` and its Parser is fed the whole document once, as record 1. Tried before the line
+# sniffers when the file holds a single JSON value, since a document can look like one line record of another format.
+DOCUMENT_ORDER: tuple[ModuleType, ...] = ()
+# Formats the adapter reads itself (a zip ``.eval``, a Parquet or SQLite file): the module has
+# ``sniff_file(path, head)`` (``head`` is the first 64 KB) and its Parser has ``read(path)``.
+FILE_ORDER: tuple[ModuleType, ...] = ()
 SNIFF_RECORDS = 64
 WHOLE_DOC_LIMIT = 256 << 20
 
@@ -56,9 +63,17 @@ class FileOutcome:
 
 
 def detect_format(rec: Any) -> ModuleType | None:
-    for mod in SNIFF_ORDER:
+    return _first(SNIFF_ORDER, "sniff", rec)
+
+
+def detect_document(doc: Any) -> ModuleType | None:
+    return _first(DOCUMENT_ORDER, "sniff_document", doc)
+
+
+def _first(order: tuple[ModuleType, ...], hook: str, *args: Any) -> ModuleType | None:
+    for mod in order:
         try:
-            if mod.sniff(rec):
+            if getattr(mod, hook)(*args):
                 return mod
         except Exception:  # noqa: BLE001 - a sniffer must never sink a file
             continue
@@ -87,15 +102,15 @@ def describe_document(doc: Any) -> str:
     return "JSON of no known transcript format"
 
 
-def _whole_document(path: str, size: int) -> str | None:
+def _load_document(path: str, size: int) -> tuple[bool, Any]:
+    """(True, value) when the whole file is one JSON value that fits the document limit."""
     if size > WHOLE_DOC_LIMIT:
-        return None
+        return False, None
     try:
         with open(path, "rb") as f:
-            doc = orjson.loads(f.read())
+            return True, orjson.loads(f.read())
     except (OSError, orjson.JSONDecodeError):
-        return None
-    return describe_document(doc)
+        return False, None
 
 
 def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | None = None) -> FileOutcome:
@@ -114,12 +129,20 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
             out.status, out.reason = "skipped", "empty file"
             out.size = len(head)
             return out
-        if b"\x00" in head:
-            out.status, out.reason = "skipped", "binary file (NUL bytes)"
-            return out
         early_errors: list[tuple[int | None, str, str | bytes]] = []
         parser = None
         ctx: FileContext | None = None
+        file_mod = _first(FILE_ORDER, "sniff_file", path, head)
+        if file_mod is not None:
+            return _run_whole(out, file_mod, path, task, sink, f, stats, progress, lambda p: p.read(path))
+        if b"\x00" in head:
+            out.status, out.reason = "skipped", "binary file (NUL bytes)"
+            return out
+        if head.lstrip()[:1] in (b"{", b"["):
+            ok, doc = _load_document(task.path, task.size) if DOCUMENT_ORDER and _single_value(head) else (False, None)
+            doc_mod = detect_document(doc) if ok else None
+            if doc_mod is not None:
+                return _run_whole(out, doc_mod, path, task, sink, f, stats, progress, lambda p: p.feed(doc, 1))
 
         def on_error(line: int | None, reason: str, text: str | bytes) -> None:
             if parser is None:
@@ -140,7 +163,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                 first = head.lstrip()[:1]
                 reason = None
                 if first in (b"{", b"[") and (early_errors or (buffered and not isinstance(buffered[0][1], dict))):
-                    reason = _whole_document(task.path, task.size)
+                    ok, doc = _load_document(task.path, task.size)
+                    reason = describe_document(doc) if ok else None
                 if reason is None:
                     if buffered and isinstance(buffered[0][1], dict):
                         keys = ", ".join(sorted(map(str, buffered[0][1]))[:8])
@@ -173,6 +197,49 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                 except Exception:  # noqa: BLE001
                     pass
             _drain_hash(f, stats, progress)
+    out.size = stats.bytes_read
+    out.content_hash = stats.content_hash
+    return out
+
+
+def _single_value(head: bytes) -> bool:
+    """Whether the file looks like one JSON document rather than JSON lines: it starts with an array, or its first
+    line is not a complete value (pretty-printed), or it has only one line."""
+    body = head.lstrip()
+    if body[:1] == b"[":
+        return True
+    first, nl, rest = body.partition(b"\n")
+    if not nl or not rest.strip():
+        return True
+    try:
+        orjson.loads(first)
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+def _run_whole(out: FileOutcome, mod: ModuleType, path: Path, task: FileTask, sink: RowSink, f: Any,
+               stats: ReadStats, progress: Callable[[int], None] | None, run: Callable[[Any], None]) -> FileOutcome:
+    """Run a document or file adapter over the whole file, then hash the bytes for change detection."""
+    out.format = mod.FORMAT
+    ctx = FileContext(path, task.file_id, sink, out.add_error)
+    calls_before = sink.counts["calls"]
+    parser = None
+    try:
+        parser = mod.Parser(ctx)
+        run(parser)
+        out.sessions = parser.close()
+    except Exception as exc:  # noqa: BLE001 - an adapter bug must not lose the rest of the corpus
+        out.add_error(None, f"internal error while reading ({type(exc).__name__}: {exc}); rows up to here kept",
+                      "".join(traceback.format_exception_only(type(exc), exc)))
+        if parser is not None:
+            try:
+                out.sessions = parser.close()
+            except Exception:  # noqa: BLE001
+                pass
+    out.calls = sink.counts["calls"] - calls_before
+    f.seek(0)
+    _drain_hash(f, stats, progress)
     out.size = stats.bytes_read
     out.content_hash = stats.content_hash
     return out
