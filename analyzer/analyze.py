@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import UsageError
-from .filters import SessionFilter
+from analyzer.errors import UsageError
+from analyzer.store.filters import SessionFilter
 
 if TYPE_CHECKING:
     import duckdb
@@ -27,9 +27,9 @@ def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Session
     ``loopscope calibrate`` never ran)."""
     from reports.context import Replay
 
-    from .calibrate import calibration_for_report
-    from .policies import resolve
-    from .replay import replay_store
+    from analyzer.calibrate.recommend import calibration_for_report
+    from analyzer.guards.policies import resolve
+    from analyzer.guards.replay import replay_store
 
     result = replay_store(con, resolve(["all"]), flt, workers=workers)
     replay = Replay(result.sessions) if result.sessions.height else None
@@ -59,10 +59,10 @@ def analyze(
     callback for that stage (or None)."""
     from reports.render import render_report
 
-    from . import store
-    from .calibrate import DEFAULT_BASE, calibrate_store
-    from .ingest.pipeline import ingest
-    from .scan import scan
+    from analyzer.store import db as store
+    from analyzer.calibrate.recommend import DEFAULT_BASE, calibrate_store
+    from analyzer.ingest.pipeline import ingest
+    from analyzer.scan.run import scan
 
     t0 = time.perf_counter()
     stages: list[tuple[str, str]] = []

@@ -7,14 +7,14 @@ from typing import Annotated
 
 import typer
 
-from . import __version__
-from .commands import analyze as analyze_cmds
-from .commands import calibrate as calibrate_cmds
-from .commands import ingest as ingest_cmds
-from .commands import replay as replay_cmds
-from .commands import report as report_cmds
-from .commands import scan as scan_cmds
-from .commands.common import out
+from analyzer import __version__
+from analyzer.commands import job as analyze_cmds
+from analyzer.commands import calibrate as calibrate_cmds
+from analyzer.commands import ingest as ingest_cmds
+from analyzer.commands import replay as replay_cmds
+from analyzer.commands import report as report_cmds
+from analyzer.commands import scan as scan_cmds
+from analyzer.commands.common import out
 
 app = typer.Typer(
     name="loopscope",

@@ -10,7 +10,7 @@ read-only store:
 1. the sweep: pi-anti-doom-loop's PI_ANTI_LOOP_REPEATS 2..15 x window 5/10/20 x similarity off/0.55/0.65/0.75/0.85
    (210 settings), timed as the one load of the signals plus every setting — no rescan; best of ``--repeat`` runs;
 2. the same for open-codesign's warn <= halt in 2..15 (105 settings), for reference;
-3. the exact replay that verifies each recommendation (``analyzer.replay``), timed alone.
+3. the exact replay that verifies each recommendation (``analyzer.guards.replay``), timed alone.
 
 Prints the figures and a markdown table with the target (a 200-setting sweep in under 10 s).
 """
@@ -44,8 +44,8 @@ def build_store(corpus: Path, db: Path, size_mb: float, seed: int) -> None:
 
 def sweep_once(con, base: str, grid):  # type: ignore[no-untyped-def]
     """Load + sweep + rank, as calibrate does it before the exact replay; returns (seconds, load seconds, result)."""
-    from analyzer.calibrate import base_policy, rank, sweep_frames
-    from analyzer.calibrate_sweep import load_frames
+    from analyzer.calibrate.recommend import base_policy, rank, sweep_frames
+    from analyzer.calibrate.sweep import load_frames
 
     pol = base_policy(base)
     t0 = time.perf_counter()
@@ -68,9 +68,9 @@ def main() -> None:
     if not args.db.exists():
         build_store(args.corpus, args.db, args.size_mb, args.seed)
 
-    from analyzer import store
-    from analyzer.calibrate import Grid, policy_for, verify_setting
-    from analyzer.filters import SessionFilter
+    from analyzer.store import db as store
+    from analyzer.calibrate.recommend import Grid, policy_for, verify_setting
+    from analyzer.store.filters import SessionFilter
 
     grids = {
         "pi-anti-doom-loop": Grid(windows=(5, 10, 20), similarities=(None, 0.55, 0.65, 0.75, 0.85)),

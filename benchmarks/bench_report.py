@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analyzer import store
+from analyzer.store import db as store
 from reports.render import render_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,6 +1,6 @@
 """The report's inputs beyond the store (guard replay, calibration) and the typed context of each page.
 
-Replay and calibration are computed elsewhere (``analyzer.policies``, ``analyzer.calibrate``); the report takes their
+Replay and calibration are computed elsewhere (``analyzer.guards.policies``, ``analyzer.calibrate``); the report takes their
 results as plain polars frames wrapped in the small types below, so it depends on their *shape*, not their code.
 Either may be absent: the pages then say "not computed" where those sections would be.
 """

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from .context import ArgDiff, Clip, DiffPart, Episode, Variant
+from reports.context import ArgDiff, Clip, DiffPart, Episode, Variant
 
 Redactor = Callable[[str | None], str | None]
 

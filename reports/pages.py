@@ -8,13 +8,15 @@ from typing import Any
 
 import polars as pl
 
-from . import figures
-from .context import (Calibration, CalibrationContext, Chart, Episode, IndexContext, Kpi, Link, PageMeta,
-                      Recommendation, SessionContext, Table)
-from .data import Totals
-from .episodes import Episodes, Redactor
-from .fmt import compact, num, pct, project_label, share, usd, when
-from .paths import Links, section_id
+from reports import figures
+from reports.context import (
+    Calibration, CalibrationContext, Chart, Episode, IndexContext, Kpi, Link, PageMeta, Recommendation,
+    SessionContext, Table,
+)
+from analyzer.reporting import Totals
+from reports.episodes import Episodes, Redactor
+from reports.fmt import compact, num, pct, project_label, share, usd, when
+from reports.paths import Links, section_id
 
 WORST_SESSIONS = 25
 LISTED_SESSIONS = 2000

@@ -34,12 +34,13 @@ from markupsafe import Markup, escape
 
 from analyzer import __version__
 from analyzer.errors import LoopscopeError
-from analyzer.filters import SessionFilter
+from analyzer.store.filters import SessionFilter
 
-from . import data, fmt, pages
-from .context import Calibration, Link, PageMeta, Replay
-from .paths import Links, inside, section_id, session_page_path
-from .redact import MARKER, identity, redact as redact_text
+from reports import fmt, pages
+from analyzer import reporting as data
+from reports.context import Calibration, Link, PageMeta, Replay
+from reports.paths import Links, inside, section_id, session_page_path
+from reports.redact import MARKER, identity, redact as redact_text
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = ".loopscope-report.json"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.scan import scan
+from analyzer.scan.run import scan
 from helpers import ingest_paths
 from test_replay_support import CYCLE, PYTEST, STATUS, C, T, U, pi_session
 

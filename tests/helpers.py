@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from analyzer import store
+from analyzer.store import db as store
 from analyzer.ingest.pipeline import IngestSummary, ingest
 
 

@@ -14,13 +14,15 @@ import duckdb
 import polars as pl
 import pytest
 
-from analyzer import store
-from analyzer.calibrate import (Grid, calibrate_store, calibration_for_report, latest_calibration, parse_range,
-                                parse_similarities, parse_windows, policy_for, rank, verify_setting)
-from analyzer.calibrate_sweep import load_frames
+from analyzer.store import db as store
+from analyzer.calibrate.recommend import (
+    Grid, calibrate_store, calibration_for_report, latest_calibration, parse_range, parse_similarities,
+    parse_windows, policy_for, rank, verify_setting,
+)
+from analyzer.calibrate.sweep import load_frames
 from analyzer.errors import UsageError
-from analyzer.filters import SessionFilter
-from analyzer.policies import PRESETS
+from analyzer.store.filters import SessionFilter
+from analyzer.guards.policies import PRESETS
 from calibrate_support import build_store
 from reports.context import Calibration, Recommendation
 

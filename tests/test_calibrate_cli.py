@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from analyzer import store
-from analyzer.calibrate import latest_calibration
+from analyzer.store import db as store
+from analyzer.calibrate.recommend import latest_calibration
 from analyzer.cli import app
 from calibrate_support import build_store
 

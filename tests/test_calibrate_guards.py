@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import store
-from analyzer.calibrate import Grid, calibrate_store, policy_for, verify_setting
-from analyzer.calibrate_sweep import load_frames
-from analyzer.filters import SessionFilter
-from analyzer.policies import PRESETS
+from analyzer.store import db as store
+from analyzer.calibrate.recommend import Grid, calibrate_store, policy_for, verify_setting
+from analyzer.calibrate.sweep import load_frames
+from analyzer.store.filters import SessionFilter
+from analyzer.guards.policies import PRESETS
 from calibrate_support import build_store
 from test_replay_support import C, T, U
 
@@ -51,7 +51,7 @@ def sweep_row(db: Path, base: str, **setting: object) -> tuple[dict, object]:
 
 
 def halts_by_session(db: Path, base: str, **settings: object) -> dict[str, int]:
-    from analyzer.replay import replay_store
+    from analyzer.guards.replay import replay_store
 
     con = store.connect(db, read_only=True)
     try:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from analyzer.detect.core import Config
-from analyzer.detect.guard import Guard, Thresholds, Verdict
+from analyzer.detect.stream.calls import Config
+from analyzer.detect.stream.live import Guard, Thresholds, Verdict
 
 A = ("read", {"path": "a", "n": 1})
 A2 = ("read", {"n": 1, "path": "a"})  # A with its keys in the other order

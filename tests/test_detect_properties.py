@@ -2,7 +2,7 @@
 stores, the scan never looks ahead, and the fast helpers equal the reference definitions they replace.
 
 The two sides are independent implementations: ``Guard`` runs the streaming Python core call by call, the scan runs
-polars expressions over a whole group of sessions (``detect.vcore``, ``detect.vtext``)."""
+polars expressions over a whole group of sessions (``detect.vector.calls``, ``detect.vector.text``)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.detect.core import Config
-from analyzer.detect.guard import Guard, Thresholds
+from analyzer.detect.stream.calls import Config
+from analyzer.detect.stream.live import Guard, Thresholds
 from analyzer.detect.keys import (args_text, args_token_set, call_key, canonical_json, estimate_tokens,
                                   estimate_tokens_sql, fast_token_set, result_key, token_set)
-from analyzer.detect.text import CHUNK, chunk_repeats
-from analyzer.detect.vcore import call_signals
-from analyzer.detect.vtext import text_signals
+from analyzer.detect.stream.text import CHUNK, chunk_repeats
+from analyzer.detect.vector.calls import call_signals
+from analyzer.detect.vector.text import text_signals
 
 TOOLS = ["bash", "read", "edit"]
 ARGS = [{"command": "make test"}, {"command": "make test --verbose"}, {"path": "a.py"}, {"path": "b.py", "n": 2},

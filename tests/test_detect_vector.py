@@ -1,5 +1,5 @@
 """The vectorised batch scan against the streaming reference, piece by piece: argument and text words, the
-per-message text rules, and whole findings (``detect.vepisodes`` against ``detect.episodes.build_findings``) on
+per-message text rules, and whole findings (``detect.vector.episodes`` against ``detect.stream.episodes.build_findings``) on
 random sessions with loops of every kind, scripts, usage and user turns."""
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.detect.core import SIGNAL_FIELDS, Config, scan_calls
-from analyzer.detect.episodes import RESULT_HEAD, SessionData, build_findings
+from analyzer.detect.stream.calls import SIGNAL_FIELDS, Config, scan_calls
+from analyzer.detect.stream.episodes import RESULT_HEAD, SessionData, build_findings
 from analyzer.detect.keys import (args_token_set, call_key, canonical_json, estimate_tokens, fast_token_set,
                                   result_key)
-from analyzer.detect.text import TEXT_FIELDS, chunk_repeats, scan_texts, sentence_repeats
-from analyzer.detect.vtext import text_signals
-from analyzer.detect.vwords import args_words_series, normalize, words
-from analyzer.scan_batch import scan_group
-from analyzer.schema import FINDINGS
+from analyzer.detect.stream.text import TEXT_FIELDS, chunk_repeats, scan_texts, sentence_repeats
+from analyzer.detect.vector.text import text_signals
+from analyzer.detect.vector.words import args_words_series, normalize, words
+from analyzer.scan.batch import scan_group
+from analyzer.store.schema import FINDINGS
 
 # -- words -----------------------------------------------------------------------------------------------------------
 

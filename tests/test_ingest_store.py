@@ -14,7 +14,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analyzer import store
+from analyzer.store import db as store
 from analyzer.errors import StoreInUseError
 from helpers import ingest_paths, query, write_jsonl
 from test_ingest_robust import pi_session

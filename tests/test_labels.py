@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from analyzer import store
+from analyzer.store import db as store
 from analyzer.cli import app
 from analyzer.errors import UsageError
-from analyzer.labels import Label, read_labels, resolve_labels
+from analyzer.calibrate.labels import Label, read_labels, resolve_labels
 from calibrate_support import build_store
 
 runner = CliRunner()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from analyzer.errors import UsageError
-from analyzer.policies import PRESETS, load_policy_file, parse_sets, policies_frame, resolve, settings_frame
+from analyzer.guards.policies import PRESETS, load_policy_file, parse_sets, policies_frame, resolve, settings_frame
 
 PRESET_NAMES = ["open-codesign", "gitagent", "pi-anti-doom-loop", "gemini-cli", "cline", "roo-code", "opencode",
                 "openhands"]

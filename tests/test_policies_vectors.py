@@ -72,7 +72,7 @@ def test_gitagent_uses_insertion_order_keys() -> None:
 
 
 def test_gitagent_mid_batch_trip_stops_after_the_next_batch() -> None:
-    from analyzer.replay import simulate
+    from analyzer.guards.replay import simulate
     from test_replay_support import build
 
     s = build([T(None, [P1]), T(None, [W, W, W, W, W, P2]), T(None, [P3])])
@@ -274,7 +274,7 @@ def test_openhands_compares_commands_by_exit_status_only() -> None:
 def test_openhands_monologue_and_reset_at_user_message() -> None:
     same = C("bash", {"command": "pytest"}, result="1 failed")
     assert verdicts("openhands", [same] * 3 + [U] + [same] * 3) == [ok] * 6
-    from analyzer.replay import simulate
+    from analyzer.guards.replay import simulate
     from test_replay_support import build
 
     sim = simulate(policy("openhands").guard(), build([T("I am stuck."), T("I am stuck."), T("I am stuck."), A]))

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from analyzer.schema import ALL_TABLES
-from analyzer.schema_doc import END, START, markdown
+from analyzer.store.schema import ALL_TABLES
+from analyzer.store.schema_doc import END, START, markdown
 from conftest import ROOT
 
 README = (ROOT / "README.md").read_text()

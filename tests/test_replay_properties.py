@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.guards import HALT
-from analyzer.policies import PRESETS
-from analyzer.replay import replay_session, simulate
+from analyzer.guards.policies import PRESETS
+from analyzer.guards.replay import replay_session, simulate
 from test_replay_support import C, T, U, build
 
 CALLS = [C("read", {"path": "a"}), C("read", {"path": "b"}), C("bash", {"command": "make"}, result="err", error=True),

@@ -15,9 +15,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from analyzer import store
-from analyzer.policies import PRESETS, resolve
-from analyzer.replay import load_corpus, replay, replay_store
+from analyzer.store import db as store
+from analyzer.guards.policies import PRESETS, resolve
+from analyzer.guards.replay import load_corpus, replay, replay_store
 from helpers import ingest_paths
 from test_replay_support import CYCLE, PYTEST, STATUS, C, T, U, pi_session
 
@@ -170,7 +170,7 @@ def test_parallel_replay_matches_serial(corpus_db: Path) -> None:
 
 
 def test_filters_and_custom_policy(corpus_db: Path) -> None:
-    from analyzer.filters import SessionFilter
+    from analyzer.store.filters import SessionFilter
 
     con = store.connect(corpus_db, read_only=True)
     try:

@@ -9,8 +9,8 @@ from typing import Any
 
 from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
 from analyzer.guards import LEVELS, Call, Message, UserPrompt
-from analyzer.policies import PRESETS, Policy
-from analyzer.replay import Session, simulate
+from analyzer.guards.policies import PRESETS, Policy
+from analyzer.guards.replay import Session, simulate
 
 from helpers import write_jsonl
 

@@ -15,9 +15,9 @@ import typer
 from test_report_corpus import SECRETS, add_findings, all_text, build_store, sample_calibration, sample_replay
 from typer.testing import CliRunner
 
-from analyzer import store
+from analyzer.store import db as store
 from analyzer.commands.report import report as report_cmd
-from analyzer.filters import SessionFilter
+from analyzer.store.filters import SessionFilter
 from reports import Calibration, Replay, ReportInputError, render_report
 from reports.paths import session_slug
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from test_report_corpus import IMG, LINK_TOOL, SCRIPT, build_store, sample_calibration, sample_replay
 
-from analyzer import store
+from analyzer.store import db as store
 from reports import render_report
 from reports.paths import session_slug
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from helpers import ingest_paths, write_jsonl
 
-from analyzer import store
+from analyzer.store import db as store
 
 # Fake secrets, assembled from parts so no scanner mistakes this file for a leak.
 SECRETS = {
@@ -186,7 +186,7 @@ def all_text(folder: Path) -> str:
 
 
 def sample_replay() -> "Replay":
-    """Replay rows as analyzer.policies will hand them over: two presets, one false halt."""
+    """Replay rows as analyzer.guards.policies will hand them over: two presets, one false halt."""
     import polars as pl
 
     from reports import Replay

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from test_report_corpus import build_store
 
-from analyzer import __version__, store
+from analyzer import __version__
+from analyzer.store import db as store
 from reports import render_report
 from reports.paths import session_slug
 

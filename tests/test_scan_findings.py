@@ -8,9 +8,10 @@ from typing import Any
 
 from helpers import ingest_paths, query, write_jsonl
 
-from analyzer import queries, store
-from analyzer.detect.core import Config
-from analyzer.scan import scan
+from analyzer.store import queries
+from analyzer.store import db as store
+from analyzer.detect.stream.calls import Config
+from analyzer.scan.run import scan
 
 
 @dataclass

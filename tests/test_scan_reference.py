@@ -12,13 +12,13 @@ import pytest
 from conftest import FIXTURES, SAMPLE_DATA
 from helpers import ingest_paths, query
 
-from analyzer import store
-from analyzer.detect.core import SIGNAL_FIELDS, Config, scan_calls
-from analyzer.detect.episodes import RESULT_HEAD, SessionData, build_findings
+from analyzer.store import db as store
+from analyzer.detect.stream.calls import SIGNAL_FIELDS, Config, scan_calls
+from analyzer.detect.stream.episodes import RESULT_HEAD, SessionData, build_findings
 from analyzer.detect.keys import args_token_set, estimate_tokens
-from analyzer.detect.text import TEXT_FIELDS, scan_texts
-from analyzer.scan import scan
-from analyzer.schema import FINDINGS
+from analyzer.detect.stream.text import TEXT_FIELDS, scan_texts
+from analyzer.scan.run import scan
+from analyzer.store.schema import FINDINGS
 
 
 def _rows(con: Any, sql: str) -> list[dict[str, Any]]:

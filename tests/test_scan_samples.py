@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from helpers import ingest_paths, query
 
-from analyzer.scan import scan
+from analyzer.scan.run import scan
 
 SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 EXPECTED_FILE = SAMPLE_DATA / ".expected.json"

@@ -13,11 +13,11 @@ from helpers import ingest_paths, query
 from test_scan_findings import Call, Pi, bash
 from typer.testing import CliRunner
 
-from analyzer import scan as scan_mod
+from analyzer.scan import run as scan_mod
 from analyzer.detect import keys
 from analyzer.cli import app
-from analyzer.detect.core import Config
-from analyzer.scan import scan
+from analyzer.detect.stream.calls import Config
+from analyzer.scan.run import scan
 
 CONTRACT = ["finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq", "repeats",
             "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd"]

@@ -8,17 +8,19 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from ..errors import StoreError
-from ..output import OutputFormat
-from .common import (AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err,
-                     handle_errors, session_filter)
+from analyzer.errors import StoreError
+from analyzer.commands.output import OutputFormat
+from analyzer.commands.common import (
+    AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors,
+    session_filter,
+)
 
 if TYPE_CHECKING:
     import polars as pl
     from rich.console import Console
     from rich.table import Table
 
-    from ..calibrate import CalibrationResult
+    from analyzer.calibrate.recommend import CalibrationResult
 
 # polars, DuckDB and the sweep are imported inside the command, so the CLI starts fast.
 
@@ -71,9 +73,9 @@ def calibrate(
     settings to paste, exact replay, every sweep row); csv, ndjson and parquet print the sweep rows, with
     `on_frontier` and `recommended` columns.
     """
-    from .. import store
-    from ..calibrate import Grid, calibrate_store, parse_range, parse_similarities, parse_windows
-    from ..policies import ALIASES
+    from analyzer.store import db as store
+    from analyzer.calibrate.recommend import Grid, calibrate_store, parse_range, parse_similarities, parse_windows
+    from analyzer.guards.policies import ALIASES
 
     flt = session_filter(since, until, agent, project)
     grid = Grid(parse_range(warn_range, "--warn-range"), parse_range(halt_range, "--halt-range"),
@@ -102,7 +104,7 @@ def calibrate(
 def _write(res: "CalibrationResult", fmt: OutputFormat, output: Path | None) -> None:
     import orjson
 
-    from ..output import write_frame
+    from analyzer.commands.output import write_frame
 
     if fmt is OutputFormat.table:
         _print_table(res, output)
@@ -150,7 +152,7 @@ def _print_table(res: "CalibrationResult", output: Path | None) -> None:
     import polars as pl
     from rich.markup import escape
 
-    from ..output import render_table
+    from analyzer.commands.output import render_table
 
     console = _console(output)
     try:

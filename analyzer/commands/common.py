@@ -12,9 +12,9 @@ from typing import Annotated, Any, Optional, TypeVar
 import typer
 from rich.console import Console
 
-from ..errors import LoopscopeError
-from ..filters import SessionFilter
-from ..output import OutputFormat
+from analyzer.errors import LoopscopeError
+from analyzer.store.filters import SessionFilter
+from analyzer.commands.output import OutputFormat
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
@@ -41,7 +41,7 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar a
 
 
 def db_path(db: Path | None) -> Path:
-    from ..store import default_db_path
+    from analyzer.store.db import default_db_path
 
     return db if db is not None else default_db_path()
 

@@ -7,8 +7,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from .common import (AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt,
-                     db_path, handle_errors, out, session_filter, with_progress)
+from analyzer.commands.common import (
+    AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path,
+    handle_errors, out, session_filter, with_progress,
+)
 
 
 @handle_errors
@@ -26,7 +28,7 @@ def ingest(
     The format is detected from content. Unchanged files are skipped; a changed file replaces its rows; each chunk
     of files lands in one transaction, so an interrupted ingest leaves a consistent store that the next run completes.
     """
-    from ..ingest.pipeline import ingest as run_ingest
+    from analyzer.ingest.pipeline import ingest as run_ingest
 
     summary = with_progress("ingest", quiet, lambda cb: run_ingest(paths or None, db_path(db), workers=workers,
                                                                    progress=cb))
@@ -64,8 +66,9 @@ def sessions(
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
 ) -> None:
     """List sessions with their totals, most expensive first."""
-    from .. import queries, store
-    from ..output import write_frame
+    from analyzer.store import queries
+    from analyzer.store import db as store
+    from analyzer.commands.output import write_frame
 
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)

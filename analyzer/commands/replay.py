@@ -13,10 +13,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..errors import UsageError
-from ..output import OutputFormat
-from .common import (AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, SinceOpt, UntilOpt, db_path, err,
-                     handle_errors, session_filter)
+from analyzer.errors import UsageError
+from analyzer.commands.output import OutputFormat
+from analyzer.commands.common import (
+    AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, SinceOpt, UntilOpt, db_path, err, handle_errors,
+    session_filter,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -44,7 +46,7 @@ SetOpt = Annotated[Optional[list[str]], typer.Option(
 
 
 def _overrides(sets: list[str] | None, warn: int | None, halt: int | None, window: int | None) -> dict[str, str]:
-    from ..policies import parse_sets
+    from analyzer.guards.policies import parse_sets
 
     out = parse_sets(sets or [])
     for name, value in (("warn", warn), ("halt", halt), ("window", window)):
@@ -64,8 +66,8 @@ def policies(
 
     With one --policy, list every setting of that policy with the guard's default and its meaning.
     """
-    from ..output import write_frame
-    from ..policies import policies_frame, resolve, settings_frame
+    from analyzer.commands.output import write_frame
+    from analyzer.guards.policies import policies_frame, resolve, settings_frame
 
     chosen = resolve(policy or ["all"], policy_file)
     if policy and len(chosen) == 1 and "all" not in [p.lower() for p in policy]:
@@ -82,7 +84,7 @@ def _print_cards(df: "pl.DataFrame", output: Path | None) -> None:
     """One card per policy: the descriptions are sentences, too long for the columns of one table."""
     from rich.table import Table
 
-    from ..policies import POLICY_TABLE_COLUMNS
+    from analyzer.guards.policies import POLICY_TABLE_COLUMNS
 
     with _console(output) as console:
         for row in df.to_dicts():
@@ -129,10 +131,10 @@ def replay(
     One row per session and policy (first warning, halting call, calls/tokens/dollars after the halt, and whether
     the halt landed in a stuck loop, a progressing repeat, or no loop — from `loopscope scan`), then corpus totals.
     """
-    from .. import store
-    from ..output import write_frame
-    from ..policies import resolve
-    from ..replay import TOTALS_TABLE_COLUMNS, replay_store
+    from analyzer.store import db as store
+    from analyzer.commands.output import write_frame
+    from analyzer.guards.policies import resolve
+    from analyzer.guards.replay import TOTALS_TABLE_COLUMNS, replay_store
 
     if totals and calls:
         raise UsageError("--totals and --calls are two different listings; choose one")
@@ -178,8 +180,8 @@ def _console(output: Path | None) -> Iterator["Console"]:
 
 def _print_tables(rows: "pl.DataFrame", tot: "pl.DataFrame", output: Path | None) -> None:
     """The session table, then the totals, on one console (``write_frame`` would overwrite --output)."""
-    from ..output import render_table
-    from ..replay import SESSION_TABLE_COLUMNS, TOTALS_TABLE_COLUMNS
+    from analyzer.commands.output import render_table
+    from analyzer.guards.replay import SESSION_TABLE_COLUMNS, TOTALS_TABLE_COLUMNS
 
 
     with _console(output) as console:

@@ -7,8 +7,10 @@ from typing import Annotated
 
 import typer
 
-from .common import (AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, handle_errors, out,
-                     session_filter, with_progress)
+from analyzer.commands.common import (
+    AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, handle_errors, out, session_filter,
+    with_progress,
+)
 
 OutDirOpt = Annotated[Path, typer.Option(
     "--out", help="Folder to write the report into (or, with --single-file, a .html file).")]
@@ -39,8 +41,8 @@ def report(
     """
     from reports.render import render_report
 
-    from .. import store
-    from ..analyze import report_inputs
+    from analyzer.store import db as store
+    from analyzer.analyze import report_inputs
 
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)

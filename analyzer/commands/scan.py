@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from ..filters import KINDS
-from .common import (AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt,
-                     db_path, err, handle_errors, out, session_filter, with_progress)
+from analyzer.store.filters import KINDS
+from analyzer.commands.common import (
+    AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err,
+    handle_errors, out, session_filter, with_progress,
+)
 
 
 if TYPE_CHECKING:
@@ -38,8 +40,8 @@ def scan(
     Writes per-call signals (`signals`), per-message text counters (`text_signals`) and loop episodes (`findings`).
     Each group of sessions lands in one transaction; an interrupted scan is completed by the next one.
     """
-    from ..detect.core import Config
-    from ..scan import scan as run_scan
+    from analyzer.detect.stream.calls import Config
+    from analyzer.scan.run import scan as run_scan
 
     config = Config(reset_on_user=reset_on_user)
     s = with_progress("scan", quiet, lambda cb: run_scan(db_path(db), config, workers=workers, full=full,
@@ -76,8 +78,9 @@ def findings(
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
 ) -> None:
     """List loop episodes, in the order they happened."""
-    from .. import queries, store
-    from ..output import write_frame
+    from analyzer.store import queries
+    from analyzer.store import db as store
+    from analyzer.commands.output import write_frame
 
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)
@@ -103,7 +106,8 @@ def summary(
     `--format json` prints one object {totals, by_kind, by_tool}; csv, ndjson and parquet print one long table with a
     `section` column.
     """
-    from .. import queries, store
+    from analyzer.store import queries
+    from analyzer.store import db as store
 
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)
@@ -123,7 +127,7 @@ def write_summary(parts: dict[str, "pl.DataFrame"], fmt: OutputFormat, output: P
     import polars as pl
     from rich.console import Console
 
-    from ..output import render_table, write_frame
+    from analyzer.commands.output import render_table, write_frame
 
     if fmt is OutputFormat.table:
         wide = output is not None or not sys.stdout.isatty()

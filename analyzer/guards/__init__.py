@@ -5,15 +5,15 @@ One module per guard; ``ENGINES`` maps each engine name (= its preset's name) to
 
 from __future__ import annotations
 
-from .base import HALT, LEVELS, OK, WARN, Call, Guard, Message, Param, Step, UserPrompt, Verdict
-from .cline import ClineGuard
-from .codesign import CodesignGuard
-from .gemini import GeminiGuard
-from .gitagent import GitagentGuard
-from .opencode import OpencodeGuard
-from .openhands import OpenhandsGuard
-from .pi import PiGuard
-from .roo import RooGuard
+from analyzer.guards.base import HALT, LEVELS, OK, WARN, Call, Guard, Message, Param, Step, UserPrompt, Verdict
+from analyzer.guards.cline import ClineGuard
+from analyzer.guards.codesign import CodesignGuard
+from analyzer.guards.gemini import GeminiGuard
+from analyzer.guards.gitagent import GitagentGuard
+from analyzer.guards.opencode import OpencodeGuard
+from analyzer.guards.openhands import OpenhandsGuard
+from analyzer.guards.pi import PiGuard
+from analyzer.guards.roo import RooGuard
 
 ENGINES: dict[str, type[Guard]] = {
     g.ENGINE: g

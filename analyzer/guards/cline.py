@@ -15,8 +15,8 @@ from typing import Any
 
 import orjson
 
-from ..detect.keys import call_key, canonical_json
-from .base import HALT, SHELL_TOOLS, WARN, Call, Guard, Param, Verdict, tools_text
+from analyzer.detect.keys import call_key, canonical_json
+from analyzer.guards.base import HALT, SHELL_TOOLS, WARN, Call, Guard, Param, Verdict, tools_text
 
 IGNORED_PARAMS = ("task_progress",)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from .base import HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, Verdict, tools_text
+from analyzer.guards.base import HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, Verdict, tools_text
 
 
 def trailing_repeats(seq: list[str], k: int) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from .base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Message, Param, Verdict, key_param
+from analyzer.guards.base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Message, Param, Verdict, key_param
 
 # The service's own patterns, kept byte for byte: note ``[*-+]`` is the range '*'..'+', so "- item" is not a list
 # item to it, and ``[+-_...]`` is the range '+'..'_' (digits and capitals count as divider characters).

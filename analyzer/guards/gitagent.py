@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from .base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Param, Verdict, key_param
+from analyzer.guards.base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Param, Verdict, key_param
 
 
 class GitagentGuard(Guard):

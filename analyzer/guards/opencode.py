@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from .base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Message, Param, Verdict, key_param
+from analyzer.guards.base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Message, Param, Verdict, key_param
 
 
 class OpencodeGuard(Guard):

@@ -21,7 +21,7 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from .base import HALT, SHELL_TOOLS, Call, Guard, Message, Param, Verdict, tools_text
+from analyzer.guards.base import HALT, SHELL_TOOLS, Call, Guard, Message, Param, Verdict, tools_text
 
 
 class OpenhandsGuard(Guard):

@@ -21,8 +21,8 @@ from typing import Any
 
 import orjson
 
-from ..detect.keys import args_text, jaccard, token_set
-from .base import HALT, WARN, Call, Guard, Message, Param, Verdict, tools_text
+from analyzer.detect.keys import args_text, jaccard, token_set
+from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Param, Verdict, tools_text
 
 _SEGMENT_SPLIT = re.compile(r"(?<=[.:!?])\s*")
 _TRAILING_PUNCT = re.compile(r"[.:!?]+$")

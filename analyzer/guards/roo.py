@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from .base import HALT, Call, Guard, Param, Verdict
+from analyzer.guards.base import HALT, Call, Guard, Param, Verdict
 
 SCROLL_ACTIONS = ("scroll_down", "scroll_up")
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Protocol
 
 import orjson
 
-from .rows import RowSink, SessionBuilder, excerpt
+from analyzer.ingest.rows import RowSink, SessionBuilder, excerpt
 
 
 @dataclass

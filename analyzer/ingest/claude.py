@@ -51,8 +51,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .base import FileContext, text_of
-from .rows import SessionBuilder, Usage
+from analyzer.ingest.base import FileContext, text_of
+from analyzer.ingest.rows import SessionBuilder, Usage
 
 FORMAT = "claude_code"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import orjson
 
-from .base import FileContext, parse_arguments, text_of
-from .rows import SessionBuilder, Usage, parse_ts
+from analyzer.ingest.base import FileContext, parse_arguments, text_of
+from analyzer.ingest.rows import SessionBuilder, Usage, parse_ts
 
 FORMAT = "openai_messages"
 _ID_KEYS = ("id", "uuid", "conversation_id")

@@ -14,10 +14,10 @@ from typing import Any, Callable
 
 import orjson
 
-from . import claude, codex, openai_messages, pi
-from .base import FileContext
-from .reader import ReadStats, iter_records
-from .rows import MAX_ERRORS_PER_FILE, RowSink, excerpt
+from analyzer.ingest import claude, codex, openai_messages, pi
+from analyzer.ingest.base import FileContext
+from analyzer.ingest.reader import ReadStats, iter_records
+from analyzer.ingest.rows import MAX_ERRORS_PER_FILE, RowSink, excerpt
 
 ADAPTERS: dict[str, ModuleType] = {m.FORMAT: m for m in (pi, claude, codex, openai_messages)}
 # Codex and Claude records carry unmistakable keys; pi's are looser, so it is tried after them.

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .base import FileContext, text_of
-from .rows import SessionBuilder, Usage, as_int
+from analyzer.ingest.base import FileContext, text_of
+from analyzer.ingest.rows import SessionBuilder, Usage, as_int
 
 FORMAT = "pi"
 _ROLES = {"user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", "branchSummary",

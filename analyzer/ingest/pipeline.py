@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from .. import store
-from ..errors import NothingToIngestError, UsageError
-from .reader import ReadStats
+from analyzer.store import db as store
+from analyzer.errors import NothingToIngestError, UsageError
+from analyzer.ingest.reader import ReadStats
 
 if TYPE_CHECKING:  # the parsers (and pyarrow) load only when a file needs parsing: a no-change re-ingest skips them
-    from .parse import FileOutcome, FileTask
+    from analyzer.ingest.parse import FileOutcome, FileTask
 
 CHUNK_BYTES = 32 << 20
 CHUNK_FILES = 256
@@ -152,8 +152,8 @@ def _bump(n: int) -> None:
 def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str,
                 bump: Callable[[int], None] | None = None) -> tuple[list[FileOutcome], dict[str, list[str]]]:
     """Worker entry point: parse a chunk of files into one Parquet spool per table."""
-    from .parse import parse_file
-    from .rows import RowSink
+    from analyzer.ingest.parse import parse_file
+    from analyzer.ingest.rows import RowSink
 
     sink = RowSink(Path(spool_dir), tag)
     outcomes = [parse_file(t, sink, bump or _bump) for t in chunk]
@@ -233,7 +233,7 @@ def _ingest_files(
         else:
             fid = next_id
             next_id += 1
-        from .parse import FileTask
+        from analyzer.ingest.parse import FileTask
 
         tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
     store.touch_files(con, touched)

@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..cost import price_usage
-from ..detect.keys import canonical_json, ordered_json, shallow_sorted_json
+from analyzer.ingest.cost import price_usage
+from analyzer.detect.keys import canonical_json, ordered_json, shallow_sorted_json
 
 MAX_EXCERPT = 200
 MAX_ERRORS_PER_FILE = 1000

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from .core import SIGNAL_FIELDS, Config, is_mutating
-from .vframes import ROW, changed, jaccard, pos_in_segment, row_index, run_len, scope_starts
-from .vwords import args_words_series
+from analyzer.detect.stream.calls import SIGNAL_FIELDS, Config, is_mutating
+from analyzer.detect.vector.frames import ROW, changed, jaccard, pos_in_segment, row_index, run_len, scope_starts
+from analyzer.detect.vector.words import args_words_series
 
 WINDOWS = (5, 10, 20)
 PRE_ZERO = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window5", "window_count", "window20")

@@ -2,7 +2,7 @@
 whether it was stuck. Unlike the core this looks at the whole session (an episode's end is known only afterwards).
 
 This is the readable statement of the rules, session by session; the scan runs their bulk form over whole groups
-(``detect.vepisodes``), which tests/test_detect_vector.py holds to exactly the same findings.
+(``detect.vector.episodes``), which tests/test_detect_vector.py holds to exactly the same findings.
 
 Kinds, each a maximal run inside one user turn, claimed in this order so no call belongs to two episodes:
 ``cycle`` (a block of 2-5 calls with at least 2 distinct keys repeated 3+ times, smallest period first), ``streak``
@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .core import SIGNAL_FIELDS, SIMILARITY, is_mutating
-from .keys import digest, fast_token_set, jaccard, normalize_result
-from .text import normalize_text
+from analyzer.detect.stream.calls import SIGNAL_FIELDS, SIMILARITY, is_mutating
+from analyzer.detect.keys import digest, fast_token_set, jaccard, normalize_result
+from analyzer.detect.stream.text import normalize_text
 
 MIN_REPEATS = 3
 MIN_NESTED = 2

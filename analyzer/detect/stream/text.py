@@ -1,7 +1,7 @@
 """Text-loop counters for assistant messages (DETECTORS.md 2.3 rules 1-4, and Gemini CLI's repeated 50-char chunks).
 
 Like the call core, a streaming state machine: each message's counters depend on it and the messages before it. A
-live ``Guard`` embeds it; the batch scan computes the same counters in bulk (``detect.vtext``) and is held to this.
+live ``Guard`` embeds it; the batch scan computes the same counters in bulk (``detect.vector.text``) and is held to this.
 Counters, not verdicts: a policy decides that 3 is a hit. Blank messages (whitespace only, e.g. tool-only turns) are
 not recorded and never hit, as in pi.
 """
@@ -12,7 +12,7 @@ import re
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 
-from .keys import fast_token_set, jaccard
+from analyzer.detect.keys import fast_token_set, jaccard
 
 TEXT_FIELDS: tuple[str, ...] = ("sentence_repeats", "same_count", "similar_run", "similar_count", "chunk_repeats")
 TEXT_WINDOW = 10  # the current message and the 9 before it

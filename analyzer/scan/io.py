@@ -1,6 +1,6 @@
 """The store side of one group of sessions: read its calls and messages, answer the detectors' lookups, land its rows.
 
-Kept apart from ``analyzer.scan`` (which plans) so that polars is imported only when there is something to scan: a
+Kept apart from ``analyzer.scan.run`` (which plans) so that polars is imported only when there is something to scan: a
 no-change rescan starts and ends without it.
 """
 
@@ -12,9 +12,9 @@ from typing import Protocol
 import duckdb
 import polars as pl
 
-from . import store
-from .detect.episodes import RESULT_HEAD
-from .detect.keys import estimate_tokens_sql
+from analyzer.store import db as store
+from analyzer.detect.stream.episodes import RESULT_HEAD
+from analyzer.detect.keys import estimate_tokens_sql
 
 # How the scan's rows are compressed as they land. DuckDB's own choice tries several schemes on every string
 # segment and keeps the smallest: the largest single step of the scan (0.4 s of 1.7 s on the benchmark corpus).
@@ -40,7 +40,7 @@ _TURNS_SQL = f"""
     SELECT session_id, turn_id, turn_index, user_turn, text, {estimate_tokens_sql('text')}::INTEGER AS est_tokens
     FROM turns WHERE role = 'assistant' AND {_GROUP}
 """
-# What findings need, for the few rows that need it (``detect.vepisodes.HeadsFn`` and ``TurnsFn``).
+# What findings need, for the few rows that need it (``detect.vector.episodes.HeadsFn`` and ``TurnsFn``).
 _HEADS_SQL = f"""
     SELECT h.session_id, h.seq, left(c.result_text, {RESULT_HEAD}) AS head
     FROM _scan_heads h JOIN calls c ON c.session_id = h.session_id AND c.seq = h.seq

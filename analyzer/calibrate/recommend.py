@@ -4,7 +4,7 @@ frontier of tokens saved against healthy work interrupted, and recommend the set
 ``calibrate_store`` runs it: one load of the stored signals, every setting as a few polars expressions
 (``analyzer.calibrate_sweep`` documents the measure of each base policy, what a halt saves and hits, and the
 approximations), the frontier and the recommendation (below), the text to paste into each guard
-(``analyzer.calibrate_paste``), then **one exact replay** of the recommended setting (``analyzer.replay``) so the
+(``analyzer.calibrate.paste``), then **one exact replay** of the recommended setting (``analyzer.guards.replay``) so the
 sweep's figures can be checked against the real guard's — both are printed. The result is saved in the store
 (``calibration_runs``, ``calibration_sweep``); ``latest_calibration`` reads it back for the report.
 
@@ -33,14 +33,16 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from .calibrate_paste import paste_settings
-from .calibrate_sweep import (BASES, CLASSES, NONE, STUCK, SWEEP_SCHEMA, WINDOW_COLUMNS, Frames, fixed_false_halts,
-                              load_frames, measures, sweep_variant)
-from .errors import UsageError
-from .filters import SessionFilter
-from .labels import LabelSpans, read_labels, resolve_labels
-from .policies import PRESETS, Policy, resolve
-from .store import frame, one, transaction
+from analyzer.calibrate.paste import paste_settings
+from analyzer.calibrate.sweep import (
+    BASES, CLASSES, NONE, STUCK, SWEEP_SCHEMA, WINDOW_COLUMNS, Frames, fixed_false_halts, load_frames, measures,
+    sweep_variant,
+)
+from analyzer.errors import UsageError
+from analyzer.store.filters import SessionFilter
+from analyzer.calibrate.labels import LabelSpans, read_labels, resolve_labels
+from analyzer.guards.policies import PRESETS, Policy, resolve
+from analyzer.store.db import frame, one, transaction
 
 if TYPE_CHECKING:
     import duckdb
@@ -464,7 +466,7 @@ def _rationale(res: CalibrationResult, n: int) -> str:
 def verify_setting(con: "duckdb.DuckDBPyConnection", policy: Policy, flt: SessionFilter, frames: Frames,
                    workers: int | None = None) -> Verification:
     """Replay ``policy`` exactly over the sessions the sweep covered and score its halts the sweep's way."""
-    from .replay import load_corpus, replay
+    from analyzer.guards.replay import load_corpus, replay
 
     t0 = time.perf_counter()
     corpus = load_corpus(con, flt)
@@ -501,7 +503,7 @@ def verify_setting(con: "duckdb.DuckDBPyConnection", policy: Policy, flt: Sessio
 # -- the store ------------------------------------------------------------------------------------------------------------
 def save_calibration(con: "duckdb.DuckDBPyConnection", res: CalibrationResult) -> None:
     """Append the run to ``calibration_runs`` and replace its base policy's rows in ``calibration_sweep``."""
-    from .schema import CALIBRATION_RUNS, CALIBRATION_SWEEP
+    from analyzer.store.schema import CALIBRATION_RUNS, CALIBRATION_SWEEP
 
     run = {
         "run_id": res.run_id, "base_policy": res.base, "computed_at": res.computed_at, "scope": res.scope,

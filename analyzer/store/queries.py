@@ -5,10 +5,10 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from .errors import UsageError
-from .filters import SessionFilter
-from .schema import FINDINGS
-from .store import frame, one
+from analyzer.errors import UsageError
+from analyzer.store.filters import SessionFilter
+from analyzer.store.schema import FINDINGS
+from analyzer.store.db import frame, one
 
 SESSION_TABLE_COLUMNS = [
     "session_id", "format", "started_at", "cwd", "models", "user_turns", "calls", "error_calls", "total_tokens",
@@ -18,7 +18,7 @@ FINDING_TABLE_COLUMNS = [
     "session_id", "kind", "period", "repeats", "stuck", "first_seq", "last_seq", "tools", "wasted_tokens",
     "cost_usd", "repeated",
 ]
-from .filters import KINDS  # noqa: E402  (re-exported: the CLI reads it without importing polars)
+from analyzer.store.filters import KINDS  # noqa: E402  (re-exported: the CLI reads it without importing polars)
 
 # Per-session loop columns `loopscope sessions` adds (NULL for a session that was never scanned).
 SESSION_LOOP_COLUMNS = {

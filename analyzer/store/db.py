@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from .errors import StoreError, StoreInUseError
-from .detect.keys import SQL_CALL_KEY, SQL_RESULT_KEY
-from .schema import ALL_TABLES, CALLS, FILES, INGEST_ERRORS, SCHEMA_VERSION, SESSIONS, TURNS, Table
+from analyzer.errors import StoreError, StoreInUseError
+from analyzer.detect.keys import SQL_CALL_KEY, SQL_RESULT_KEY
+from analyzer.store.schema import ALL_TABLES, CALLS, FILES, INGEST_ERRORS, SCHEMA_VERSION, SESSIONS, TURNS, Table
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import polars as pl
 
-    from .ingest.parse import FileOutcome
+    from analyzer.ingest.parse import FileOutcome
 
 DEFAULT_DB = "loopscope.duckdb"
 
@@ -129,7 +129,7 @@ def _spool_source(spool: dict[str, list[str]], table: str) -> str:
     paths = spool.get(table) or []
     if paths:
         return "read_parquet([" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "])"
-    from .ingest.rows import SPOOL
+    from analyzer.ingest.rows import SPOOL
 
     cols = ", ".join(f"NULL::{_SPOOL_SQL[str(t)]} AS {n}" for n, t in SPOOL[table])
     return f"(SELECT {cols} LIMIT 0)"

@@ -7,9 +7,10 @@ from typing import Annotated, Optional
 
 import typer
 
-from .common import (AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors, out,
-                     session_filter)
-from .report import NoRedactOpt, OutDirOpt, SingleFileOpt
+from analyzer.commands.common import (
+    AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors, out, session_filter,
+)
+from analyzer.commands.report import NoRedactOpt, OutDirOpt, SingleFileOpt
 
 
 @handle_errors
@@ -36,7 +37,7 @@ def analyze(
     """
     import sys
 
-    from ..analyze import analyze as run_analyze
+    from analyzer.analyze import analyze as run_analyze
 
     flt = session_filter(since, until, agent, project)
     bars = None if quiet or not sys.stderr.isatty() else _Bars()
@@ -71,7 +72,7 @@ class _Bars:
     def __init__(self) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        from .common import err
+        from analyzer.commands.common import err
 
         self.progress = Progress(TextColumn("[bold]{task.description:>9}"), BarColumn(), MofNCompleteColumn(),
                                  TimeRemainingColumn(), console=err, transient=True)

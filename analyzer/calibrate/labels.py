@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import UsageError
+from analyzer.errors import UsageError
 
 if TYPE_CHECKING:
     import duckdb

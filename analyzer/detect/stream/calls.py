@@ -2,8 +2,8 @@
 
 Fed calls in transcript order, it returns each call's signals from what came before (and the call itself), never
 from what comes after, so the signal at call i is exactly what a runtime guard would have seen at call i. It knows
-nothing of formats or DuckDB: a live agent embeds it (``detect.guard.Guard``). The batch scan computes the same
-signals for whole groups of sessions at once (``detect.vcore``, polars); this module is the reference it is held to
+nothing of formats or DuckDB: a live agent embeds it (``detect.stream.live.Guard``). The batch scan computes the same
+signals for whole groups of sessions at once (``detect.vector.calls``, polars); this module is the reference it is held to
 (tests/test_detect_properties.py). Semantics: DETECTORS.md sections 1 and 2; every signal is threshold-free,
 policies put thresholds on them.
 
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .keys import args_token_set, jaccard
+from analyzer.detect.keys import args_token_set, jaccard
 
 # The order of a call's signal tuple; the ``signals`` table stores these columns under the same names.
 SIGNAL_FIELDS: tuple[str, ...] = (
@@ -298,7 +298,7 @@ def scan_calls(
     token_cache: dict[Any, frozenset[str]] | None = None,
 ) -> tuple[list[Signals], dict[int, list[int]]]:
     """Every call of one session, in order, through one ``CallDetector``: one signal tuple per call and the nested
-    links. The per-session reference for the vectorised scan (``detect.vcore``) and its episodes."""
+    links. The per-session reference for the vectorised scan (``detect.vector.calls``) and its episodes."""
     d = CallDetector(config, token_cache)
     call, result = d.call, d.result
     out: list[Signals] = []

@@ -18,9 +18,9 @@ from typing import NamedTuple
 
 import duckdb
 
-from . import store
-from .detect.core import Config
-from .errors import StoreError
+from analyzer.store import db as store
+from analyzer.detect.stream.calls import Config
+from analyzer.errors import StoreError
 
 # Bump when signals or findings change meaning: every session is rescanned.
 DETECTOR_VERSION = "1"
@@ -128,8 +128,8 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     summary = ScanSummary(sessions=len(todo) + unchanged, unchanged=unchanged, removed=removed)
     if not todo:
         return summary
-    from . import scan_io  # polars and the detectors load only when there is something to scan
-    from .scan_batch import scan_group
+    from analyzer.scan import io as scan_io  # polars and the detectors load only when there is something to scan
+    from analyzer.scan.batch import scan_group
 
     threads = workers if workers is not None else (os.cpu_count() or 1)
     con.execute(f"SET threads = {max(1, threads)}")

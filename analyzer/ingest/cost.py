@@ -9,7 +9,7 @@ from importlib import resources
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .ingest.rows import Usage
+    from analyzer.ingest.rows import Usage
 
 _DATE = re.compile(r"-\d{8}$|@\d{8}$|-\d{4}-\d{2}-\d{2}$")
 _BEDROCK = re.compile(r"^(?:converse/)?(?:[a-z]{2}\.)?anthropic\.")

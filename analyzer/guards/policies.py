@@ -45,8 +45,8 @@ from typing import Any
 
 import polars as pl
 
-from .errors import UsageError
-from .guards import ENGINES, Guard, Param
+from analyzer.errors import UsageError
+from analyzer.guards import ENGINES, Guard, Param
 
 _DESCRIPTIONS = {
     "open-codesign": "Seed guard: streaks and 2-/3-call cycles, warn (block) at 3, halt at 5; blocked calls count.",

@@ -72,7 +72,7 @@ def args_words(args: pl.Expr) -> pl.Expr:
 
 def args_words_series(args: pl.Series) -> pl.Series:
     """``args_words`` with the flagged rows computed by the reference function: exact on every row."""
-    from .keys import args_token_set
+    from analyzer.detect.keys import args_token_set
 
     frame = pl.DataFrame({"a": args}).lazy().with_columns(  # lazy: both share the unescaped quotes (CSE)
         args_words(pl.col("a")).alias("w"), args_needs_python(pl.col("a")).alias("py")).collect()

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from ..schema import FINDINGS
-from .core import SIMILARITY, is_mutating
-from .episodes import LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS, WINDOW
-from .keys import digest, normalize_result
-from .vframes import POLARS_TYPES, jaccard
-from .vwords import words
+from analyzer.store.schema import FINDINGS
+from analyzer.detect.stream.calls import SIMILARITY, is_mutating
+from analyzer.detect.stream.episodes import (
+    LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS, WINDOW,
+)
+from analyzer.detect.keys import digest, normalize_result
+from analyzer.detect.vector.frames import POLARS_TYPES, jaccard
+from analyzer.detect.vector.words import words
 
 # (session_id, seq) in, (session_id, seq, head) out: the first ``episodes.RESULT_HEAD`` characters of each call's
 # result (None without one).

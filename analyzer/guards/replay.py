@@ -36,10 +36,10 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from .filters import SessionFilter
-from .guards import HALT, LEVELS, WARN, Call, Guard, Message, Step, UserPrompt, Verdict
-from .policies import Policy
-from .store import frame, one
+from analyzer.store.filters import SessionFilter
+from analyzer.guards import HALT, LEVELS, WARN, Call, Guard, Message, Step, UserPrompt, Verdict
+from analyzer.guards.policies import Policy
+from analyzer.store.db import frame, one
 
 ARGS_LIMIT = 100_000  # characters of arguments kept per call (pi identity-caps payloads at 100 KB)
 

@@ -30,7 +30,7 @@ figures of every threshold at once (``first_reaching``).
   ``text_repeats``) steers the first time in a run and aborts the second time; a call repeated inside its script
   (``nested_repeat`` reaching ``nested_repeats``) is blocked.
 
-**Approximations** (why calibrate verifies its recommendation with one exact replay, ``analyzer.replay``): the signals
+**Approximations** (why calibrate verifies its recommendation with one exact replay, ``analyzer.guards.replay``): the signals
 use the canonical key (gitagent and gemini-cli hash ``JSON.stringify`` order, roo-code sorts the top level only);
 ``done`` is not exempt for open-codesign; cline and roo-code never reset at user prompts but the signals do; pi does
 not record blocked calls in its window (the sweep counts every recorded call), compares near-identical arguments with
@@ -64,8 +64,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from .filters import SessionFilter
-from .store import frame, one
+from analyzer.store.filters import SessionFilter
+from analyzer.store.db import frame, one
 
 if TYPE_CHECKING:
     import duckdb

@@ -1,8 +1,8 @@
 """One group of sessions through the vectorised detectors: polars frames in, the rows of the scan's tables out.
 
 No DuckDB here: ``analyzer.scan_io`` reads the store and lands the results; this module runs the call signals
-(``detect.vcore``), the text counters (``detect.vtext``) and the episodes (``detect.vepisodes``) over the whole
-group at once, and shapes the output tables. The streaming core (``detect.core``, ``detect.text``) is the
+(``detect.vector.calls``), the text counters (``detect.vector.text``) and the episodes (``detect.vector.episodes``) over the whole
+group at once, and shapes the output tables. The streaming core (``detect.stream.calls``, ``detect.stream.text``) is the
 reference a live agent embeds; the tests hold both to the same output.
 """
 
@@ -12,20 +12,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
-from .detect.core import SIGNAL_FIELDS, Config
-from .detect.text import TEXT_FIELDS
-from .detect.vcore import call_signals
-from .detect.vepisodes import HeadsFn, TurnsFn, find_episodes
-from .detect.vframes import POLARS_TYPES
-from .detect.vtext import text_signals
-from .schema import FINDINGS, SIGNALS, TEXT_SIGNALS, Table
+from analyzer.detect.stream.calls import SIGNAL_FIELDS, Config
+from analyzer.detect.stream.text import TEXT_FIELDS
+from analyzer.detect.vector.calls import call_signals
+from analyzer.detect.vector.episodes import HeadsFn, TurnsFn, find_episodes
+from analyzer.detect.vector.frames import POLARS_TYPES
+from analyzer.detect.vector.text import text_signals
+from analyzer.store.schema import FINDINGS, SIGNALS, TEXT_SIGNALS, Table
 
 
 def scan_group(sessions: pl.DataFrame, calls: pl.DataFrame, turns: pl.DataFrame, config: Config,
                heads: HeadsFn, turn_info: TurnsFn) -> dict[str, pl.DataFrame]:
     """Scan a group of sessions. ``sessions``: ``session_id, fingerprint``; ``calls`` and ``turns`` (assistant
     messages) as ``scan_io.read_group`` reads them; ``heads`` and ``turn_info`` read what findings need from the
-    store (``detect.vepisodes``). Returns the rows of ``signals``, ``text_signals``, ``findings`` and
+    store (``detect.vector.episodes``). Returns the rows of ``signals``, ``text_signals``, ``findings`` and
     ``scan_state``."""
     with ThreadPoolExecutor(1) as pool:  # two independent polars jobs: they overlap where either runs one thread
         texts_job = pool.submit(text_signals, turns.select("session_id", "user_turn", "text"), config.similarity,

@@ -314,7 +314,7 @@ CALIBRATION_RUNS = _t(
      "was chosen instead)."),
     ("rationale", "VARCHAR", "Why this setting, in a sentence, with the exact replay's figures."),
     ("paste", "VARCHAR", "Text to paste into each guard, as a JSON object (guard -> text); translations say so."),
-    ("verification", "VARCHAR", "The exact replay of the recommended setting (`analyzer.replay`) as JSON: halts, "
+    ("verification", "VARCHAR", "The exact replay of the recommended setting (`analyzer.guards.replay`) as JSON: halts, "
      "tokens and dollars saved, false-halt sessions and rate, stuck episodes caught; NULL when not run."),
     ("sweep_seconds", "DOUBLE", "Time to load the signals and sweep every setting."),
     ("verify_seconds", "DOUBLE", "Time of the exact replay."),

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from analyzer.filters import SessionFilter
-from analyzer.store import frame, one
+from analyzer.store.filters import SessionFilter
+from analyzer.store.db import frame, one
 
 FINDINGS_COLUMNS = ("finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq",
                     "repeats", "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd")

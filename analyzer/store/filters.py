@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from .errors import UsageError
+from analyzer.errors import UsageError
 
 FORMATS = ("pi", "claude_code", "codex", "openai_messages")
 KINDS = ("streak", "cycle", "window", "drift", "failure", "text", "nested")  # kinds of loop episode (findings.kind)

@@ -15,7 +15,7 @@ the previous one's result arrived closes the previous one without a result. A ca
 counts, as in open-codesign's guard (blocked attempts keep counting).
 
 A policy is anything with ``call_verdict(CallSignals)`` and ``text_verdict(TextSignals)``; ``Thresholds`` is a simple
-one, the presets that mirror real guards live in ``analyzer.policies``.
+one, the presets that mirror real guards live in ``analyzer.guards.policies``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
-from .core import SIGNAL_FIELDS, CallDetector, Config
-from .keys import call_key, canonical_json, result_key
-from .text import TEXT_FIELDS, TextDetector
+from analyzer.detect.stream.calls import SIGNAL_FIELDS, CallDetector, Config
+from analyzer.detect.keys import call_key, canonical_json, result_key
+from analyzer.detect.stream.text import TEXT_FIELDS, TextDetector
 
 
 class Verdict(str, Enum):

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from .errors import UsageError
+from analyzer.errors import UsageError
 
 if TYPE_CHECKING:  # polars and rich load only when something is printed: the CLI starts faster
     import polars as pl
