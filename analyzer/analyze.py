@@ -15,7 +15,9 @@ from analyzer.store.filters import SessionFilter
 if TYPE_CHECKING:
     import duckdb
 
-    from reports.context import Calibration, Replay
+    from reports.render import ReportResult
+
+    from analyzer.results import Calibration, Replay
 
 Progress = Callable[[int, int], None]
 StageProgress = Callable[[str], Progress | None]
@@ -25,7 +27,7 @@ def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Session
                   workers: int | None = None) -> tuple["Replay | None", "Calibration | None"]:
     """Every preset guard replayed over the filtered sessions, and the latest stored calibration (or a fresh one when
     ``loopscope calibrate`` never ran)."""
-    from reports.context import Replay
+    from analyzer.results import Replay
 
     from analyzer.calibrate.recommend import calibration_for_report
     from analyzer.guards.policies import resolve
@@ -34,6 +36,19 @@ def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Session
     result = replay_store(con, resolve(["all"]), flt, workers=workers)
     replay = Replay(result.sessions) if result.sessions.height else None
     return replay, calibration_for_report(con, flt)
+
+
+def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter = SessionFilter(),
+                 single_file: bool = False, redact: bool = True, workers: int | None = None,
+                 progress: Progress | None = None) -> "ReportResult":
+    """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration."""
+    from reports.render import render_report
+
+    from analyzer.reporting import ReportData
+
+    replay, calibration = report_inputs(con, flt, workers)
+    return render_report(ReportData(con, flt), out, replay=replay, calibration=calibration, single_file=single_file,
+                         redact=redact, progress=progress)
 
 
 @dataclass
@@ -57,12 +72,10 @@ def analyze(
     """Ingest ``paths`` into ``db``, scan what changed, calibrate the default base policy, write the report to
     ``out``. Each stage reports a one-line outcome through ``on_stage``; ``stage_progress(stage)`` gives a progress
     callback for that stage (or None)."""
-    from reports.render import render_report
-
-    from analyzer.store import db as store
     from analyzer.calibrate.recommend import DEFAULT_BASE, calibrate_store
     from analyzer.ingest.pipeline import ingest
     from analyzer.scan.run import scan
+    from analyzer.store import db as store
 
     t0 = time.perf_counter()
     stages: list[tuple[str, str]] = []
@@ -86,9 +99,7 @@ def analyze(
             done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers).headline())
         except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
             done("calibrate", f"skipped: {exc}")
-        replay, calibration = report_inputs(con, flt, workers)
-        r = render_report(con, out, flt=flt, replay=replay, calibration=calibration, single_file=single_file,
-                          redact=redact, progress=progress("report"))
+        r = write_report(con, out, flt, single_file, redact, workers, progress("report"))
     finally:
         con.close()
     done("report", f"{len(r.files):,} files written")

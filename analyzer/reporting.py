@@ -15,7 +15,8 @@ import duckdb
 import polars as pl
 
 from analyzer.store.filters import SessionFilter
-from analyzer.store.db import frame, one
+from analyzer.results import Totals
+from analyzer.store.db import columns as _columns, frame, has_table, one
 
 FINDINGS_COLUMNS = ("finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq",
                     "repeats", "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd")
@@ -31,31 +32,6 @@ class Scope:
 
     sessions: int
     has_findings: bool
-
-
-@dataclass(frozen=True)
-class Totals:
-    sessions: int
-    calls: int
-    tokens: int
-    cost_usd: float
-    loop_sessions: int
-    loop_calls: int
-    loop_tokens: int
-    loop_cost_usd: float
-    estimated_tokens: int  # repeated text in loops of sessions that carry no usage
-
-
-def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main'",
-              [name])
-    return bool(row and row[0])
-
-
-def _columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
-    return {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ? AND table_schema = 'main'",
-        [table]).fetchall()}
 
 
 def _scanned(con: duckdb.DuckDBPyConnection) -> bool:
@@ -218,3 +194,32 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
         WHERE t.role = 'assistant'
         ORDER BY t.session_id, t.turn_index""")
     return out
+
+
+class ReportData:
+    """What the report reads from the store, for the sessions ``flt`` selects: the report renders from this object
+    and never touches the store itself. Opening it materialises the scope (``_r_sessions``, ``_r_findings``)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> None:
+        self.con = con
+        self.filter = flt
+        self.scope = prepare(con, flt)
+
+    def totals(self) -> Totals:
+        return totals(self.con, self.scope)
+
+    def findings(self) -> pl.DataFrame:
+        return findings(self.con)
+
+    def loop_sessions(self) -> pl.DataFrame:
+        return loop_sessions(self.con)
+
+    def ingest_errors(self, limit: int) -> tuple[int, pl.DataFrame]:
+        return ingest_errors(self.con, limit)
+
+    def session_ids(self) -> pl.DataFrame:
+        """The ``session_id`` of every session in scope."""
+        return frame(self.con, "SELECT session_id FROM _r_sessions")
+
+    def session_batch(self, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
+        return session_batch(self.con, ids)

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from analyzer.store import db as store
+from analyzer.reporting import ReportData
 from reports.render import render_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -169,8 +170,8 @@ def main() -> int:
         out = work / "report"
         if out.exists():
             shutil.rmtree(out)
-        res = render_report(con, out)
-        single = render_report(con, work / "single.html", single_file=True) if args.single_file else None
+        res = render_report(ReportData(con), out)
+        single = render_report(ReportData(con), work / "single.html", single_file=True) if args.single_file else None
     finally:
         con.close()
 

@@ -9,11 +9,10 @@ from typing import Any
 import polars as pl
 
 from reports import figures
+from analyzer.results import Calibration, Recommendation, Totals
 from reports.context import (
-    Calibration, CalibrationContext, Chart, Episode, IndexContext, Kpi, Link, PageMeta, Recommendation,
-    SessionContext, Table,
+    CalibrationContext, Chart, Episode, IndexContext, Kpi, Link, PageMeta, SessionContext, Table,
 )
-from analyzer.reporting import Totals
 from reports.episodes import Episodes, Redactor
 from reports.fmt import compact, num, pct, project_label, share, usd, when
 from reports.paths import Links, section_id

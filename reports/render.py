@@ -26,7 +26,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import orjson
 import polars as pl
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
@@ -34,11 +33,10 @@ from markupsafe import Markup, escape
 
 from analyzer import __version__
 from analyzer.errors import LoopscopeError
-from analyzer.store.filters import SessionFilter
 
+from analyzer.results import Calibration, Replay
 from reports import fmt, pages
-from analyzer import reporting as data
-from reports.context import Calibration, Link, PageMeta, Replay
+from reports.context import Link, PageMeta, ReportSource
 from reports.paths import Links, inside, section_id, session_page_path
 from reports.redact import MARKER, identity, redact as redact_text
 
@@ -170,7 +168,7 @@ class ReportResult:
     has_findings: bool = False
 
 
-def _scope_text(flt: SessionFilter, n: int) -> str:
+def _scope_text(flt: Any, n: int) -> str:
     parts = []
     if flt.since:
         parts.append(f"from {flt.since}")
@@ -184,14 +182,14 @@ def _scope_text(flt: SessionFilter, n: int) -> str:
     return f"{what}, {', '.join(parts)}" if parts else f"{what}, all in the store"
 
 
-def _pages(con: duckdb.DuckDBPyConnection, flt: SessionFilter, replay: Replay | None,
+def _pages(data: ReportSource, replay: Replay | None,
            calibration: Calibration | None, single: bool, redact: bool, generated_at: datetime,
            batch: int, state: "ReportResult", progress: Progress | None) -> Iterator[Page]:
-    """Every page of the report, lazily: session pages are read from the store a batch at a time, so memory stays
+    """Every page of the report, lazily: session pages are read from the source a batch at a time, so memory stays
     bounded however many sessions there are."""
     redactor = redact_text if redact else identity
-    scope = data.prepare(con, flt)
-    totals = data.totals(con, scope)
+    scope, flt = data.scope, data.filter
+    totals = data.totals()
     links = Links(single)
     state.has_findings = scope.has_findings
 
@@ -204,13 +202,13 @@ def _pages(con: duckdb.DuckDBPyConnection, flt: SessionFilter, replay: Replay | 
 
     fdf = sessions = None
     if scope.has_findings:
-        fdf = data.findings(con)
-        sessions = data.loop_sessions(con)
-    n_err, errors = data.ingest_errors(con, pages.LISTED_ERRORS)
+        fdf = data.findings()
+        sessions = data.loop_sessions()
+    n_err, errors = data.ingest_errors(pages.LISTED_ERRORS)
 
     in_scope: pl.DataFrame | None = None
     if replay is not None:
-        ids = data.frame(con, "SELECT session_id FROM _r_sessions")
+        ids = data.session_ids()
         in_scope = replay.frame.join(ids, on="session_id", how="semi")
 
     index = pages.index_page(meta("loopscope report", "index", 0, "Overview"), totals, scope.has_findings, fdf,
@@ -224,7 +222,7 @@ def _pages(con: duckdb.DuckDBPyConnection, flt: SessionFilter, replay: Replay | 
     ids = sessions["session_id"].to_list()
     for start in range(0, len(ids), batch):
         chunk = ids[start:start + batch]
-        frames = data.session_batch(con, chunk)
+        frames = data.session_batch(chunk)
         parts = {k: _by_session(v) for k, v in frames.items()}
         rp = _by_session(in_scope.filter(pl.col("session_id").is_in(chunk))) if in_scope is not None else {}
         for sid in chunk:
@@ -272,10 +270,9 @@ def _clean_stale(out: Path, written: set[str]) -> None:
 
 
 def render_report(
-    con: duckdb.DuckDBPyConnection,
+    data: ReportSource,
     out: Path,
     *,
-    flt: SessionFilter = SessionFilter(),
     replay: Replay | None = None,
     calibration: Calibration | None = None,
     single_file: bool = False,
@@ -284,19 +281,20 @@ def render_report(
     batch: int = BATCH,
     progress: Progress | None = None,
 ) -> ReportResult:
-    """Write the report for the sessions ``flt`` selects.
+    """Write the report of what ``data`` holds (``analyzer.reporting.ReportData``: the store's sessions that its
+    filter selects).
 
     ``out`` is a folder (``index.html``, ``calibration.html``, ``sessions/*.html``, ``assets/``); with
     ``single_file`` it is the ``.html`` file to write, or a folder that gets one ``index.html``. ``replay`` and
     ``calibration`` are optional: without them the pages say those sections were not computed. Findings come from
-    the store's ``findings`` table; without it the index says to run ``loopscope scan``. ``progress(done, total)``
+    the source's findings; without them the index says to run ``loopscope scan``. ``progress(done, total)``
     is called after each session page.
     """
     t0 = time.perf_counter()
     generated_at = generated_at or datetime.now(timezone.utc).replace(microsecond=0)
     assets = Assets.load()
     result = ReportResult(index=out)
-    pages_iter = _pages(con, flt, replay, calibration, single_file, redact, generated_at, batch, result, progress)
+    pages_iter = _pages(data, replay, calibration, single_file, redact, generated_at, batch, result, progress)
     written: list[Path] = []
     if single_file:
         target = out if out.suffix.lower() in (".html", ".htm") else out / "index.html"

@@ -24,7 +24,7 @@ from analyzer.errors import UsageError
 from analyzer.store.filters import SessionFilter
 from analyzer.guards.policies import PRESETS
 from calibrate_support import build_store
-from reports.context import Calibration, Recommendation
+from analyzer.results import Calibration, Recommendation
 
 
 @pytest.fixture(scope="module")

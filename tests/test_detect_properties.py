@@ -18,7 +18,8 @@ from analyzer.detect.stream.calls import Config
 from analyzer.detect.stream.live import Guard, Thresholds
 from analyzer.detect.keys import (args_text, args_token_set, call_key, canonical_json, estimate_tokens,
                                   estimate_tokens_sql, fast_token_set, result_key, token_set)
-from analyzer.detect.stream.text import CHUNK, chunk_repeats
+from analyzer.detect.stream.text import chunk_repeats
+from analyzer.detect.rules import CHUNK
 from analyzer.detect.vector.calls import call_signals
 from analyzer.detect.vector.text import text_signals
 

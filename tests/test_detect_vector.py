@@ -12,15 +12,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.detect.stream.calls import SIGNAL_FIELDS, Config, scan_calls
-from analyzer.detect.stream.episodes import RESULT_HEAD, SessionData, build_findings
+from analyzer.detect.stream.calls import Config, scan_calls
+from analyzer.detect.rules import SIGNAL_FIELDS
+from analyzer.detect.stream.episodes import SessionData, build_findings
+from analyzer.detect.rules import RESULT_HEAD
 from analyzer.detect.keys import (args_token_set, call_key, canonical_json, estimate_tokens, fast_token_set,
                                   result_key)
-from analyzer.detect.stream.text import TEXT_FIELDS, chunk_repeats, scan_texts, sentence_repeats
+from analyzer.detect.stream.text import chunk_repeats, scan_texts, sentence_repeats
+from analyzer.detect.rules import TEXT_FIELDS
 from analyzer.detect.vector.text import text_signals
 from analyzer.detect.vector.words import args_words_series, normalize, words
 from analyzer.scan.batch import scan_group
-from analyzer.store.schema import FINDINGS
+from analyzer.detect.rules import FINDINGS
 
 # -- words -----------------------------------------------------------------------------------------------------------
 

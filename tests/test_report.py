@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from analyzer.store import db as store
 from analyzer.commands.report import report as report_cmd
 from analyzer.store.filters import SessionFilter
+from analyzer.reporting import ReportData
 from reports import Calibration, Replay, ReportInputError, render_report
 from reports.paths import session_slug
 
@@ -32,7 +33,8 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def render(db: Path, out: Path, **kw: object):
     con = store.connect(db, read_only=True)
     try:
-        return render_report(con, out, generated_at=WHEN, **kw)  # type: ignore[arg-type]
+        flt = kw.pop("flt", SessionFilter())
+        return render_report(ReportData(con, flt), out, generated_at=WHEN, **kw)  # type: ignore[arg-type]
     finally:
         con.close()
 

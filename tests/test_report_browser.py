@@ -19,6 +19,7 @@ import pytest
 from test_report_corpus import IMG, LINK_TOOL, SCRIPT, build_store, sample_calibration, sample_replay
 
 from analyzer.store import db as store
+from analyzer.reporting import ReportData
 from reports import render_report
 from reports.paths import session_slug
 
@@ -39,9 +40,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     con = store.connect(db, read_only=True)
     try:
         when = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
-        render_report(con, tmp / "report", replay=sample_replay(), calibration=sample_calibration(),
+        render_report(ReportData(con), tmp / "report", replay=sample_replay(), calibration=sample_calibration(),
                       generated_at=when)
-        render_report(con, tmp / "single" / "report.html", single_file=True, replay=sample_replay(),
+        render_report(ReportData(con), tmp / "single" / "report.html", single_file=True, replay=sample_replay(),
                       calibration=sample_calibration(), generated_at=when)
     finally:
         con.close()

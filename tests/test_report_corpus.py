@@ -189,7 +189,7 @@ def sample_replay() -> "Replay":
     """Replay rows as analyzer.guards.policies will hand them over: two presets, one false halt."""
     import polars as pl
 
-    from reports import Replay
+    from analyzer.results import Replay
 
     return Replay(pl.DataFrame({
         "session_id": ["sess-loop", "sess-loop", "../../x", "sess-window", "sess-window"],
@@ -207,7 +207,7 @@ def sample_calibration() -> "Calibration":
     """A small warn x halt sweep with a recommendation, shaped as analyzer.calibrate will produce it."""
     import polars as pl
 
-    from reports import Calibration, Recommendation
+    from analyzer.results import Calibration, Recommendation
 
     rows = []
     for warn in (2, 3, 4):

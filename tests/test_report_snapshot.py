@@ -14,6 +14,7 @@ from test_report_corpus import build_store
 
 from analyzer import __version__
 from analyzer.store import db as store
+from analyzer.reporting import ReportData
 from reports import render_report
 from reports.paths import session_slug
 
@@ -33,7 +34,7 @@ def test_session_page_matches_snapshot(tmp_path: Path) -> None:
     db = build_store(tmp_path)
     con = store.connect(db, read_only=True)
     try:
-        render_report(con, tmp_path / "r", generated_at=datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc))
+        render_report(ReportData(con), tmp_path / "r", generated_at=datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc))
     finally:
         con.close()
     page = tmp_path / "r" / "sessions" / f"{session_slug('sess-window')}.html"

@@ -13,12 +13,15 @@ from conftest import FIXTURES, SAMPLE_DATA
 from helpers import ingest_paths, query
 
 from analyzer.store import db as store
-from analyzer.detect.stream.calls import SIGNAL_FIELDS, Config, scan_calls
-from analyzer.detect.stream.episodes import RESULT_HEAD, SessionData, build_findings
+from analyzer.detect.stream.calls import Config, scan_calls
+from analyzer.detect.rules import SIGNAL_FIELDS
+from analyzer.detect.stream.episodes import SessionData, build_findings
+from analyzer.detect.rules import RESULT_HEAD
 from analyzer.detect.keys import args_token_set, estimate_tokens
-from analyzer.detect.stream.text import TEXT_FIELDS, scan_texts
+from analyzer.detect.stream.text import scan_texts
+from analyzer.detect.rules import TEXT_FIELDS
 from analyzer.scan.run import scan
-from analyzer.store.schema import FINDINGS
+from analyzer.detect.rules import FINDINGS
 
 
 def _rows(con: Any, sql: str) -> list[dict[str, Any]]:

@@ -42,12 +42,12 @@ from analyzer.errors import UsageError
 from analyzer.store.filters import SessionFilter
 from analyzer.calibrate.labels import LabelSpans, read_labels, resolve_labels
 from analyzer.guards.policies import PRESETS, Policy, resolve
-from analyzer.store.db import frame, one, transaction
+from analyzer.store.db import frame, has_table, one, transaction
 
 if TYPE_CHECKING:
     import duckdb
 
-    from reports.context import Calibration
+    from analyzer.results import Calibration
 
 DEFAULT_BASE = "open-codesign"  # the sweep that matches its guard exactly on the recorded calls
 DEFAULT_TARGET = 0.01
@@ -283,7 +283,7 @@ def _num(v: Any) -> float | None:
 
 def _report(sweep: pl.DataFrame, rec: dict[str, Any] | None, target: float, settings: dict[str, str],
             rationale: str, labels: str) -> "Calibration":
-    from reports.context import Calibration, Recommendation
+    from analyzer.results import Calibration, Recommendation
 
     front = sweep.filter(pl.col("on_frontier")) if "on_frontier" in sweep.columns else None
     recommendation = None
@@ -380,7 +380,7 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = "open-codesign
         raise UsageError(f"--target-false-halt-rate must lie between 0 and 1 (0.01 = 1%), got {target}")
     pol = base_policy(base)
     grid = grid or Grid()
-    if not _has_table(con, "scan_state"):
+    if not has_table(con, "scan_state"):
         raise UsageError("the store was never scanned: run `loopscope scan` first (calibration reads its signals)")
     spans = labels if isinstance(labels, LabelSpans) or labels is None else \
         resolve_labels(con, read_labels(Path(labels)), labels)
@@ -412,11 +412,6 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = "open-codesign
     if save:
         save_calibration(con, res)
     return res
-
-
-def _has_table(con: "duckdb.DuckDBPyConnection", name: str) -> bool:
-    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
-    return bool(row and row[0])
 
 
 def _scope_text(flt: SessionFilter) -> str:
@@ -539,7 +534,7 @@ def latest_calibration(con: "duckdb.DuckDBPyConnection", scope: SessionFilter | 
     """The most recent calibrate run in the store (with ``scope``: the most recent over the same session filter),
     as the report's ``Calibration``; None when there is none (or the store predates the calibration tables). Only
     the latest run of each base policy keeps its sweep rows, so an older run of the scope may have none: None."""
-    if not (_has_table(con, "calibration_runs") and _has_table(con, "calibration_sweep")):
+    if not (has_table(con, "calibration_runs") and has_table(con, "calibration_sweep")):
         return None
     where, params = ("scope = ?", [_scope_text(scope)]) if scope is not None else ("TRUE", [])
     row = one(con, f"""SELECT run_id, recommended, target_false_halt_rate, paste, rationale, labels_file, label_rows

@@ -39,18 +39,14 @@ def report(
     guard replay is computed here, and the calibration is the latest `loopscope calibrate` run (a default one
     otherwise).
     """
-    from reports.render import render_report
-
+    from analyzer.analyze import write_report
     from analyzer.store import db as store
-    from analyzer.analyze import report_inputs
 
     flt = session_filter(since, until, agent, project)
     con = store.connect(db_path(db), read_only=True)
     try:
-        replay, calibration = report_inputs(con, flt)
-        result = with_progress("report", quiet, lambda cb: render_report(
-            con, out_dir, flt=flt, replay=replay, calibration=calibration, single_file=single_file,
-            redact=not no_redact, progress=cb), unit="pages")
+        result = with_progress("report", quiet, lambda cb: write_report(
+            con, out_dir, flt, single_file=single_file, redact=not no_redact, progress=cb), unit="pages")
     finally:
         con.close()
     if not quiet:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from analyzer.store.filters import KINDS
+from analyzer.detect.rules import KINDS
 from analyzer.commands.common import (
     AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err,
     handle_errors, out, session_filter, with_progress,

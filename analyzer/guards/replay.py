@@ -39,7 +39,7 @@ import polars as pl
 from analyzer.store.filters import SessionFilter
 from analyzer.guards import HALT, LEVELS, WARN, Call, Guard, Message, Step, UserPrompt, Verdict
 from analyzer.guards.policies import Policy
-from analyzer.store.db import frame, one
+from analyzer.store.db import frame, has_table, one
 
 ARGS_LIMIT = 100_000  # characters of arguments kept per call (pi identity-caps payloads at 100 KB)
 
@@ -148,23 +148,18 @@ def _build(sid: str, t: list[list[Any]], c: list[list[Any]]) -> Session:
     return Session(sid, steps, calls, turn_ids, t_user, tokens, costs)
 
 
-def _has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
-    return bool(row and row[0])
-
-
 def load_findings(con: duckdb.DuckDBPyConnection, scope: str = "TRUE",
                   params: Sequence[object] = ()) -> tuple[dict[str, list[tuple[int, int, bool]]], set[str]]:
     """The finding spans of the matching sessions, and which sessions were scanned (``scan_state``; a store from
     before that table counts every session with a findings table as scanned)."""
-    if not _has_table(con, "findings"):
+    if not has_table(con, "findings"):
         return {}, set()
     out: dict[str, list[tuple[int, int, bool]]] = {}
     for sid, first, last, stuck in con.execute(
             f"SELECT session_id, first_seq, last_seq, stuck FROM findings WHERE first_seq IS NOT NULL AND {scope}",
             list(params)).fetchall():
         out.setdefault(sid, []).append((first, last if last is not None else first, bool(stuck)))
-    table = "scan_state" if _has_table(con, "scan_state") else "sessions"
+    table = "scan_state" if has_table(con, "scan_state") else "sessions"
     scanned = {r[0] for r in con.execute(f"SELECT session_id FROM {table} WHERE {scope}", list(params)).fetchall()}
     return out, scanned
 

@@ -52,7 +52,8 @@ from datetime import datetime
 from typing import Any
 
 from analyzer.ingest.base import FileContext, text_of
-from analyzer.ingest.rows import SessionBuilder, Usage
+from analyzer.ingest.rows import SessionBuilder
+from analyzer.ingest.cost import Usage
 
 FORMAT = "claude_code"
 

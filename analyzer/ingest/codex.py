@@ -41,7 +41,8 @@ from typing import Any, NamedTuple
 import orjson
 
 from analyzer.ingest.base import FileContext, parse_arguments, text_of
-from analyzer.ingest.rows import SessionBuilder, Usage, parse_ts
+from analyzer.ingest.rows import SessionBuilder, parse_ts
+from analyzer.ingest.cost import Usage
 
 FORMAT = "codex"
 _ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})

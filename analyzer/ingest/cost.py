@@ -1,15 +1,32 @@
-"""Offline pricing: a price table shipped with the package, matched by normalised model name. Never a network call."""
+"""Usage and its price: the ``Usage`` of one API response, and offline pricing from a price table shipped with the
+package, matched by normalised model name. Never a network call."""
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from analyzer.ingest.rows import Usage
+
+@dataclass(slots=True)
+class Usage:
+    """Token usage of one API response. ``input`` excludes cached input."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total: int | None = None  # the agent's own total, where it records one
+    cost: float | None = None  # the agent's own cost, where it records one
+
+    @property
+    def total_tokens(self) -> int:
+        if self.total is not None:
+            return self.total
+        return self.input + self.output + self.cache_read + self.cache_write
+
 
 _DATE = re.compile(r"-\d{8}$|@\d{8}$|-\d{4}-\d{2}-\d{2}$")
 _BEDROCK = re.compile(r"^(?:converse/)?(?:[a-z]{2}\.)?anthropic\.")
@@ -50,7 +67,7 @@ def model_prices(model: str | None) -> dict[str, float] | None:
     return None
 
 
-def price_usage(model: str | None, usage: "Usage") -> tuple[float | None, str | None]:
+def price_usage(model: str | None, usage: Usage) -> tuple[float | None, str | None]:
     """(cost in USD, ``"price_table"``) or (None, None) when the model is unknown."""
     p = model_prices(model)
     if p is None:

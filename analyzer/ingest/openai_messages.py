@@ -14,7 +14,8 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import FileContext, parse_arguments, text_of
-from analyzer.ingest.rows import SessionBuilder, Usage, parse_ts
+from analyzer.ingest.rows import SessionBuilder, parse_ts
+from analyzer.ingest.cost import Usage
 
 FORMAT = "openai_messages"
 _ID_KEYS = ("id", "uuid", "conversation_id")

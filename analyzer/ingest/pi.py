@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import FileContext, text_of
-from analyzer.ingest.rows import SessionBuilder, Usage, as_int
+from analyzer.ingest.rows import SessionBuilder, as_int
+from analyzer.ingest.cost import Usage
 
 FORMAT = "pi"
 _ROLES = {"user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", "branchSummary",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
+from analyzer.ingest import land
 from analyzer.store import db as store
 from analyzer.errors import NothingToIngestError, UsageError
 from analyzer.ingest.reader import ReadStats
@@ -215,8 +216,8 @@ def _ingest_files(
     workers: int | None,
     progress: ProgressFn | None,
 ) -> None:
-    known = store.file_states(con)
-    next_id = store.next_file_id(con)
+    known = land.file_states(con)
+    next_id = land.next_file_id(con)
     tasks: list[FileTask] = []
     touched: list[tuple[int, int, int]] = []
     for f in files:
@@ -236,7 +237,7 @@ def _ingest_files(
         from analyzer.ingest.parse import FileTask
 
         tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
-    store.touch_files(con, touched)
+    land.touch_files(con, touched)
     if not tasks:
         return
 
@@ -301,7 +302,7 @@ def _parse_parallel(
 
 def _land(con: duckdb.DuckDBPyConnection, outcomes: list[FileOutcome], paths: dict[str, list[str]],
           summary: IngestSummary) -> None:
-    store.load_chunk(con, outcomes, paths)
+    land.load_chunk(con, outcomes, paths)
     for o in outcomes:
         if o.status == "skipped":
             summary.skipped.append((o.path, o.reason or "skipped"))

@@ -6,7 +6,7 @@ and spills them to Parquet, so a worker's memory stays bounded however large the
 
 This is the ingest hot path, so the Python side does only what needs Python (linking, merging, canonical JSON);
 work DuckDB does faster in bulk — parsing timestamps, hashing keys, normalising results — happens in SQL when the
-spool is loaded (``store.load_chunk``).
+spool is loaded (``ingest/land.py``).
 """
 
 from __future__ import annotations
@@ -20,36 +20,23 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analyzer.ingest.cost import price_usage
 from analyzer.detect.keys import canonical_json, ordered_json, shallow_sorted_json
+from analyzer.ingest.cost import Usage, price_usage
+from analyzer.store.schema import CALLS, SESSIONS, TURNS, spool_columns
+from analyzer.tables import arrow_type
 
 MAX_EXCERPT = 200
 MAX_ERRORS_PER_FILE = 1000
 
-_S = pa.large_string()
-_I = pa.int32()
-_L = pa.int64()
-_B = pa.bool_()
-_D = pa.float64()
-
-# The spool: what workers write and ``store.load_chunk`` reads. Timestamps travel as the transcript's own strings.
-SPOOL: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
-    "sessions": (
-        ("session_id", _S), ("format", _S), ("source_path", _S), ("file_id", _I), ("parent_session_id", _S),
-        ("agent_version", _S), ("first_ts", _S), ("last_ts", _S), ("cwd", _S), ("models", pa.list_(_S)),
-    ),
-    "turns": (
-        ("session_id", _S), ("turn_id", _S), ("turn_index", _I), ("role", _S), ("text", _S), ("model", _S),
-        ("ts", _S), ("user_turn", _I), ("is_sidechain", _B), ("input_tokens", _L), ("output_tokens", _L),
-        ("cache_read_tokens", _L), ("cache_write_tokens", _L), ("total_tokens", _L), ("cost_usd", _D),
-        ("cost_source", _S), ("usage_key", _S), ("usage_counted", _B), ("file_id", _I), ("line", _L),
-    ),
-    "calls": (
-        ("session_id", _S), ("seq", _I), ("call_id", _S), ("turn_id", _S), ("user_turn", _I), ("tool", _S),
-        ("args", _S), ("args_ordered", _S), ("args_shallow", _S), ("result_text", _S), ("has_result", _B),
-        ("is_error", _B), ("error_kind", _S), ("parent_call_id", _S), ("ts", _S), ("result_ts", _S),
-        ("file_id", _I), ("line", _L),
-    ),
+# The spool: what workers write and ``ingest/land.py`` loads. Its columns are the store's, in the store's order, less
+# what loading computes (keys, totals), plus what only loading needs; timestamps travel as the transcript's strings.
+SPOOL: dict[str, tuple[tuple[str, str], ...]] = {
+    "sessions": spool_columns(SESSIONS, rename={"started_at": "first_ts", "ended_at": "last_ts"},
+                              drop=SESSIONS.names[SESSIONS.names.index("user_turns"):]),
+    "turns": spool_columns(TURNS),
+    "calls": spool_columns(CALLS, drop=("call_key", "call_key_ordered", "call_key_shallow", "result_key"),
+                           after={"args": ("args_ordered", "args_shallow"), "result_text": ("has_result",)},
+                           extra_sql={"args_ordered": "VARCHAR", "args_shallow": "VARCHAR", "has_result": "BOOLEAN"}),
 }
 
 
@@ -94,24 +81,6 @@ def as_int(value: Any) -> int:
         return 0
 
 
-@dataclass(slots=True)
-class Usage:
-    """Token usage of one API response. ``input`` excludes cached input."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    total: int | None = None  # the agent's own total, where it records one
-    cost: float | None = None  # the agent's own cost, where it records one
-
-    @property
-    def total_tokens(self) -> int:
-        if self.total is not None:
-            return self.total
-        return self.input + self.output + self.cache_read + self.cache_write
-
-
 def _clean(values: list[Any]) -> list[Any]:
     """Strings with lone surrogates (from ``\\ud800`` escapes) cannot be UTF-8; replace them rather than drop rows."""
     return [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v for v in values]
@@ -125,7 +94,7 @@ class RowSink:
         self.tag = tag
         self.flush_bytes = flush_bytes
         self._rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in SPOOL}
-        self._schemas = {t: pa.schema(cols) for t, cols in SPOOL.items()}
+        self._schemas = {t: pa.schema([(n, arrow_type(sql)) for n, sql in cols]) for t, cols in SPOOL.items()}
         self._writers: dict[str, pq.ParquetWriter] = {}
         self._pending_bytes = 0
         self.counts = {t: 0 for t in SPOOL}

@@ -12,13 +12,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import polars as pl
 
-from analyzer.detect.stream.calls import SIGNAL_FIELDS, Config
-from analyzer.detect.stream.text import TEXT_FIELDS
+from analyzer.detect.stream.calls import Config
+from analyzer.detect.rules import SIGNAL_FIELDS
+from analyzer.detect.rules import TEXT_FIELDS
 from analyzer.detect.vector.calls import call_signals
 from analyzer.detect.vector.episodes import HeadsFn, TurnsFn, find_episodes
-from analyzer.detect.vector.frames import POLARS_TYPES
 from analyzer.detect.vector.text import text_signals
-from analyzer.store.schema import FINDINGS, SIGNALS, TEXT_SIGNALS, Table
+from analyzer.store.schema import Table
+from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
 
 
 def scan_group(sessions: pl.DataFrame, calls: pl.DataFrame, turns: pl.DataFrame, config: Config,
@@ -59,7 +60,7 @@ def _counts(frame: pl.DataFrame, name: str) -> pl.DataFrame:
 
 def _shape(frame: pl.DataFrame, table: Table) -> pl.DataFrame:
     """The table's columns, in order, with its types."""
-    return frame.select([pl.col(c.name).cast(POLARS_TYPES[c.sql]) for c in table.columns])
+    return frame.select([pl.col(c.name).cast(c.polars) for c in table.columns])
 
 
 assert set(SIGNAL_FIELDS) <= set(SIGNALS.names) and set(TEXT_FIELDS) <= set(TEXT_SIGNALS.names)

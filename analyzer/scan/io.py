@@ -13,7 +13,7 @@ import duckdb
 import polars as pl
 
 from analyzer.store import db as store
-from analyzer.detect.stream.episodes import RESULT_HEAD
+from analyzer.detect.rules import RESULT_HEAD
 from analyzer.detect.keys import estimate_tokens_sql
 
 # How the scan's rows are compressed as they land. DuckDB's own choice tries several schemes on every string

@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 from analyzer.errors import UsageError
 
 FORMATS = ("pi", "claude_code", "codex", "openai_messages")
-KINDS = ("streak", "cycle", "window", "drift", "failure", "text", "nested")  # kinds of loop episode (findings.kind)
+
 _ALIASES = {
     "claude": "claude_code", "claude-code": "claude_code", "cc": "claude_code",
     "openai": "openai_messages", "openai-messages": "openai_messages", "messages": "openai_messages",

@@ -7,8 +7,8 @@ import polars as pl
 
 from analyzer.errors import UsageError
 from analyzer.store.filters import SessionFilter
-from analyzer.store.schema import FINDINGS
-from analyzer.store.db import frame, one
+from analyzer.detect.rules import FINDINGS, KINDS
+from analyzer.store.db import frame, has_table, one
 
 SESSION_TABLE_COLUMNS = [
     "session_id", "format", "started_at", "cwd", "models", "user_turns", "calls", "error_calls", "total_tokens",
@@ -18,7 +18,6 @@ FINDING_TABLE_COLUMNS = [
     "session_id", "kind", "period", "repeats", "stuck", "first_seq", "last_seq", "tools", "wasted_tokens",
     "cost_usd", "repeated",
 ]
-from analyzer.store.filters import KINDS  # noqa: E402  (re-exported: the CLI reads it without importing polars)
 
 # Per-session loop columns `loopscope sessions` adds (NULL for a session that was never scanned).
 SESSION_LOOP_COLUMNS = {
@@ -28,12 +27,6 @@ SESSION_LOOP_COLUMNS = {
     "loop_cost_usd": "Cost of those turns.",
     "loop_estimated_tokens": "Sum of the findings' estimated_tokens (for transcripts without usage).",
 }
-
-
-def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    """A store written by an older loopscope, opened read-only, may lack the scan's tables."""
-    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name])
-    return bool(row and row[0])
 
 
 def _wasted_turns(source: str, group: str | None) -> str:

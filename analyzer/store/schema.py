@@ -3,49 +3,10 @@ from here, so they cannot drift apart (tests/test_readme.py checks the README ag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import pyarrow as pa
+from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
+from analyzer.tables import Column, Table, table as _t
 
 SCHEMA_VERSION = 1
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    sql: str
-    doc: str
-
-    @property
-    def arrow(self) -> "pa.DataType":
-        import pyarrow as pa  # only bulk loads need Arrow; opening the store to read should not pay for it
-
-        return {
-            "VARCHAR": pa.large_string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
-            "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "VARCHAR[]": pa.list_(pa.large_string()),
-        }[self.sql]
-
-
-@dataclass(frozen=True)
-class Table:
-    name: str
-    doc: str
-    columns: tuple[Column, ...]
-
-    def ddl(self) -> str:
-        cols = ",\n  ".join(f'"{c.name}" {c.sql}' for c in self.columns)  # quoted: a column may be a keyword
-        return f"CREATE TABLE IF NOT EXISTS {self.name} (\n  {cols}\n)"
-
-    @property
-    def names(self) -> list[str]:
-        return [c.name for c in self.columns]
-
-
-
-def _t(name: str, doc: str, *cols: tuple[str, str, str]) -> Table:
-    return Table(name, doc, tuple(Column(*c) for c in cols))
 
 
 FILES = _t(
@@ -160,115 +121,7 @@ CALLS = _t(
 
 ALL_TABLES = (FILES, INGEST_ERRORS, SESSIONS, TURNS, CALLS)
 
-# -- the scan: detector outputs (analyzer.scan, analyzer.detect) ------------------------------------------------------
-
-SIGNALS = _t(
-    "signals",
-    "One row per call: what the detector core saw at that call, from the calls before it (and the call itself) only, "
-    "so a signal is exactly what a runtime guard would have seen then. Threshold-free: a policy is thresholds over "
-    "these columns, and calibration sweeps them without rescanning. Counters restart at each user prompt (unless "
-    "scanned with `--no-reset-on-user`). A nested call (made inside a script) never enters the top-level counters: "
-    "its top-level columns are 0 and `nested_repeat` counts it inside its script.",
-    ("session_id", "VARCHAR", "`sessions.session_id`."),
-    ("seq", "INTEGER", "`calls.seq`."),
-    ("call_id", "VARCHAR", "`calls.call_id`."),
-    ("turn_id", "VARCHAR", "`calls.turn_id`: the assistant message that issued the call."),
-    ("user_turn", "INTEGER", "`calls.user_turn`."),
-    ("tool", "VARCHAR", "`calls.tool`."),
-    ("nested", "BOOLEAN", "The call was made inside a script (`calls.parent_call_id` set)."),
-    ("streak", "INTEGER", "Identical calls (same `call_key`) in a row ending here, this one included; 1 for a call "
-     "unlike the one before."),
-    ("cycle2", "INTEGER", "How many times the block of the last 2 calls repeats back to back, ending here, when the "
-     "block holds 2 distinct keys; 0 otherwise. `(A B) x 3` gives 3 at its last call."),
-    ("cycle3", "INTEGER", "The same for blocks of 3 calls (at least 2 distinct keys)."),
-    ("cycle4", "INTEGER", "The same for blocks of 4 calls."),
-    ("cycle5", "INTEGER", "The same for blocks of 5 calls."),
-    ("window5", "INTEGER", "Occurrences of this call's key in a window of this call and the 5 calls before it."),
-    ("window_count", "INTEGER", "Occurrences of this call's key in this call and the 10 calls before it, as "
-     "pi-anti-doom-loop counts (its repeat rule blocks at 3)."),
-    ("window20", "INTEGER", "Occurrences of this call's key in this call and the 20 calls before it."),
-    ("sim_prev", "DOUBLE", "Shared-token Jaccard similarity of the arguments with the previous call, when that call "
-     "used the same tool (NULL otherwise, and at the first call after a reset). Drift at another bar B: a call links "
-     "to the one before when `sim_prev >= B AND streak = 1`; a drift run is a run of linked calls."),
-    ("drift_run", "INTEGER", "Consecutive calls of this tool ending here, each near-identical to the one before "
-     "(`sim_prev` >= 0.55) but not identical (`streak` = 1); 1 for a call that does not continue such a run."),
-    ("fail_run", "INTEGER", "Consecutive failed calls of this tool ending here, this one included (another tool's "
-     "call in between breaks the run); 0 when this call did not fail."),
-    ("same_result", "BOOLEAN", "The result equals the previous identical call's result (same text after "
-     "normalisation and same error flag); NULL when there was no previous identical call or either lacks a result."),
-    ("progress", "BOOLEAN", "The call made progress: it succeeded and its result differs from the previous "
-     "identical call's, or, with no identical predecessor, it changed state (a successful edit/write-like tool) or "
-     "its result differs from the previous call of the same tool. False for a failure, a repeated result or a "
-     "missing result."),
-    ("nested_repeat", "INTEGER", "For a nested call: 1 + the earlier calls of the same script it repeats "
-     "(identical, or the same tool with near-identical arguments), among the script's last 100; 0 for a top-level "
-     "call."),
-    ("est_tokens", "INTEGER", "~4 characters per token of the call's arguments plus its result."),
-    ("finding_id", "VARCHAR", "The finding (loop episode) the call belongs to, if any. Not a streaming signal: "
-     "assigned once the session's episodes are known."),
-)
-
-TEXT_SIGNALS = _t(
-    "text_signals",
-    "One row per assistant message with visible text (blank, tool-only messages are not recorded): the counters of "
-    "the text-loop rules (DETECTORS.md 2.3), from that message and the ones before it in the user turn.",
-    ("session_id", "VARCHAR", "`sessions.session_id`."),
-    ("turn_id", "VARCHAR", "`turns.turn_id` of the message."),
-    ("turn_index", "INTEGER", "`turns.turn_index` of the message."),
-    ("user_turn", "INTEGER", "`turns.user_turn`."),
-    ("sentence_repeats", "INTEGER", "Rule 1: occurrences of the most repeated sentence of 16+ characters inside "
-     "this message (split after `.:!?`); 0 when no sentence is that long."),
-    ("same_count", "INTEGER", "Rule 2: messages with exactly this text (whitespace runs collapsed) among the last "
-     "10 messages, this one included."),
-    ("similar_run", "INTEGER", "Rule 3: consecutive messages ending here, each identical or >= 0.55 similar to the "
-     "one before."),
-    ("similar_count", "INTEGER", "Rule 4: the largest set of mutually similar (identical or >= 0.55) messages among "
-     "the last 10 that includes this one."),
-    ("chunk_repeats", "INTEGER", "Occurrences of the most repeated 50-character chunk (any offset) in this "
-     "message's last 5000 characters, fenced code removed (Gemini CLI's content rule counts to 10); 0 for text "
-     "shorter than 50 characters."),
-    ("est_tokens", "INTEGER", "~4 characters per token of the message text."),
-    ("finding_id", "VARCHAR", "The text finding the message belongs to, if any."),
-)
-
-FINDINGS = _t(
-    "findings",
-    "One row per loop episode: a maximal run of calls (or messages) inside one user turn held together by one "
-    "pattern. A call belongs to at most one call episode (claimed in the order cycle, streak, drift, failure, window). "
-    "`loopscope findings --format json` prints these fields.",
-    ("finding_id", "VARCHAR", "Stable id: a hash of session, kind and where the episode starts."),
-    ("session_id", "VARCHAR", "`sessions.session_id`."),
-    ("kind", "VARCHAR", "`streak` (3+ identical calls in a row), `cycle` (a block of 2-5 calls with 2+ distinct "
-     "keys repeated 3+ times), `window` (one call recurring 3+ times, each within 10 calls of the one before and 3 of "
-     "them within a window of 10, with no successful edit in between), `drift` (3+ consecutive calls of one tool, "
-     "each near-identical to the one before, sharing 2+ words), `failure` (3+ consecutive failures of one tool), "
-     "`text` (3+ repeated or similar messages of 4+ words, or one message repeating a sentence 3+ times or a "
-     "50-char chunk 10+ times), `nested` (a call repeated inside one script, 2+)."),
-    ("period", "INTEGER", "Cycle length: the block size for `cycle`, 1 for `streak`, NULL for the other kinds."),
-    ("tools", "VARCHAR[]", "Tools of the episode's calls, in order of first use."),
-    ("call_ids", "VARCHAR[]", "The transcript's own ids of the episode's calls, in order; for `text`, the calls "
-     "issued by the looping messages."),
-    ("first_seq", "INTEGER", "`calls.seq` of the first call (NULL for a text episode without calls)."),
-    ("last_seq", "INTEGER", "`calls.seq` of the last call."),
-    ("repeats", "INTEGER", "How many times the pattern occurred: calls in a streak, drift, failure or window chain; "
-     "full blocks of a cycle; calls in a nested cluster; messages in a text loop, or the repeats of a sentence "
-     "(chunk) inside one message."),
-    ("stuck", "BOOLEAN", "No repeat made progress: each returned the same result as before or failed. False for a "
-     "poll whose result changed or for edits that each succeeded."),
-    ("user_turn", "INTEGER", "The user turn the episode belongs to."),
-    ("wasted_tokens", "BIGINT", "Measured: the usage of the assistant turns that issued the episode's calls after "
-     "its first occurrence (after the first full block of a cycle, after the first message of a text loop), each "
-     "turn counted once and only its deduplicated usage (`turns.usage_counted`); turns that also issued the first "
-     "occurrence are not counted."),
-    ("estimated_tokens", "BIGINT", "~4 characters per token of the repeated calls' arguments and results (of the "
-     "repeated messages' text), for transcripts without usage."),
-    ("cost_usd", "DOUBLE", "Cost of the turns counted in `wasted_tokens`."),
-    ("first_turn_index", "INTEGER", "`turns.turn_index` of the first message involved."),
-    ("last_turn_index", "INTEGER", "`turns.turn_index` of the last message involved."),
-    ("turn_ids", "VARCHAR[]", "The turns counted in `wasted_tokens` (to deduplicate across findings)."),
-    ("repeated", "VARCHAR", "What repeats: the first call (`tool` + arguments) or block of calls, or the message "
-     "text; truncated to 160 characters."),
-)
+# -- the scan: detector outputs (declared with the detector rules, analyzer/detect/rules.py) ---------------------------
 
 SCAN_STATE = _t(
     "scan_state",
@@ -362,3 +215,19 @@ CALIBRATION_SWEEP = _t(
 
 CALIBRATION_TABLES = (CALIBRATION_RUNS, CALIBRATION_SWEEP)
 ALL_TABLES = ALL_TABLES + CALIBRATION_TABLES
+
+
+def spool_columns(table: Table, drop: tuple[str, ...] | list[str] = (), rename: dict[str, str] | None = None,
+                  after: dict[str, tuple[str, ...]] | None = None,
+                  extra_sql: dict[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+    """The ingest spool's (name, SQL type) columns for a store table: its columns in order, less ``drop`` (what
+    loading computes), renamed, with ``after[c]`` inserted after column ``c``. Timestamps travel as the transcript's
+    own text and are parsed when the spool is loaded."""
+    rename, after, extra_sql = rename or {}, after or {}, extra_sql or {}
+    out: list[tuple[str, str]] = []
+    for c in table.columns:
+        if c.name in drop:
+            continue
+        out.append((rename.get(c.name, c.name), "VARCHAR" if c.sql == "TIMESTAMP" else c.sql))
+        out.extend((name, extra_sql[name]) for name in after.get(c.name, ()))
+    return tuple(out)

@@ -24,32 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.detect.keys import args_token_set, jaccard
+from analyzer.detect.rules import PRE_FIELDS, SCRIPT_MEMORY, SIGNAL_FIELDS, SIMILARITY, is_mutating
 
-# The order of a call's signal tuple; the ``signals`` table stores these columns under the same names.
-SIGNAL_FIELDS: tuple[str, ...] = (
-    "streak", "cycle2", "cycle3", "cycle4", "cycle5", "window5", "window_count", "window20",
-    "sim_prev", "drift_run", "fail_run", "same_result", "progress", "nested_repeat",
-)
-PRE_FIELDS: tuple[str, ...] = SIGNAL_FIELDS[:10] + ("nested_repeat",)
-SIMILARITY = 0.55  # the shared-token bar of DETECTORS.md 2.3
-SCRIPT_MEMORY = 100  # pi keeps each script's last 100 calls
 
 Signals = tuple  # (SIGNAL_FIELDS...) — a plain tuple: the scan makes one per call and transposes them at the end
-
-# A successful call of one of these tools changed something, even when its result text repeats ("edited file x").
-# A heuristic on the tool name (Claude Edit/MultiEdit/Write/NotebookEdit, pi edit/write, Codex apply_patch, ...):
-# a shell command that edits files is not recognised, so its progress is judged by its result like any other call.
-_MUTATING = re.compile(r"edit|write|patch|replace|insert|create|delete|remove|rename|move|mkdir", re.I)
-_mutating_cache: dict[str, bool] = {}
-
-
-def is_mutating(tool: str) -> bool:
-    """Whether a successful call of ``tool`` counts as a change of state (see ``_MUTATING``)."""
-    m = _mutating_cache.get(tool)
-    if m is None:
-        m = _mutating_cache[tool] = bool(_MUTATING.search(tool))
-    return m
-
 
 @dataclass(frozen=True)
 class Config:

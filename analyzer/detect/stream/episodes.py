@@ -28,22 +28,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.detect.stream.calls import SIGNAL_FIELDS, SIMILARITY, is_mutating
+from analyzer.detect.rules import (
+    LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS, SIGNAL_FIELDS, SIMILARITY, WINDOW,
+    is_mutating,
+)
 from analyzer.detect.keys import digest, fast_token_set, jaccard, normalize_result
 from analyzer.detect.stream.text import normalize_text
 
-MIN_REPEATS = 3
-MIN_NESTED = 2
-MIN_CHUNKS = 10
-WINDOW = 10
-LABEL_CHARS = 160
-# One shared word says only that the same program ran (`sed -n '1,200p' a.ts` and `... b.ts` share just `sed`: the
-# paths carry punctuation and do not count), so a drift link needs two.
-MIN_SHARED_WORDS = 2
-# Short filler ("Let me look.", "Next, the tests.") recurs in healthy work; a text loop needs a message with at least
-# this many shared-token words.
-MIN_TEXT_WORDS = 4
-RESULT_HEAD = 512  # characters of a result compared for drift (the scan reads no more)
 
 _I = {name: i for i, name in enumerate(SIGNAL_FIELDS)}
 _STREAK, _DRIFT, _FAIL, _PROGRESS = _I["streak"], _I["drift_run"], _I["fail_run"], _I["progress"]

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
-from analyzer.detect.stream.calls import SIGNAL_FIELDS, CallDetector, Config
+from analyzer.detect.stream.calls import CallDetector, Config
+from analyzer.detect.rules import SIGNAL_FIELDS
 from analyzer.detect.keys import call_key, canonical_json, result_key
-from analyzer.detect.stream.text import TEXT_FIELDS, TextDetector
+from analyzer.detect.stream.text import TextDetector
+from analyzer.detect.rules import TEXT_FIELDS
 
 
 class Verdict(str, Enum):

@@ -13,12 +13,8 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 
 from analyzer.detect.keys import fast_token_set, jaccard
+from analyzer.detect.rules import CHUNK, CHUNK_HISTORY, MIN_SENTENCE, TEXT_FIELDS, TEXT_WINDOW
 
-TEXT_FIELDS: tuple[str, ...] = ("sentence_repeats", "same_count", "similar_run", "similar_count", "chunk_repeats")
-TEXT_WINDOW = 10  # the current message and the 9 before it
-MIN_SENTENCE = 16  # pi's MIN_REPEAT_CHUNK: shorter segments ("Error.") never count
-CHUNK = 50  # Gemini CLI's CONTENT_CHUNK_SIZE
-CHUNK_HISTORY = 5000  # Gemini CLI's MAX_HISTORY_LENGTH: only the last 5000 characters are compared
 
 TextSignalsTuple = tuple  # (TEXT_FIELDS...)
 

@@ -24,17 +24,14 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analyzer.detect.stream.calls import SIGNAL_FIELDS, Config, is_mutating
+from analyzer.detect.rules import SIGNAL_FIELDS, SIGNALS, WINDOWS, is_mutating
+from analyzer.detect.stream.calls import Config
 from analyzer.detect.vector.frames import ROW, changed, jaccard, pos_in_segment, row_index, run_len, scope_starts
 from analyzer.detect.vector.words import args_words_series
 
-WINDOWS = (5, 10, 20)
 PRE_ZERO = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window5", "window_count", "window20")
 INT_FIELDS = tuple(f for f in SIGNAL_FIELDS if f not in ("sim_prev", "same_result", "progress"))
-SCHEMA: dict[str, pl.DataType] = {
-    **{f: pl.Int32() for f in INT_FIELDS}, "sim_prev": pl.Float64(), "same_result": pl.Boolean(),
-    "progress": pl.Boolean(),
-}
+SCHEMA: dict[str, pl.DataType] = {c.name: c.polars for c in SIGNALS.columns if c.name in SIGNAL_FIELDS}
 
 WordsFn = Callable[[pl.Series], pl.Series]
 

@@ -17,13 +17,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analyzer.store.schema import FINDINGS
-from analyzer.detect.stream.calls import SIMILARITY, is_mutating
-from analyzer.detect.stream.episodes import (
-    LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS, WINDOW,
-)
 from analyzer.detect.keys import digest, normalize_result
-from analyzer.detect.vector.frames import POLARS_TYPES, jaccard
+from analyzer.detect.rules import (
+    CLAIM_ORDER, FINDINGS, LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS,
+    SIMILARITY, WINDOW, is_mutating,
+)
+from analyzer.detect.vector.frames import jaccard
 from analyzer.detect.vector.words import words
 
 # (session_id, seq) in, (session_id, seq, head) out: the first ``episodes.RESULT_HEAD`` characters of each call's
@@ -35,7 +34,6 @@ HeadsFn = Callable[[pl.DataFrame], pl.DataFrame]
 TurnsFn = Callable[[pl.DataFrame], pl.DataFrame]
 
 _HOT = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window_count", "drift_run", "fail_run")
-_KINDS = ("cycle2", "cycle3", "cycle4", "cycle5", "streak", "drift", "failure")  # claim order
 _EMPTY_STRINGS = pl.lit([], pl.List(pl.String))
 
 Emitted = tuple[int, str, "int | None", int, int, list[int]]  # seg, kind, period, n_first, repeats, positions
@@ -158,7 +156,7 @@ def _runs(top: pl.DataFrame) -> pl.DataFrame:
     """Runs of each link kind as (seg, first, last, kind): the range an episode of that kind may cover, before
     claims (a run of links from j0 to j1 holds the calls j0 - period .. j1)."""
     frames = []
-    for order, kind in enumerate(_KINDS):
+    for order, kind in enumerate(CLAIM_ORDER):
         link = pl.col(kind)
         start = link & ~link.shift(1).fill_null(False)
         end = link & ~link.shift(-1).fill_null(False)
@@ -201,7 +199,7 @@ def _claim(runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]
     for seg in sorted(set(by_seg) | set(windows)):
         claimed = bytearray(seg_len[seg])
         for kind, first, last in by_seg.get(seg, ()):
-            name = _KINDS[kind]
+            name = CLAIM_ORDER[kind]
             period = int(name[-1]) if name.startswith("cycle") else None
             for s, e in _unclaimed_pieces(first, last, claimed):
                 length = e - s + 1
@@ -488,7 +486,7 @@ def _text_label(text: str | None) -> str:
 
 
 def _empty_findings() -> pl.DataFrame:
-    return pl.DataFrame(schema={**{c.name: POLARS_TYPES[c.sql] for c in FINDINGS.columns}, "_rows": pl.List(pl.Int64),
+    return pl.DataFrame(schema={**{c.name: c.polars for c in FINDINGS.columns}, "_rows": pl.List(pl.Int64),
                                 "_tid": pl.Int64})
 
 
@@ -499,7 +497,7 @@ def _finish(per: pl.DataFrame) -> pl.DataFrame:
     return per.with_columns(
         pl.col("turn_ids").fill_null(_EMPTY_STRINGS), pl.col("wasted_tokens").fill_null(0),
         pl.col("cost_usd").fill_null(0.0),
-    ).select(*[pl.col(c.name).cast(POLARS_TYPES[c.sql]) for c in FINDINGS.columns], "_rows", "_tid")
+    ).select(*[pl.col(c.name).cast(c.polars) for c in FINDINGS.columns], "_rows", "_tid")
 
 
 # -- order and membership --------------------------------------------------------------------------------------------

@@ -10,11 +10,6 @@ from __future__ import annotations
 import polars as pl
 
 ROW = "_i"
-# The store's SQL types as polars types (``schema.Column.sql``), to shape output rows like the tables they land in.
-POLARS_TYPES: dict[str, pl.DataType] = {
-    "VARCHAR": pl.String(), "BIGINT": pl.Int64(), "INTEGER": pl.Int32(), "DOUBLE": pl.Float64(),
-    "BOOLEAN": pl.Boolean(), "VARCHAR[]": pl.List(pl.String()),
-}
 
 
 def row_index() -> pl.Expr:

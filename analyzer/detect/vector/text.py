@@ -19,11 +19,12 @@ from itertools import combinations
 
 import polars as pl
 
-from analyzer.detect.stream.text import CHUNK, CHUNK_HISTORY, MIN_SENTENCE, TEXT_FIELDS, TEXT_WINDOW, chunk_repeats
+from analyzer.detect.rules import CHUNK, CHUNK_HISTORY, MIN_SENTENCE, TEXT_FIELDS, TEXT_SIGNALS, TEXT_WINDOW
+from analyzer.detect.stream.text import chunk_repeats
 from analyzer.detect.vector.frames import ROW, changed, pos_in_segment, row_index, run_len, scope_starts
 from analyzer.detect.vector.words import normalize, words
 
-SCHEMA = {f: pl.Int32() for f in TEXT_FIELDS}
+SCHEMA = {c.name: c.polars for c in TEXT_SIGNALS.columns if c.name in TEXT_FIELDS}
 SHORT_TEXT = 600  # characters (after fences and the 5000-character cut) up to which chunks are counted in bulk
 
 

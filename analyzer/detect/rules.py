@@ -1,0 +1,179 @@
+"""Every rule of the detector core, declared once: thresholds, the kinds of loop episode and the order they claim
+calls, the fields of a call's and a message's signals, and the tables the scan writes (``signals``,
+``text_signals``, ``findings``).
+
+The streaming reference (``detect/stream``), its live ``Guard`` and the vectorised scan (``detect/vector``) read these
+names from here; tests hold the two implementations to the same rows. What a loop is, in the project's words:
+docs/detectors.md.
+"""
+
+from __future__ import annotations
+
+import re
+
+from analyzer.tables import table
+
+# -- signals: threshold-free, one tuple per call / per assistant message ---------------------------------------------
+
+# The order of a call's signal tuple; the ``signals`` table stores these columns under the same names.
+SIGNAL_FIELDS: tuple[str, ...] = (
+    "streak", "cycle2", "cycle3", "cycle4", "cycle5", "window5", "window_count", "window20",
+    "sim_prev", "drift_run", "fail_run", "same_result", "progress", "nested_repeat",
+)
+# The signals known before the call's result (what a guard sees before the call runs).
+PRE_FIELDS: tuple[str, ...] = SIGNAL_FIELDS[:10] + ("nested_repeat",)
+TEXT_FIELDS: tuple[str, ...] = ("sentence_repeats", "same_count", "similar_run", "similar_count", "chunk_repeats")
+
+SIMILARITY = 0.55  # the shared-token bar of DETECTORS.md 2.3
+SCRIPT_MEMORY = 100  # pi keeps each script's last 100 calls
+WINDOWS = (5, 10, 20)  # window5, window_count (this call and the 10 before it), window20
+TEXT_WINDOW = 10  # the current message and the 9 before it
+MIN_SENTENCE = 16  # pi's MIN_REPEAT_CHUNK: shorter segments ("Error.") never count
+CHUNK = 50  # Gemini CLI's CONTENT_CHUNK_SIZE
+CHUNK_HISTORY = 5000  # Gemini CLI's MAX_HISTORY_LENGTH: only the last 5000 characters are compared
+
+# A successful call of one of these tools changed something, even when its result text repeats ("edited file x").
+# A heuristic on the tool name (Claude Edit/MultiEdit/Write/NotebookEdit, pi edit/write, Codex apply_patch, ...):
+# a shell command that edits files is not recognised, so its progress is judged by its result like any other call.
+MUTATING_TOOL = re.compile(r"edit|write|patch|replace|insert|create|delete|remove|rename|move|mkdir", re.I)
+_mutating_cache: dict[str, bool] = {}
+
+
+def is_mutating(tool: str) -> bool:
+    """Whether a successful call of ``tool`` counts as a change of state (see ``MUTATING_TOOL``)."""
+    m = _mutating_cache.get(tool)
+    if m is None:
+        m = _mutating_cache[tool] = bool(MUTATING_TOOL.search(tool))
+    return m
+
+
+# -- findings: episodes built from the signals ------------------------------------------------------------------------
+
+KINDS = ("streak", "cycle", "window", "drift", "failure", "text", "nested")  # findings.kind
+# Call episodes claim calls in this order, so no call belongs to two (cycles by period, then the rest; window last).
+CLAIM_ORDER = ("cycle2", "cycle3", "cycle4", "cycle5", "streak", "drift", "failure")
+MIN_REPEATS = 3
+MIN_NESTED = 2
+MIN_CHUNKS = 10
+WINDOW = 10
+LABEL_CHARS = 160
+# One shared word says only that the same program ran (`sed -n '1,200p' a.ts` and `... b.ts` share just `sed`: the
+# paths carry punctuation and do not count), so a drift link needs two.
+MIN_SHARED_WORDS = 2
+# Short filler ("Let me look.", "Next, the tests.") recurs in healthy work; a text loop needs a message with at least
+# this many shared-token words.
+MIN_TEXT_WORDS = 4
+RESULT_HEAD = 512  # characters of a result compared for drift (the scan reads no more)
+
+
+# -- the tables the scan writes ---------------------------------------------------------------------------------------
+
+SIGNALS = table(
+    "signals",
+    "One row per call: what the detector core saw at that call, from the calls before it (and the call itself) only, "
+    "so a signal is exactly what a runtime guard would have seen then. Threshold-free: a policy is thresholds over "
+    "these columns, and calibration sweeps them without rescanning. Counters restart at each user prompt (unless "
+    "scanned with `--no-reset-on-user`). A nested call (made inside a script) never enters the top-level counters: "
+    "its top-level columns are 0 and `nested_repeat` counts it inside its script.",
+    ("session_id", "VARCHAR", "`sessions.session_id`."),
+    ("seq", "INTEGER", "`calls.seq`."),
+    ("call_id", "VARCHAR", "`calls.call_id`."),
+    ("turn_id", "VARCHAR", "`calls.turn_id`: the assistant message that issued the call."),
+    ("user_turn", "INTEGER", "`calls.user_turn`."),
+    ("tool", "VARCHAR", "`calls.tool`."),
+    ("nested", "BOOLEAN", "The call was made inside a script (`calls.parent_call_id` set)."),
+    ("streak", "INTEGER", "Identical calls (same `call_key`) in a row ending here, this one included; 1 for a call "
+     "unlike the one before."),
+    ("cycle2", "INTEGER", "How many times the block of the last 2 calls repeats back to back, ending here, when the "
+     "block holds 2 distinct keys; 0 otherwise. `(A B) x 3` gives 3 at its last call."),
+    ("cycle3", "INTEGER", "The same for blocks of 3 calls (at least 2 distinct keys)."),
+    ("cycle4", "INTEGER", "The same for blocks of 4 calls."),
+    ("cycle5", "INTEGER", "The same for blocks of 5 calls."),
+    ("window5", "INTEGER", "Occurrences of this call's key in a window of this call and the 5 calls before it."),
+    ("window_count", "INTEGER", "Occurrences of this call's key in this call and the 10 calls before it, as "
+     "pi-anti-doom-loop counts (its repeat rule blocks at 3)."),
+    ("window20", "INTEGER", "Occurrences of this call's key in this call and the 20 calls before it."),
+    ("sim_prev", "DOUBLE", "Shared-token Jaccard similarity of the arguments with the previous call, when that call "
+     "used the same tool (NULL otherwise, and at the first call after a reset). Drift at another bar B: a call links "
+     "to the one before when `sim_prev >= B AND streak = 1`; a drift run is a run of linked calls."),
+    ("drift_run", "INTEGER", "Consecutive calls of this tool ending here, each near-identical to the one before "
+     "(`sim_prev` >= 0.55) but not identical (`streak` = 1); 1 for a call that does not continue such a run."),
+    ("fail_run", "INTEGER", "Consecutive failed calls of this tool ending here, this one included (another tool's "
+     "call in between breaks the run); 0 when this call did not fail."),
+    ("same_result", "BOOLEAN", "The result equals the previous identical call's result (same text after "
+     "normalisation and same error flag); NULL when there was no previous identical call or either lacks a result."),
+    ("progress", "BOOLEAN", "The call made progress: it succeeded and its result differs from the previous "
+     "identical call's, or, with no identical predecessor, it changed state (a successful edit/write-like tool) or "
+     "its result differs from the previous call of the same tool. False for a failure, a repeated result or a "
+     "missing result."),
+    ("nested_repeat", "INTEGER", "For a nested call: 1 + the earlier calls of the same script it repeats "
+     "(identical, or the same tool with near-identical arguments), among the script's last 100; 0 for a top-level "
+     "call."),
+    ("est_tokens", "INTEGER", "~4 characters per token of the call's arguments plus its result."),
+    ("finding_id", "VARCHAR", "The finding (loop episode) the call belongs to, if any. Not a streaming signal: "
+     "assigned once the session's episodes are known."),
+)
+
+TEXT_SIGNALS = table(
+    "text_signals",
+    "One row per assistant message with visible text (blank, tool-only messages are not recorded): the counters of "
+    "the text-loop rules (DETECTORS.md 2.3), from that message and the ones before it in the user turn.",
+    ("session_id", "VARCHAR", "`sessions.session_id`."),
+    ("turn_id", "VARCHAR", "`turns.turn_id` of the message."),
+    ("turn_index", "INTEGER", "`turns.turn_index` of the message."),
+    ("user_turn", "INTEGER", "`turns.user_turn`."),
+    ("sentence_repeats", "INTEGER", "Rule 1: occurrences of the most repeated sentence of 16+ characters inside "
+     "this message (split after `.:!?`); 0 when no sentence is that long."),
+    ("same_count", "INTEGER", "Rule 2: messages with exactly this text (whitespace runs collapsed) among the last "
+     "10 messages, this one included."),
+    ("similar_run", "INTEGER", "Rule 3: consecutive messages ending here, each identical or >= 0.55 similar to the "
+     "one before."),
+    ("similar_count", "INTEGER", "Rule 4: the largest set of mutually similar (identical or >= 0.55) messages among "
+     "the last 10 that includes this one."),
+    ("chunk_repeats", "INTEGER", "Occurrences of the most repeated 50-character chunk (any offset) in this "
+     "message's last 5000 characters, fenced code removed (Gemini CLI's content rule counts to 10); 0 for text "
+     "shorter than 50 characters."),
+    ("est_tokens", "INTEGER", "~4 characters per token of the message text."),
+    ("finding_id", "VARCHAR", "The text finding the message belongs to, if any."),
+)
+
+FINDINGS = table(
+    "findings",
+    "One row per loop episode: a maximal run of calls (or messages) inside one user turn held together by one "
+    "pattern. A call belongs to at most one call episode (claimed in the order cycle, streak, drift, failure, window). "
+    "`loopscope findings --format json` prints these fields.",
+    ("finding_id", "VARCHAR", "Stable id: a hash of session, kind and where the episode starts."),
+    ("session_id", "VARCHAR", "`sessions.session_id`."),
+    ("kind", "VARCHAR", "`streak` (3+ identical calls in a row), `cycle` (a block of 2-5 calls with 2+ distinct "
+     "keys repeated 3+ times), `window` (one call recurring 3+ times, each within 10 calls of the one before and 3 of "
+     "them within a window of 10, with no successful edit in between), `drift` (3+ consecutive calls of one tool, "
+     "each near-identical to the one before, sharing 2+ words), `failure` (3+ consecutive failures of one tool), "
+     "`text` (3+ repeated or similar messages of 4+ words, or one message repeating a sentence 3+ times or a "
+     "50-char chunk 10+ times), `nested` (a call repeated inside one script, 2+)."),
+    ("period", "INTEGER", "Cycle length: the block size for `cycle`, 1 for `streak`, NULL for the other kinds."),
+    ("tools", "VARCHAR[]", "Tools of the episode's calls, in order of first use."),
+    ("call_ids", "VARCHAR[]", "The transcript's own ids of the episode's calls, in order; for `text`, the calls "
+     "issued by the looping messages."),
+    ("first_seq", "INTEGER", "`calls.seq` of the first call (NULL for a text episode without calls)."),
+    ("last_seq", "INTEGER", "`calls.seq` of the last call."),
+    ("repeats", "INTEGER", "How many times the pattern occurred: calls in a streak, drift, failure or window chain; "
+     "full blocks of a cycle; calls in a nested cluster; messages in a text loop, or the repeats of a sentence "
+     "(chunk) inside one message."),
+    ("stuck", "BOOLEAN", "No repeat made progress: each returned the same result as before or failed. False for a "
+     "poll whose result changed or for edits that each succeeded."),
+    ("user_turn", "INTEGER", "The user turn the episode belongs to."),
+    ("wasted_tokens", "BIGINT", "Measured: the usage of the assistant turns that issued the episode's calls after "
+     "its first occurrence (after the first full block of a cycle, after the first message of a text loop), each "
+     "turn counted once and only its deduplicated usage (`turns.usage_counted`); turns that also issued the first "
+     "occurrence are not counted."),
+    ("estimated_tokens", "BIGINT", "~4 characters per token of the repeated calls' arguments and results (of the "
+     "repeated messages' text), for transcripts without usage."),
+    ("cost_usd", "DOUBLE", "Cost of the turns counted in `wasted_tokens`."),
+    ("first_turn_index", "INTEGER", "`turns.turn_index` of the first message involved."),
+    ("last_turn_index", "INTEGER", "`turns.turn_index` of the last message involved."),
+    ("turn_ids", "VARCHAR[]", "The turns counted in `wasted_tokens` (to deduplicate across findings)."),
+    ("repeated", "VARCHAR", "What repeats: the first call (`tool` + arguments) or block of calls, or the message "
+     "text; truncated to 160 characters."),
+)
+
+SCAN_OUTPUT_TABLES = (SIGNALS, TEXT_SIGNALS, FINDINGS)

@@ -1,0 +1,242 @@
+"""Land a chunk of parsed files in the store: the workers' spool goes into ``sessions``, ``turns`` and ``calls`` in one
+transaction, with keys hashed, usage deduplicated across files and session totals refreshed; plus the bookkeeping of
+``files`` that makes re-ingest incremental."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+import duckdb
+
+from analyzer.detect.keys import SQL_CALL_KEY, SQL_RESULT_KEY
+from analyzer.store.db import one, transaction
+from analyzer.store.schema import CALLS, FILES, INGEST_ERRORS, SESSIONS, TURNS
+from analyzer.tables import Table
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from analyzer.ingest.parse import FileOutcome
+
+
+def _ts(col: str) -> str:
+    """The transcript's timestamp text as a UTC TIMESTAMP; NULL when it is not a timestamp."""
+    return f"timezone('UTC', TRY_CAST({col} AS TIMESTAMPTZ))"
+
+
+def _spool_source(spool: dict[str, list[str]], table: str) -> str:
+    """A FROM-clause source for a spool table: its Parquet files, or an empty relation of the same columns."""
+    paths = spool.get(table) or []
+    if paths:
+        return "read_parquet([" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "])"
+    from analyzer.ingest.rows import SPOOL  # pyarrow loads only when there is a chunk to land
+
+    cols = ", ".join(f"NULL::{sql} AS {n}" for n, sql in SPOOL[table])
+    return f"(SELECT {cols} LIMIT 0)"
+
+
+def load_chunk(
+    con: duckdb.DuckDBPyConnection,
+    outcomes: Sequence["FileOutcome"],
+    spool: dict[str, list[str]],
+) -> None:
+    """Replace the rows of ``outcomes``' files with the parsed ones, in one transaction: after a kill the store holds
+    either all of a chunk or none of it, and the ``files`` rows (with their hashes) commit with their data, so the next
+    run picks up exactly the files that did not land."""
+    import pyarrow as pa
+
+    ids = [o.file_id for o in outcomes]
+    with transaction(con):
+        _insert_rows(con, "_chunk_files", pa.table({"file_id": pa.array(ids, pa.int32())}), create_temp=True)
+        # Usage keys the old rows held: their winners may change once those rows are gone.
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT usage_key FROM turns "
+            "WHERE file_id IN (SELECT file_id FROM _chunk_files) AND usage_key IS NOT NULL"
+        )
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _touched AS SELECT DISTINCT session_id FROM turns "
+            "WHERE usage_key IN (SELECT usage_key FROM _keys)"
+        )
+        for table in ("calls", "turns", "sessions", "ingest_errors", "files"):
+            con.execute(f"DELETE FROM {table} WHERE file_id IN (SELECT file_id FROM _chunk_files)")
+
+        # Turns and calls stream straight from the spool into their tables; only the small sessions spool is
+        # materialised, for the duplicate check.
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _new_sessions AS SELECT * FROM {_spool_source(spool, 'sessions')}")
+
+        # A session id already in the store from another file (an archived copy, a duplicated dataset row) is
+        # recorded as an error and not loaded twice; within the chunk the lowest file id wins.
+        con.execute("""
+            CREATE OR REPLACE TEMP TABLE _dup AS
+            SELECT n.session_id, n.file_id,
+                   coalesce(
+                     (SELECT min(s.source_path) FROM sessions s WHERE s.session_id = n.session_id),
+                     (SELECT min(m.source_path) FROM _new_sessions m
+                       WHERE m.session_id = n.session_id AND m.file_id < n.file_id)) AS other_path
+            FROM _new_sessions n
+            WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = n.session_id)
+               OR EXISTS (SELECT 1 FROM _new_sessions m WHERE m.session_id = n.session_id AND m.file_id < n.file_id)
+        """)
+        keep = ("WHERE NOT EXISTS (SELECT 1 FROM _dup d WHERE d.session_id = t.session_id "
+                "AND d.file_id = t.file_id)")
+        con.execute(f"""
+            INSERT INTO sessions ({", ".join(SESSIONS.names)})
+            SELECT session_id, format, source_path, file_id, parent_session_id, agent_version,
+                   {_ts("first_ts")}, {_ts("last_ts")}, cwd, models, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0
+            FROM _new_sessions t {keep}
+        """)
+        turn_cols = [c for c in TURNS.names]
+        con.execute(f"""
+            INSERT INTO turns ({", ".join(turn_cols)})
+            SELECT {", ".join(_ts("ts") if c == "ts" else c for c in turn_cols)}
+            FROM {_spool_source(spool, "turns")} t {keep}
+        """)
+        # The ordered and shallow variants are NULL when they equal the canonical JSON (most calls): their key is
+        # then the canonical key, reused rather than hashed again.
+        call_exprs = {
+            "call_key": "ck",
+            "call_key_ordered": "CASE WHEN args_ordered IS NULL THEN ck ELSE "
+                                + SQL_CALL_KEY.format(tool="tool", args="args_ordered") + " END",
+            "call_key_shallow": "CASE WHEN args_shallow IS NULL THEN ck ELSE "
+                                + SQL_CALL_KEY.format(tool="tool", args="args_shallow") + " END",
+            "result_key": SQL_RESULT_KEY.format(has_result="has_result", is_error="is_error", text="result_text"),
+            "ts": _ts("ts"),
+            "result_ts": _ts("result_ts"),
+        }
+        con.execute(f"""
+            INSERT INTO calls ({", ".join(CALLS.names)})
+            SELECT {", ".join(call_exprs.get(c, c) for c in CALLS.names)}
+            FROM (SELECT *, {SQL_CALL_KEY.format(tool="tool", args="args")} AS ck
+                  FROM {_spool_source(spool, "calls")} t {keep})
+        """)
+
+        con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "
+                    "WHERE file_id IN (SELECT file_id FROM _chunk_files) AND usage_key IS NOT NULL")
+        con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM _new_sessions")
+        _dedup_usage(con)
+        _refresh_totals(con)
+
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        file_rows = [(o.file_id, o.path, o.format, o.status, o.reason, o.size, o.mtime_ns, o.content_hash,
+                      o.sessions, o.calls, o.error_count, now) for o in outcomes]
+        err_rows = []
+        for o in outcomes:
+            err_rows.extend((o.file_id, o.path, line, reason, text) for line, reason, text in o.errors)
+            if o.error_count > len(o.errors):
+                err_rows.append((o.file_id, o.path, None,
+                                 f"{o.error_count - len(o.errors)} more errors in this file not listed", ""))
+        _insert_rows(con, "files", _arrow_rows(FILES, file_rows))
+        if err_rows:
+            _insert_rows(con, "ingest_errors", _arrow_rows(INGEST_ERRORS, err_rows))
+        con.execute("""
+            INSERT INTO ingest_errors
+            SELECT d.file_id, s.source_path, NULL,
+                   'duplicate session id ' || d.session_id || ': already ingested from ' || d.other_path ||
+                   '; this copy was not loaded', d.session_id
+            FROM _dup d JOIN _new_sessions s USING (session_id, file_id)
+        """)
+        con.execute("""
+            UPDATE files SET errors = errors + x.n, sessions = sessions - x.n
+            FROM (SELECT file_id, count(*) AS n FROM _dup GROUP BY file_id) x WHERE files.file_id = x.file_id
+        """)
+        for t in ("_new_sessions", "_dup", "_keys", "_touched", "_chunk_files"):
+            con.execute(f"DROP TABLE IF EXISTS {t}")
+
+
+def _arrow_rows(table: Table, rows: Sequence[tuple]) -> "pa.Table":
+    import pyarrow as pa
+
+    cols = list(zip(*rows)) if rows else [[] for _ in table.columns]
+    return pa.table({c.name: pa.array(v, type=c.arrow) for c, v in zip(table.columns, cols)})
+
+
+def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: "pa.Table", create_temp: bool = False) -> None:
+    """Bulk insert through Arrow: ``executemany`` costs ~2 ms a row, which made the files table the slowest part of
+    loading a chunk of small files."""
+    con.register("_arrow_rows", rows)
+    try:
+        if create_temp:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM _arrow_rows")
+        else:
+            con.execute(f"INSERT INTO {table} SELECT * FROM _arrow_rows")
+    finally:
+        con.unregister("_arrow_rows")
+
+
+def _dedup_usage(con: duckdb.DuckDBPyConnection) -> None:
+    """One counted row per API response (``usage_key``): non-sidechain first, then the largest total, as ccusage."""
+    con.execute("""
+        UPDATE turns SET usage_counted = (r.rn = 1)
+        FROM (
+            SELECT session_id, turn_index,
+                   row_number() OVER (PARTITION BY usage_key
+                                      ORDER BY is_sidechain, total_tokens DESC, file_id, line, turn_index) AS rn
+            FROM turns WHERE usage_key IN (SELECT usage_key FROM _keys)
+        ) r
+        WHERE turns.session_id = r.session_id AND turns.turn_index = r.turn_index
+    """)
+    con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM turns "
+                "WHERE usage_key IN (SELECT usage_key FROM _keys)")
+
+
+def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute("""
+        UPDATE sessions SET
+            user_turns = t.user_turns, turns = t.turns,
+            input_tokens = t.input_tokens, output_tokens = t.output_tokens,
+            cache_read_tokens = t.cache_read_tokens, cache_write_tokens = t.cache_write_tokens,
+            total_tokens = t.total_tokens, cost_usd = t.cost_usd,
+            started_at = least(sessions.started_at, t.first_ts), ended_at = greatest(sessions.ended_at, t.last_ts)
+        FROM (
+            SELECT session_id,
+                   count(*) FILTER (WHERE role = 'user') AS user_turns,
+                   count(*) AS turns,
+                   coalesce(sum(input_tokens) FILTER (WHERE usage_counted), 0) AS input_tokens,
+                   coalesce(sum(output_tokens) FILTER (WHERE usage_counted), 0) AS output_tokens,
+                   coalesce(sum(cache_read_tokens) FILTER (WHERE usage_counted), 0) AS cache_read_tokens,
+                   coalesce(sum(cache_write_tokens) FILTER (WHERE usage_counted), 0) AS cache_write_tokens,
+                   coalesce(sum(total_tokens) FILTER (WHERE usage_counted), 0) AS total_tokens,
+                   coalesce(sum(cost_usd) FILTER (WHERE usage_counted), 0) AS cost_usd,
+                   min(ts) AS first_ts, max(ts) AS last_ts
+            FROM turns WHERE session_id IN (SELECT session_id FROM _touched) GROUP BY session_id
+        ) t
+        WHERE sessions.session_id = t.session_id
+    """)
+    con.execute("""
+        UPDATE sessions SET calls = c.calls, error_calls = c.error_calls,
+            started_at = least(sessions.started_at, c.first_ts), ended_at = greatest(sessions.ended_at, c.last_ts)
+        FROM (
+            SELECT session_id, count(*) AS calls, count(*) FILTER (WHERE is_error) AS error_calls,
+                   min(ts) AS first_ts, greatest(max(ts), max(result_ts)) AS last_ts
+            FROM calls WHERE session_id IN (SELECT session_id FROM _touched) GROUP BY session_id
+        ) c
+        WHERE sessions.session_id = c.session_id
+    """)
+
+
+def file_states(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int, int, str | None]]:
+    """path -> (file_id, size, mtime_ns, content_hash) of every file the store has seen."""
+    rows = con.execute("SELECT path, file_id, size, mtime_ns, content_hash FROM files").fetchall()
+    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+
+
+def next_file_id(con: duckdb.DuckDBPyConnection) -> int:
+    row = one(con, "SELECT coalesce(max(file_id), 0) FROM files")
+    return int(row[0]) + 1 if row else 1
+
+
+def touch_files(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[int, int, int]]) -> None:
+    """Record new size/mtime for files whose content hash proved unchanged."""
+    if rows:
+        import pyarrow as pa
+
+        ids, sizes, mtimes = zip(*rows)
+        con.register("_touch", pa.table({"file_id": pa.array(ids, pa.int32()), "size": pa.array(sizes, pa.int64()),
+                                         "mtime_ns": pa.array(mtimes, pa.int64())}))
+        try:
+            con.execute("UPDATE files SET size = t.size, mtime_ns = t.mtime_ns FROM _touch t "
+                        "WHERE files.file_id = t.file_id")
+        finally:
+            con.unregister("_touch")

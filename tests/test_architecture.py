@@ -1,0 +1,120 @@
+"""The house rules, checked over the import graph: every module sits on a layer, imports only from its own layer's
+lower floors, and no two modules import each other round a circle. Type-only imports count: a reader follows them too.
+
+Layers, lowest first (siblings on one floor must not import each other):
+
+    analyzer.errors               the exception tree (and the package's version)
+    analyzer.formats | analyzer.tables | analyzer.results
+                                  facts every stage shares: the formats, how tables and types are declared, the
+                                  plain results replay and calibration hand to the report
+    analyzer.detect               the detector core: calls in, signals and findings out; knows no format or DuckDB
+    analyzer.store                the DuckDB store: schema, connection, queries
+    analyzer.ingest | analyzer.scan | analyzer.guards
+                                  files -> store | store -> signals, findings | guards, policies, replay
+    analyzer.calibrate | analyzer.reporting
+                                  sweeps and recommendations | the report's queries
+    reports                       rendering only: plain data in, HTML out
+    analyzer.analyze              the end-to-end job
+    analyzer.commands             the CLI's commands, thin over the library
+    analyzer.cli                  the typer app
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+LAYERS: list[list[str]] = [
+    ["analyzer.errors", "analyzer"],
+    ["analyzer.formats", "analyzer.tables", "analyzer.results"],
+    ["analyzer.detect"],
+    ["analyzer.store"],
+    ["analyzer.ingest", "analyzer.scan", "analyzer.guards"],
+    ["analyzer.calibrate", "analyzer.reporting"],
+    ["reports"],
+    ["analyzer.analyze"],
+    ["analyzer.commands"],
+    ["analyzer.cli"],
+]
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in ("analyzer", "reports"):
+        for p in (ROOT / pkg).rglob("*.py"):
+            parts = list(p.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            out[".".join(parts)] = p
+    return out
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    is_pkg = path.name == "__init__.py"
+    pkg = name.split(".") if is_pkg else name.split(".")[:-1]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(pkg[: len(pkg) - node.level + 1] + ([base] if base else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        else:
+            continue
+        found.update(t for t in targets if t in known and t != name)
+    return found
+
+
+def _layer(module: str) -> tuple[int, str]:
+    best: tuple[int, int, str] | None = None
+    for rank, group in enumerate(LAYERS):
+        for prefix in group:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[1]:
+                    best = (rank, len(prefix), prefix)
+    assert best is not None, f"{module} sits on no layer: add it to LAYERS"
+    return best[0], best[2]
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods)
+    return {m: _imports(m, p, known) for m, p in mods.items()}
+
+
+def test_no_import_runs_up_a_layer_or_across_siblings() -> None:
+    bad = []
+    for mod, deps in sorted(_graph().items()):
+        rank, group = _layer(mod)
+        for dep in sorted(deps):
+            drank, dgroup = _layer(dep)
+            if drank > rank or (drank == rank and dgroup != group and "analyzer" not in (group, dgroup)):
+                bad.append(f"{mod} ({group}) imports {dep} ({dgroup})")
+    assert not bad, "imports against the layers:\n" + "\n".join(bad)
+
+
+def test_no_import_circle() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph[m]):
+            if state.get(d) == 1:
+                circles.append(stack[stack.index(d):] + [d])
+            elif d not in state:
+                visit(d)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
+    assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
