@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from analyzer.ingest import claude, parse
+from analyzer.ingest import parse
+from analyzer.ingest.formats import claude
 from helpers import ingest_paths, query, write_jsonl
 
 TRUNK = "0d5e6a4c-1111-4222-8333-444455556666"

@@ -437,7 +437,7 @@ def test_bad_records_are_reported_and_the_rest_ingested(tmp_path: Path, db: Path
     ({"messages": [{"role": "user", "content": "hi"}]}, False),
 ])
 def test_sniff(rec: dict[str, Any], expected: bool) -> None:
-    from analyzer.ingest import codex
+    from analyzer.ingest.formats import codex
 
     assert codex.sniff(rec) is expected
 
@@ -457,7 +457,7 @@ def test_sniff(rec: dict[str, Any], expected: bool) -> None:
     (None, ("", False, None)),
 ])
 def test_output_classification(out: Any, expected: tuple[str, bool, str | None]) -> None:
-    from analyzer.ingest.codex import classify, parse_output
+    from analyzer.ingest.formats.codex import classify, parse_output
 
     text, code, flag = parse_output(out)
     assert (text, *classify(text, code, flag, None)) == expected

@@ -207,6 +207,6 @@ def test_bad_lines_reported_rest_ingested(tmp_path: Path, db: Path) -> None:
     ({"type": "message", "message": {"role": "user"}}, False),
 ])
 def test_sniff(rec: dict[str, Any], expected: bool) -> None:
-    from analyzer.ingest import openai_messages
+    from analyzer.ingest.formats import openai_messages
 
     assert openai_messages.sniff(rec) is expected

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from analyzer.errors import LoopscopeError
+from analyzer.ingest import formats
 from analyzer.store.filters import SessionFilter
 from analyzer.commands.output import OutputFormat
 
@@ -34,7 +35,7 @@ SinceOpt = Annotated[Optional[str], typer.Option(
 UntilOpt = Annotated[Optional[str], typer.Option(
     "--until", help="Only sessions started on or before this date (YYYY-MM-DD, UTC).", show_default=False)]
 AgentOpt = Annotated[Optional[str], typer.Option(
-    "--agent", help="Only this agent's sessions: pi, claude_code, codex, openai_messages.", show_default=False)]
+    "--agent", help=f"Only this agent's sessions: {', '.join(formats.names())}.", show_default=False)]
 ProjectOpt = Annotated[Optional[str], typer.Option(
     "--project", help="Only sessions whose working directory contains this text.", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")]
@@ -48,7 +49,7 @@ def db_path(db: Path | None) -> Path:
 
 def session_filter(since: str | None, until: str | None, agent: str | None, project: str | None) -> SessionFilter:
     """The one place the four filter options become a filter, so every command applies them the same way."""
-    return SessionFilter.parse(since, until, agent, project)
+    return SessionFilter.parse(since, until, agent, project, formats.agent_names() if agent else None)
 
 
 def handle_errors(fn: F) -> F:

@@ -14,21 +14,17 @@ from typing import Any, Callable
 
 import orjson
 
-from analyzer.ingest import claude, codex, openai_messages, pi
+from analyzer.ingest import formats
 from analyzer.ingest.base import FileContext
 from analyzer.ingest.reader import ReadStats, iter_records
 from analyzer.ingest.rows import MAX_ERRORS_PER_FILE, RowSink, excerpt
 
-ADAPTERS: dict[str, ModuleType] = {m.FORMAT: m for m in (pi, claude, codex, openai_messages)}
-# Codex and Claude records carry unmistakable keys; pi's are looser, so it is tried after them.
-SNIFF_ORDER: tuple[ModuleType, ...] = (codex, claude, pi, openai_messages)
-# Formats whose file is one JSON document (a SWE-agent ``.traj``, a Gemini CLI chat): the module has
-# ``sniff_document(doc)`` and its Parser is fed the whole document once, as record 1. Tried before the line
-# sniffers when the file holds a single JSON value, since a document can look like one line record of another format.
-DOCUMENT_ORDER: tuple[ModuleType, ...] = ()
-# Formats the adapter reads itself (a zip ``.eval``, a Parquet or SQLite file): the module has
-# ``sniff_file(path, head)`` (``head`` is the first 64 KB) and its Parser has ``read(path)``.
-FILE_ORDER: tuple[ModuleType, ...] = ()
+ADAPTERS: dict[str, ModuleType] = formats.adapters()
+SNIFF_ORDER = formats.with_hook("sniff")  # JSON-lines formats, strict shapes first
+# A file that holds one JSON value is offered to the document formats first, since a document can look like one
+# line record of another format.
+DOCUMENT_ORDER = formats.with_hook("sniff_document")
+FILE_ORDER = formats.with_hook("sniff_file")  # formats whose adapter reads the file itself
 SNIFF_RECORDS = 64
 WHOLE_DOC_LIMIT = 256 << 20
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from analyzer.ingest import land
+from analyzer.ingest import formats, land
 from analyzer.store import db as store
 from analyzer.errors import NothingToIngestError, UsageError
 from analyzer.ingest.reader import ReadStats
@@ -25,17 +25,6 @@ if TYPE_CHECKING:  # the parsers (and pyarrow) load only when a file needs parsi
 CHUNK_BYTES = 32 << 20
 CHUNK_FILES = 256
 IN_PROCESS_BYTES = 8 << 20  # below this, a worker pool costs more than it saves
-
-
-def default_roots() -> list[Path]:
-    """The agents' own session folders that exist on this machine."""
-    home = Path.home()
-    env = os.environ
-    pi = Path(env["PI_CODING_AGENT_DIR"]) / "sessions" if env.get("PI_CODING_AGENT_DIR") else home / ".pi/agent/sessions"
-    claude = [Path(env["CLAUDE_CONFIG_DIR"]) / "projects"] if env.get("CLAUDE_CONFIG_DIR") else [
-        home / ".claude/projects", home / ".config/claude/projects"]
-    codex = Path(env["CODEX_HOME"]) / "sessions" if env.get("CODEX_HOME") else home / ".codex/sessions"
-    return [p for p in (pi, *claude, codex) if p.is_dir()]
 
 
 # Files in a walked folder with these suffixes are documentation, code or media, never a transcript: they are not
@@ -185,7 +174,7 @@ def ingest(
 ) -> IngestSummary:
     """Ingest every transcript under ``paths`` (default: the agents' own folders) into the store at ``db``."""
     t0 = time.perf_counter()
-    roots = list(paths) if paths else default_roots()
+    roots = list(paths) if paths else formats.default_roots()
     if not roots:
         raise NothingToIngestError(
             "no path given and no agent session folder found (~/.pi/agent/sessions, ~/.claude/projects, "

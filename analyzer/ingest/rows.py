@@ -15,15 +15,16 @@ from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from analyzer.detect.keys import canonical_json, ordered_json, shallow_sorted_json
 from analyzer.ingest.cost import Usage, price_usage
 from analyzer.store.schema import CALLS, SESSIONS, TURNS, spool_columns
 from analyzer.tables import arrow_type
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
 
 MAX_EXCERPT = 200
 MAX_ERRORS_PER_FILE = 1000
@@ -90,6 +91,8 @@ class RowSink:
     """Row buffers per table, flushed to one Parquet file per table when they grow past ``flush_bytes``."""
 
     def __init__(self, spool_dir: Path, tag: str, flush_bytes: int = 32 << 20) -> None:
+        import pyarrow as pa  # only a worker that parses loads Arrow; the format registry stays light
+
         self.spool_dir = spool_dir
         self.tag = tag
         self.flush_bytes = flush_bytes
@@ -107,6 +110,9 @@ class RowSink:
             self.flush()
 
     def flush(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         for name, rows in self._rows.items():
             if not rows:
                 continue

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from analyzer.errors import UsageError
-
-FORMATS = ("pi", "claude_code", "codex", "openai_messages")
-
-_ALIASES = {
-    "claude": "claude_code", "claude-code": "claude_code", "cc": "claude_code",
-    "openai": "openai_messages", "openai-messages": "openai_messages", "messages": "openai_messages",
-    "codex-cli": "codex", "pi-agent": "pi",
-}
 
 
 def parse_date(value: str | None, option: str) -> date | None:
@@ -27,14 +20,16 @@ def parse_date(value: str | None, option: str) -> date | None:
     raise UsageError(f"{option}: expected a date like 2026-11-01, got {value!r}")
 
 
-def parse_agent(value: str | None) -> str | None:
+def parse_agent(value: str | None, agents: Mapping[str, str]) -> str | None:
+    """The format ``--agent`` names; ``agents`` maps every accepted name and alias to its format (the ingest's format
+    registry, ``ingest.formats.agent_names``)."""
     if not value:
         return None
     v = value.strip().lower()
-    v = _ALIASES.get(v, v)
-    if v not in FORMATS:
-        raise UsageError(f"--agent: unknown agent {value!r}; choose from {', '.join(FORMATS)}")
-    return v
+    if v not in agents:
+        choices = ", ".join(sorted(set(agents.values())))
+        raise UsageError(f"--agent: unknown agent {value!r}; choose from {choices}")
+    return agents[v]
 
 
 @dataclass(frozen=True)
@@ -46,8 +41,12 @@ class SessionFilter:
 
     @classmethod
     def parse(cls, since: str | None = None, until: str | None = None, agent: str | None = None,
-              project: str | None = None) -> "SessionFilter":
-        f = cls(parse_date(since, "--since"), parse_date(until, "--until"), parse_agent(agent), project or None)
+              project: str | None = None, agents: Mapping[str, str] | None = None) -> "SessionFilter":
+        """From the CLI's option values. ``agents`` (name or alias -> format) is needed only when ``agent`` is set."""
+        if agent and agents is None:
+            raise ValueError("SessionFilter.parse: pass agents= (ingest.formats.agent_names()) to parse --agent")
+        f = cls(parse_date(since, "--since"), parse_date(until, "--until"), parse_agent(agent, agents or {}),
+                project or None)
         if f.since and f.until and f.since > f.until:
             raise UsageError(f"--since {f.since} is after --until {f.until}")
         return f

@@ -15,7 +15,7 @@ FILES = _t(
     "and one whose content hash is unchanged after a touch.",
     ("file_id", "INTEGER", "Internal id; every row ingested from the file carries it."),
     ("path", "VARCHAR", "Absolute path."),
-    ("format", "VARCHAR", "`pi`, `claude_code`, `codex` or `openai_messages`; NULL when skipped."),
+    ("format", "VARCHAR", "The transcript format (`sessions.format`, the README's formats table); NULL when skipped."),
     ("status", "VARCHAR", "`ingested` or `skipped`."),
     ("reason", "VARCHAR", "Why the file was skipped (empty, binary, unknown format, ...)."),
     ("size", "BIGINT", "Bytes read."),

@@ -18,6 +18,8 @@ from analyzer.ingest.rows import SessionBuilder, parse_ts
 from analyzer.ingest.cost import Usage
 
 FORMAT = "openai_messages"
+ALIASES = ("openai", "openai-messages", "messages")
+SNIFF_RANK = 90  # a bare ``messages`` list is the loosest shape of all: tried last
 _ID_KEYS = ("id", "uuid", "conversation_id")
 
 

@@ -46,9 +46,11 @@ as ccusage reports them. ``costUSD``, when a line records it, is the turn's cost
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import FileContext, text_of
@@ -56,6 +58,15 @@ from analyzer.ingest.rows import SessionBuilder
 from analyzer.ingest.cost import Usage
 
 FORMAT = "claude_code"
+ALIASES = ("claude", "claude-code", "cc")
+SNIFF_RANK = 20
+
+
+def default_roots() -> list[Path]:
+    """``$CLAUDE_CONFIG_DIR/projects``, else ``~/.claude/projects`` and ``~/.config/claude/projects``."""
+    env = os.environ.get("CLAUDE_CONFIG_DIR")
+    home = Path.home()
+    return [Path(env) / "projects"] if env else [home / ".claude/projects", home / ".config/claude/projects"]
 
 _REJECTED = (
     "The user doesn't want to proceed with this tool use",

@@ -6,6 +6,8 @@ at a user prompt, which resets loop counting anyway. A user's ``!command`` (``ba
 
 from __future__ import annotations
 
+import os
+
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,14 @@ from analyzer.ingest.rows import SessionBuilder, as_int
 from analyzer.ingest.cost import Usage
 
 FORMAT = "pi"
+ALIASES = ("pi-agent", "pi-coding-agent")
+SNIFF_RANK = 30  # pi's records are looser than Codex's and Claude's: tried after them
+
+
+def default_roots() -> list[Path]:
+    """``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``."""
+    env = os.environ.get("PI_CODING_AGENT_DIR")
+    return [Path(env) / "sessions" if env else Path.home() / ".pi/agent/sessions"]
 _ROLES = {"user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", "branchSummary",
           "compactionSummary", "system"}
 

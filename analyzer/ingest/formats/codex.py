@@ -31,6 +31,8 @@ Decisions:
 
 from __future__ import annotations
 
+import os
+
 import re
 from collections import deque
 from dataclasses import dataclass, field
@@ -45,6 +47,14 @@ from analyzer.ingest.rows import SessionBuilder, parse_ts
 from analyzer.ingest.cost import Usage
 
 FORMAT = "codex"
+ALIASES = ("codex-cli",)
+SNIFF_RANK = 10  # Codex records carry unmistakable keys (``payload``)
+
+
+def default_roots() -> list[Path]:
+    """``$CODEX_HOME/sessions``, else ``~/.codex/sessions``."""
+    env = os.environ.get("CODEX_HOME")
+    return [Path(env) / "sessions" if env else Path.home() / ".codex/sessions"]
 _ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
