@@ -7,12 +7,16 @@ from datetime import date, datetime, timedelta
 
 from .errors import UsageError
 
-FORMATS = ("pi", "claude_code", "codex", "openai_messages")
+FORMATS = ("pi", "claude_code", "codex", "openai_messages", "swe_agent", "mini_swe_agent", "openhands")
 KINDS = ("streak", "cycle", "window", "drift", "failure", "text", "nested")  # kinds of loop episode (findings.kind)
 _ALIASES = {
     "claude": "claude_code", "claude-code": "claude_code", "cc": "claude_code",
     "openai": "openai_messages", "openai-messages": "openai_messages", "messages": "openai_messages",
     "codex-cli": "codex", "pi-agent": "pi",
+    "swe-agent": "swe_agent", "sweagent": "swe_agent", "swe": "swe_agent",
+    "mini-swe-agent": "mini_swe_agent", "mini": "mini_swe_agent", "mini-swe": "mini_swe_agent",
+    "minisweagent": "mini_swe_agent",
+    "open-hands": "openhands", "oh": "openhands", "openhands-ai": "openhands",
 }
 
 

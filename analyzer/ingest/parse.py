@@ -14,21 +14,22 @@ from typing import Any, Callable
 
 import orjson
 
-from . import claude, codex, openai_messages, pi
+from . import claude, codex, mini_swe_agent, openai_messages, openhands, pi, swe_agent
 from .base import FileContext
 from .reader import ReadStats, iter_records
 from .rows import MAX_ERRORS_PER_FILE, RowSink, excerpt
 
-ADAPTERS: dict[str, ModuleType] = {m.FORMAT: m for m in (pi, claude, codex, openai_messages)}
+ADAPTERS: dict[str, ModuleType] = {m.FORMAT: m for m in (pi, claude, codex, openai_messages, swe_agent, mini_swe_agent,
+                                                          openhands)}
 # Codex and Claude records carry unmistakable keys; pi's are looser, so it is tried after them.
-SNIFF_ORDER: tuple[ModuleType, ...] = (codex, claude, pi, openai_messages)
+SNIFF_ORDER: tuple[ModuleType, ...] = (codex, claude, pi, openhands, openai_messages)
 # Formats whose file is one JSON document (a SWE-agent ``.traj``, a Gemini CLI chat): the module has
 # ``sniff_document(doc)`` and its Parser is fed the whole document once, as record 1. Tried before the line
 # sniffers when the file holds a single JSON value, since a document can look like one line record of another format.
-DOCUMENT_ORDER: tuple[ModuleType, ...] = ()
+DOCUMENT_ORDER: tuple[ModuleType, ...] = (mini_swe_agent, swe_agent, openhands)
 # Formats the adapter reads itself (a zip ``.eval``, a Parquet or SQLite file): the module has
 # ``sniff_file(path, head)`` (``head`` is the first 64 KB) and its Parser has ``read(path)``.
-FILE_ORDER: tuple[ModuleType, ...] = ()
+FILE_ORDER: tuple[ModuleType, ...] = (openhands,)
 SNIFF_RECORDS = 64
 WHOLE_DOC_LIMIT = 256 << 20
 
@@ -87,8 +88,6 @@ def describe_document(doc: Any) -> str:
             return "Claude Code subagent metadata (agent-*.meta.json): nothing to load, its transcript is read"
         if "projectHash" in doc and "messages" in doc:
             return "a Gemini CLI session (single JSON document); this format is not supported yet"
-        if "trajectory" in doc or ("history" in doc and ("info" in doc or "environment" in doc)):
-            return "a SWE-agent trajectory; this format is not supported yet"
         if "eval" in doc and "samples" in doc:
             return "an Inspect AI eval log; this format is not supported yet"
         if "info" in doc and "messages" in doc:
@@ -96,8 +95,6 @@ def describe_document(doc: Any) -> str:
         keys = ", ".join(sorted(map(str, doc))[:8])
         return f"a single JSON document of no known transcript format (keys: {keys})"
     if isinstance(doc, list):
-        if doc and isinstance(doc[0], dict) and ("action" in doc[0] or "observation" in doc[0]):
-            return "an OpenHands event list; this format is not supported yet"
         return "a JSON array of no known transcript format"
     return "JSON of no known transcript format"
 
