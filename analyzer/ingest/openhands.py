@@ -12,7 +12,9 @@ An action (``run``, ``run_ipython``, ``edit``, ``read``, ``write``, ``browse``, 
 ``finish``, ``delegate``, MCP calls…) is a call; ``message`` actions are prompts (source user) or assistant text. An
 observation is the result of the action named by its ``cause`` (else by ``tool_call_metadata.tool_call_id``, else
 the oldest waiting call). Errors: ``observation == "error"``, ``user_rejected``, ``success: false``, an exit code
-other than 0 (and -1, "still running"), an edit/read result starting with ``ERROR:``.
+other than 0 (-1, "no exit code yet", included), an edit/read/write result starting with ``ERROR:``. An ``error``
+observation that answers no action is a tool call OpenHands rejected before running it (invalid parameters): it is
+kept as a failed call ``invalid_tool_call``. A run cost of 0.0 means "price unknown" in OpenHands: not recorded.
 
 Usage: per LLM response from ``tool_call_metadata.model_response.usage`` (else the response's entry in
 ``llm_metrics.token_usages``), counted once per response id (parallel calls share one response). The run's cost
@@ -42,7 +44,8 @@ NOT_CALLS = frozenset({"message", "system", "recall", "change_agent_state", "nul
 NOT_RESULTS = frozenset({"agent_state_changed", "null", "recall", "agent_condensation", "condensation"})
 # Keys of an action's args that describe it rather than what it does (the thought is the message's text).
 NOISE_ARGS = frozenset({"thought", "impl_source", "translated_ipython_code", "confirmation_state", "security_risk",
-                        "is_confirmed", "kernel_init_code", "hidden", "wait_for_response", "image_urls"})
+                        "is_confirmed", "kernel_init_code", "hidden", "wait_for_response", "image_urls",
+                        "images_urls", "keep_prompt"})
 # Top-level keys of an event (openhands/events/serialization/event.py, TOP_KEYS) plus the older resolver extras.
 TOP_KEYS = frozenset({"id", "timestamp", "source", "message", "cause", "action", "observation", "tool_call_metadata",
                       "llm_metrics", "args", "content", "extras", "success", "timeout", "hidden"})
@@ -114,6 +117,9 @@ class Parser:
             self.ctx.error(line, "not an OpenHands record: no `history` list", rec)
             return
         inst = rec.get("instance_id")
+        issue = rec.get("issue") if isinstance(rec.get("issue"), dict) else {}
+        if not (isinstance(inst, (str, int)) and str(inst)) and all(issue.get(k) for k in ("owner", "repo", "number")):
+            inst = f"{issue['owner']}/{issue['repo']}#{issue['number']}"  # a resolver run: the issue it resolved
         sid = str(inst) if isinstance(inst, (str, int)) and str(inst) else f"{self.ctx.path.stem}:{line}"
         if sid in self._ids:
             self.ctx.error(line, f"duplicate instance id {sid} in this file; loaded as {sid}:{line}", rec.get("instance_id"))
@@ -125,8 +131,7 @@ class Parser:
             cost = _cost(metrics.get("accumulated_cost"))
         elif metrics is not None:
             self.ctx.error(line, "`metrics` is not an object", metrics)
-        prompt = rec.get("instruction") if isinstance(rec.get("instruction"), str) else None
-        self._session(sid, rec["history"], line, cost, prompt, outcome=_outcome(rec))
+        self._session(sid, rec["history"], line, cost, None, outcome=_outcome(rec))
 
     def read(self, path: Path) -> None:
         files = _event_files(path.parent)
@@ -231,6 +236,13 @@ class Parser:
                     cid = next((c for c in q or () if c in order), None)
                 if cid is None and cause is None and order:
                     cid = order[0]
+                if cid is None and obs == "error" and cause is None:
+                    # A tool call OpenHands rejected before running it (bad parameters): no action event was
+                    # written, only this error. It is still a failed call of the agent.
+                    cid = f"e{ev.get('id')}" if ev.get("id") is not None else f"#{n}"
+                    n += 1
+                    b.call(cid, "invalid_tool_call", {}, ts, line)
+                    order.append(cid)
                 if cid is None or cid not in order:
                     if obs not in NOT_RESULTS and cause is None:
                         self.ctx.error(line, f"history item {k}: observation `{obs}` answers no action", ev)
@@ -266,20 +278,21 @@ def _error(ev: dict[str, Any], obs: Any, text: str) -> tuple[bool, str | None]:
         return True, "flag"
     if obs == "user_rejected":
         return True, "rejected"
-    if ev.get("success") is False:
-        return True, "flag"
     extras = ev.get("extras") if isinstance(ev.get("extras"), dict) else {}
     md = extras.get("metadata") if isinstance(extras.get("metadata"), dict) else {}
-    code = md.get("exit_code", extras.get("exit_code"))
+    code = md.get("exit_code", extras.get("exit_code", ev.get("exit_code")))
     if isinstance(code, int) and not isinstance(code, bool) and code != 0:
         return True, "exit_code"
+    if ev.get("success") is False:
+        return True, "flag"
     if obs in ("edit", "read", "write") and text.lstrip().startswith("ERROR:"):
         return True, "text"
     return False, None
 
 
 def _cost(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+    """A recorded cost; 0 means OpenHands did not know the model's price (it records 0.0 then), so not recorded."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         return None
     return float(value)
 
