@@ -234,8 +234,8 @@ class Parser:
                     tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
                     q = by_tool.get(tcm.get("tool_call_id")) if isinstance(tcm.get("tool_call_id"), str) else None
                     cid = next((c for c in q or () if c in order), None)
-                if cid is None and cause is None and order:
-                    cid = order[0]
+                if cid is None and cause is None and "id" not in ev and obs not in NOT_RESULTS and order:
+                    cid = order[0]  # older files: no ids, an observation follows its action
                 if cid is None and obs == "error" and cause is None:
                     # A tool call OpenHands rejected before running it (bad parameters): no action event was
                     # written, only this error. It is still a failed call of the agent.
