@@ -89,7 +89,7 @@ def test_history_only_demo_reads_tool_calls(db: Path) -> None:
         ("call_hIiDKXAXZl4qMHV6RRXvil4u", "edit", {"search": "def division(a: float, b: float) -> float",
                                                    "replace": "def division(a: float, b: float) -> float:"},
          "Text replaced. Please re", False),
-        ("call_5O339epJ3rKjEal3Kuvpj9bM", "bash", {"command": "python tests/missing_colon.py"}, "8.2\n(Open file: /SWE-ag",
+        ("call_5O339epJ3rKjEal3Kuvpj9bM", "bash", {"command": "python tests/missing_colon.py"}, "8.2\n(Open file: /SWE-age",
          False),
         ("call_6zuFhIfpOAi1jAiD2QHMmh6S", "submit", {}, "\r\ndiff --git a/tests/mis", False),
     ]
