@@ -321,12 +321,14 @@ def _metrics_usage(metrics: Any, rid: str | None) -> Usage | None:
 
 
 def _outcome(rec: dict[str, Any]) -> str | None:
+    """The run's outcome as one line: the patch it produced (its size), resolver ``success``, the run's ``error``."""
     parts = []
+    tr = rec.get("test_result") if isinstance(rec.get("test_result"), dict) else {}
+    patch = tr.get("git_patch", rec.get("git_patch"))
+    if isinstance(patch, str) and patch.strip():
+        parts.append(f"git_patch: {len(patch)} chars")
+    if isinstance(rec.get("success"), bool):
+        parts.append(f"success: {str(rec['success']).lower()}")
     if rec.get("error"):
         parts.append(f"error: {str(rec['error'])[:200]}")
-    tr = rec.get("test_result")
-    if isinstance(tr, dict):
-        patch = tr.get("git_patch")
-        if isinstance(patch, str) and patch.strip():
-            parts.append(f"git_patch: {len(patch)} chars")
     return "; ".join(parts) or None
