@@ -89,3 +89,19 @@ def parse_arguments(raw: Any) -> Any:
         except orjson.JSONDecodeError:
             return {"raw": value}
     return {"raw": value} if isinstance(value, str) else value
+
+
+def run_session_id(path: Path, instance: str | None = None) -> str:
+    """``<run>/<instance>`` for the benchmark formats (SWE-agent, mini-swe-agent) that name a file after its task
+    instance: the same instance is run again by every run (another model, another config), so the instance id alone
+    would collide across runs. ``<run>`` is the nearest folder not named after the instance and not ``trajs``
+    (mini-swe-agent writes ``<run>/trajs/<instance>/<instance>.traj.json``; SWE-agent ``<run>/<instance>.traj``)."""
+    stem = path.name
+    for suffix in (".json", ".traj"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    inst = instance or stem or path.name
+    for parent in path.resolve().parents:
+        if parent.name and parent.name not in (inst, stem, "trajs"):
+            return f"{parent.name}/{inst}"
+    return inst
