@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helpers import ingest_paths, write_jsonl
 
 from analyzer.store import db as store
+
+if TYPE_CHECKING:
+    from analyzer.results import Calibration, Replay
 
 # Fake secrets, assembled from parts so no scanner mistakes this file for a leak.
 SECRETS = {

@@ -7,10 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from analyzer.commands.common import (
-    AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path,
-    handle_errors, out, session_filter, with_progress,
-)
+from analyzer.commands.common import DbOpt, Listing, QuietOpt, db_path, handle_errors, listing, out, with_progress
 
 
 @handle_errors
@@ -54,26 +51,14 @@ def print_ingest_summary(s: Any) -> None:
         out.print(f"  {s.errors:,} unreadable line(s) recorded in the ingest_errors table")
 
 
-@handle_errors
+@listing
 def sessions(
-    db: DbOpt = None,
-    format: FormatOpt = OutputFormat.table,
-    output: OutputOpt = None,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    agent: AgentOpt = None,
-    project: ProjectOpt = None,
+    listing: Listing,
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
 ) -> None:
     """List sessions with their totals, most expensive first."""
-    from analyzer.store import queries
-    from analyzer.store import db as store
-    from analyzer.commands.output import write_frame
+    from analyzer.store.queries import SESSION_TABLE_COLUMNS
 
-    flt = session_filter(since, until, agent, project)
-    con = store.connect(db_path(db), read_only=True)
-    try:
-        df = queries.sessions(con, flt, limit)
-    finally:
-        con.close()
-    write_frame(df, format, output, title="sessions", table_columns=queries.SESSION_TABLE_COLUMNS)
+    with listing.store() as store:
+        df = store.sessions(listing.filter, limit)
+    listing.write(df, "sessions", SESSION_TABLE_COLUMNS)

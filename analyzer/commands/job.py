@@ -7,25 +7,19 @@ from typing import Annotated, Optional
 
 import typer
 
-from analyzer.commands.common import (
-    AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors, out, session_filter,
-)
+from analyzer.commands.common import QuietOpt, Scope, err, out, scoped
 from analyzer.commands.report import NoRedactOpt, OutDirOpt, SingleFileOpt
 
 
-@handle_errors
+@scoped
 def analyze(
+    scope: Scope,
     paths: Annotated[Optional[list[Path]], typer.Argument(
-        help="Transcript files or folders. Default: the agents' own folders that exist "
-             "(~/.pi/agent/sessions, ~/.claude/projects, ~/.codex/sessions).", show_default=False)] = None,
-    db: DbOpt = None,
+        help="Transcript files or folders. Default: the agents' own session folders that exist (the README's "
+             "formats table names them).", show_default=False)] = None,
     out_dir: OutDirOpt = Path("loopscope-report"),
     single_file: SingleFileOpt = False,
     no_redact: NoRedactOpt = False,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    agent: AgentOpt = None,
-    project: ProjectOpt = None,
     workers: Annotated[Optional[int], typer.Option(
         "--workers", help="Processes for parsing and scanning. Default: one per core.", show_default=False)] = None,
     quiet: QuietOpt = False,
@@ -39,10 +33,9 @@ def analyze(
 
     from analyzer.analyze import analyze as run_analyze
 
-    flt = session_filter(since, until, agent, project)
     bars = None if quiet or not sys.stderr.isatty() else _Bars()
     try:
-        result = run_analyze(paths or None, db_path(db), out_dir, flt=flt, single_file=single_file,
+        result = run_analyze(paths or None, scope.db, out_dir, flt=scope.filter, single_file=single_file,
                              redact=not no_redact, workers=workers, stage_progress=bars.stage if bars else None,
                              on_stage=None if quiet else _print_stage(bars))
     finally:

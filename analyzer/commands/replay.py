@@ -15,10 +15,7 @@ import typer
 
 from analyzer.errors import UsageError
 from analyzer.commands.output import OutputFormat
-from analyzer.commands.common import (
-    AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, SinceOpt, UntilOpt, db_path, err, handle_errors,
-    session_filter,
-)
+from analyzer.commands.common import FormatOpt, Listing, OutputOpt, err, handle_errors, listing
 
 if TYPE_CHECKING:
     import polars as pl
@@ -98,8 +95,9 @@ def _print_cards(df: "pl.DataFrame", output: Path | None) -> None:
             console.print()
 
 
-@handle_errors
+@listing
 def replay(
+    listing: Listing,
     policy: PolicyOpt = None,
     policy_file: PolicyFileOpt = None,
     sets: SetOpt = None,
@@ -118,21 +116,12 @@ def replay(
                                                         "action and reason) instead of one per session.")] = False,
     workers: Annotated[Optional[int], typer.Option(
         "--workers", help="Processes. Default: one, or one per core for large stores.", show_default=False)] = None,
-    db: DbOpt = None,
-    format: FormatOpt = OutputFormat.table,
-    output: OutputOpt = None,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    agent: AgentOpt = None,
-    project: ProjectOpt = None,
 ) -> None:
     """Replay loop guards over the stored sessions: where each would warn and halt, and what a halt saves.
 
     One row per session and policy (first warning, halting call, calls/tokens/dollars after the halt, and whether
     the halt landed in a stuck loop, a progressing repeat, or no loop — from `loopscope scan`), then corpus totals.
     """
-    from analyzer.store import db as store
-    from analyzer.commands.output import write_frame
     from analyzer.guards.policies import resolve
     from analyzer.guards.replay import TOTALS_TABLE_COLUMNS, replay_store
 
@@ -140,13 +129,9 @@ def replay(
         raise UsageError("--totals and --calls are two different listings; choose one")
     if not policy:
         raise UsageError("--policy is required (a preset name, a policy from --policy-file, or all)")
-    flt = session_filter(since, until, agent, project)
     chosen = resolve(policy, policy_file, _overrides(sets, warn, halt, window))
-    con = store.connect(db_path(db), read_only=True)
-    try:
-        result = replay_store(con, chosen, flt, scope=scope.value, workers=workers, verdicts=calls)
-    finally:
-        con.close()
+    with listing.store() as store:
+        result = replay_store(store.con, chosen, listing.filter, scope=scope.value, workers=workers, verdicts=calls)
     if result.unscanned:
         n = result.sessions["session_id"].n_unique()
         err.print(f"note: {result.unscanned:,} of {n:,} sessions have no current findings, so their halt_on is empty; "
@@ -154,13 +139,13 @@ def replay(
     rows = result.sessions.filter(result.sessions["halts"] > 0) if halted else result.sessions
     tot = result.totals()
     if totals:
-        write_frame(tot, format, output, title="replay totals", table_columns=TOTALS_TABLE_COLUMNS)
+        listing.write(tot, "replay totals", TOTALS_TABLE_COLUMNS)
     elif calls:
-        write_frame(result.verdicts, format, output, title="verdicts")
-    elif format is OutputFormat.table:
-        _print_tables(rows, tot, output)
+        listing.write(result.verdicts, "verdicts")
+    elif listing.format is OutputFormat.table:
+        _print_tables(rows, tot, listing.output)
     else:
-        write_frame(rows, format, output, title="replay")
+        listing.write(rows, "replay")
 
 
 @contextmanager

@@ -7,10 +7,7 @@ from typing import Annotated
 
 import typer
 
-from analyzer.commands.common import (
-    AgentOpt, DbOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, handle_errors, out, session_filter,
-    with_progress,
-)
+from analyzer.commands.common import QuietOpt, Scope, out, scoped, with_progress
 
 OutDirOpt = Annotated[Path, typer.Option(
     "--out", help="Folder to write the report into (or, with --single-file, a .html file).")]
@@ -21,16 +18,12 @@ NoRedactOpt = Annotated[bool, typer.Option(
                         "them. Do not share such a report.")]
 
 
-@handle_errors
+@scoped
 def report(
-    db: DbOpt = None,
+    scope: Scope,
     out_dir: OutDirOpt = Path("loopscope-report"),
     single_file: SingleFileOpt = False,
     no_redact: NoRedactOpt = False,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    agent: AgentOpt = None,
-    project: ProjectOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Write a static HTML report: overview, one page per session with loops, calibration.
@@ -40,15 +33,11 @@ def report(
     otherwise).
     """
     from analyzer.analyze import write_report
-    from analyzer.store import db as store
 
-    flt = session_filter(since, until, agent, project)
-    con = store.connect(db_path(db), read_only=True)
-    try:
+    with scope.store() as store:
         result = with_progress("report", quiet, lambda cb: write_report(
-            con, out_dir, flt, single_file=single_file, redact=not no_redact, progress=cb), unit="pages")
-    finally:
-        con.close()
+            store.con, out_dir, scope.filter, single_file=single_file, redact=not no_redact, progress=cb),
+            unit="pages")
     if not quiet:
         loops = "" if result.has_findings else " (no findings: run `loopscope scan` for the loop sections)"
         files = len(result.files)

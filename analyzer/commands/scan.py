@@ -12,8 +12,7 @@ import typer
 
 from analyzer.detect.rules import KINDS
 from analyzer.commands.common import (
-    AgentOpt, DbOpt, FormatOpt, OutputFormat, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err,
-    handle_errors, out, session_filter, with_progress,
+    DbOpt, Listing, OutputFormat, QuietOpt, db_path, err, handle_errors, listing, out, with_progress,
 )
 
 
@@ -58,15 +57,9 @@ def scan(
     )
 
 
-@handle_errors
+@listing
 def findings(
-    db: DbOpt = None,
-    format: FormatOpt = OutputFormat.table,
-    output: OutputOpt = None,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    agent: AgentOpt = None,
-    project: ProjectOpt = None,
+    listing: Listing,
     kind: Annotated[Optional[str], typer.Option(
         "--kind", help=f"Only this kind: {', '.join(KINDS)}.", show_default=False)] = None,
     min_repeats: Annotated[Optional[int], typer.Option(
@@ -78,44 +71,24 @@ def findings(
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
 ) -> None:
     """List loop episodes, in the order they happened."""
-    from analyzer.store import queries
-    from analyzer.store import db as store
-    from analyzer.commands.output import write_frame
+    from analyzer.store.queries import FINDING_TABLE_COLUMNS
 
-    flt = session_filter(since, until, agent, project)
-    con = store.connect(db_path(db), read_only=True)
-    try:
-        df = queries.findings(con, flt, kind=kind, min_repeats=min_repeats, session=session, stuck=stuck, limit=limit)
-    finally:
-        con.close()
-    write_frame(df, format, output, title="findings", table_columns=queries.FINDING_TABLE_COLUMNS)
+    with listing.store() as store:
+        df = store.findings(listing.filter, kind=kind, min_repeats=min_repeats, session=session, stuck=stuck,
+                            limit=limit)
+    listing.write(df, "findings", FINDING_TABLE_COLUMNS)
 
 
-@handle_errors
-def summary(
-    db: DbOpt = None,
-    format: FormatOpt = OutputFormat.table,
-    output: OutputOpt = None,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    agent: AgentOpt = None,
-    project: ProjectOpt = None,
-) -> None:
+@listing
+def summary(listing: Listing) -> None:
     """What loops cost: sessions with loops, loops by kind and by tool, tokens and dollars in loops and their share.
 
     `--format json` prints one object {totals, by_kind, by_tool}; csv, ndjson and parquet print one long table with a
     `section` column.
     """
-    from analyzer.store import queries
-    from analyzer.store import db as store
-
-    flt = session_filter(since, until, agent, project)
-    con = store.connect(db_path(db), read_only=True)
-    try:
-        parts = queries.summary(con, flt)
-    finally:
-        con.close()
-    write_summary(parts, format, output)
+    with listing.store() as store:
+        parts = store.summary(listing.filter)
+    write_summary(parts, listing.format, listing.output)
     totals = parts["totals"].row(0, named=True)
     if totals["scanned_sessions"] < totals["sessions"]:
         err.print(f"{totals['sessions'] - totals['scanned_sessions']:,} of {totals['sessions']:,} sessions not "

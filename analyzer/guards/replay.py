@@ -39,7 +39,7 @@ import polars as pl
 from analyzer.store.filters import SessionFilter
 from analyzer.guards import HALT, LEVELS, WARN, Call, Guard, Message, Step, UserPrompt, Verdict
 from analyzer.guards.policies import Policy
-from analyzer.store.db import frame, has_table, one
+from analyzer.store.db import frame, has_table
 
 ARGS_LIMIT = 100_000  # characters of arguments kept per call (pi identity-caps payloads at 100 KB)
 

@@ -8,7 +8,7 @@ import polars as pl
 from analyzer.errors import UsageError
 from analyzer.store.filters import SessionFilter
 from analyzer.detect.rules import FINDINGS, KINDS
-from analyzer.store.db import frame, has_table, one
+from analyzer.store.db import frame, has_table
 
 SESSION_TABLE_COLUMNS = [
     "session_id", "format", "started_at", "cwd", "models", "user_turns", "calls", "error_calls", "total_tokens",

@@ -4,7 +4,7 @@ from here, so they cannot drift apart (tests/test_readme.py checks the README ag
 from __future__ import annotations
 
 from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
-from analyzer.tables import Column, Table, table as _t
+from analyzer.tables import Table, table as _t
 
 SCHEMA_VERSION = 1
 

@@ -17,14 +17,13 @@ run, same result, progress). ``scan_calls`` calls both for each call of a sessio
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.detect.keys import args_token_set, jaccard
-from analyzer.detect.rules import PRE_FIELDS, SCRIPT_MEMORY, SIGNAL_FIELDS, SIMILARITY, is_mutating
+from analyzer.detect.rules import SCRIPT_MEMORY, SIMILARITY, is_mutating
 
 
 Signals = tuple  # (SIGNAL_FIELDS...) — a plain tuple: the scan makes one per call and transposes them at the end

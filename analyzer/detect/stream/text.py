@@ -13,7 +13,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 
 from analyzer.detect.keys import fast_token_set, jaccard
-from analyzer.detect.rules import CHUNK, CHUNK_HISTORY, MIN_SENTENCE, TEXT_FIELDS, TEXT_WINDOW
+from analyzer.detect.rules import CHUNK, CHUNK_HISTORY, MIN_SENTENCE, TEXT_WINDOW
 
 
 TextSignalsTuple = tuple  # (TEXT_FIELDS...)
