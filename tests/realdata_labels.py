@@ -145,3 +145,35 @@ def transcripts_module():
     import transcripts  # noqa: PLC0415
 
     return transcripts
+
+
+def summary(labels: list[dict] | None = None) -> str:
+    """Markdown tables: labels per format and kind, and files/labels/loops per part."""
+    from collections import Counter, defaultdict
+
+    recs = load_labels() if labels is None else labels
+    lines = ["| format | kind | labels | loop | not_loop | unsure |", "|---|---|---|---|---|---|"]
+    by: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for r in recs:
+        by[(r["format"], r["kind"])][r["label"]] += 1
+    tot: Counter = Counter()
+    for (fmt, kind), c in sorted(by.items()):
+        lines.append(f"| {fmt} | {kind} | {sum(c.values())} | {c['loop']} | {c['not_loop']} | {c['unsure']} |")
+        tot.update(c)
+    lines.append(f"| **all** | | {sum(tot.values())} | {tot['loop']} | {tot['not_loop']} | {tot['unsure']} |")
+    lines += ["", "| part | files with labels | labels | loop | not_loop | unsure |", "|---|---|---|---|---|---|"]
+    for p in ("tuning", "held_aside"):
+        rs = [r for r in recs if part(r["file"]) == p]
+        c = Counter(r["label"] for r in rs)
+        lines.append(f"| {p} | {len({r['file'] for r in rs})} | {len(rs)} | {c['loop']} | {c['not_loop']} | {c['unsure']} |")
+    lines += ["", "| origin | labels | loop | not_loop | unsure |", "|---|---|---|---|---|"]
+    org: dict[str, Counter] = defaultdict(Counter)
+    for r in recs:
+        org[re.sub(r" \d+$", " N", r["origin"])][r["label"]] += 1
+    for o, c in sorted(org.items()):
+        lines.append(f"| {o} | {sum(c.values())} | {c['loop']} | {c['not_loop']} | {c['unsure']} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(summary())
