@@ -1,0 +1,108 @@
+"""The hand labels of tests/realdata: every record validates, every labelled file exists with the sha its sources
+table gives, and every call/message index lies inside the file as the reference counter counts it."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from realdata_labels import (
+    ROOT,
+    LabelError,
+    file_sha,
+    load_labels,
+    part,
+    source_shas,
+    transcripts_module,
+)
+
+LABELS = load_labels()
+
+
+def test_labels_present_and_valid() -> None:
+    assert LABELS, "no labels under tests/realdata/labels"
+    assert {"loop", "not_loop"} <= {r["label"] for r in LABELS}
+
+
+def test_bad_record_names_file_and_index(tmp_path: Path) -> None:
+    good = dict(LABELS[0])
+    bad = dict(good, kind="spiral")
+    (tmp_path / "x.json").write_text(json.dumps([good, good, bad]))
+    with pytest.raises(LabelError, match=r"x\.json\[2\].*kind"):
+        load_labels(tmp_path)
+    (tmp_path / "x.json").write_text(json.dumps([dict(good, first_call_index=5, last_call_index=3)]))
+    with pytest.raises(LabelError, match=r"x\.json\[0\]"):
+        load_labels(tmp_path)
+    (tmp_path / "x.json").write_text(json.dumps({"not": "a list"}))
+    with pytest.raises(LabelError, match=r"x\.json"):
+        load_labels(tmp_path)
+
+
+def test_part_is_the_sha1_split() -> None:
+    for r in LABELS:
+        assert part(r["file"]) in ("tuning", "held_aside")
+    parts = {part(r["file"]) for r in LABELS}
+    assert parts == {"tuning", "held_aside"}
+
+
+@pytest.mark.parametrize("file", sorted({r["file"] for r in LABELS}))
+def test_labelled_file_exists_with_its_sha(file: str) -> None:
+    path = ROOT / file
+    assert path.is_file(), file
+    sha = source_shas().get(file)
+    if sha is not None:
+        assert file_sha(path, sha) == sha, f"{file}: content differs from its sources table"
+
+
+def test_every_realdata_file_has_a_source_sha() -> None:
+    shas = source_shas()
+    for r in LABELS:
+        if r["file"].startswith("tests/realdata/") and r["origin"].startswith("realdata-dev"):
+            assert r["file"] in shas, r["file"]
+
+
+@lru_cache(maxsize=None)
+def _reference(file: str, fmt: str) -> tuple[int, int | None]:
+    """(call count, message count or None) for a labelled file."""
+    path = ROOT / file
+    t = transcripts_module()
+    if fmt in t.READERS:
+        n_calls = len(t.read(str(path), fmt)["calls"])
+    else:
+        n_calls = _loopscope_calls(path)
+    if fmt == "mini_swe_agent":
+        n_msgs = len(json.loads(path.read_text(encoding="utf-8")).get("messages") or [])
+    elif fmt == "swe_agent":
+        n_msgs = len(json.loads(path.read_text(encoding="utf-8")).get("trajectory") or [])
+    elif path.suffix == ".jsonl":
+        n_msgs = sum(1 for _ in path.open("rb"))  # message_index = 0-based physical line
+    else:
+        n_msgs = None
+    return n_calls, n_msgs
+
+
+def _loopscope_calls(path: Path) -> int:
+    """Formats the reference counter does not read: loopscope's calls.seq (see tests/realdata/README.md)."""
+    import tempfile
+
+    from helpers import ingest_paths, query
+
+    with tempfile.TemporaryDirectory() as d:
+        db = Path(d) / "s.duckdb"
+        ingest_paths(db, path)
+        rows = query(db, "select count(*) from calls c join sessions s using (session_id) where s.source_path = ?",
+                     [str(path)])
+        return int(rows[0][0])
+
+
+@pytest.mark.parametrize("i", range(len(LABELS)), ids=lambda i: f"{LABELS[i]['file'].rsplit('/', 1)[-1]}#{i}")
+def test_indexes_inside_the_file(i: int) -> None:
+    r = LABELS[i]
+    n_calls, n_msgs = _reference(r["file"], r["format"])
+    if r["first_call_index"] is not None:
+        assert r["last_call_index"] < n_calls, f"{r['file']}: call {r['last_call_index']} >= {n_calls} calls"
+    if r["message_index"] is not None and n_msgs is not None:
+        assert r["message_index"] < n_msgs, f"{r['file']}: message {r['message_index']} >= {n_msgs}"
