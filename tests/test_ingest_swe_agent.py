@@ -25,9 +25,9 @@ TRAJ_FILES = sorted(p for p in SWE.rglob("*.traj") if p != DEMO_HISTORY_ONLY)
 
 
 def reference_module() -> Any:
-    """``realdata-dev/tools/transcripts.py``, copied under tests/fixtures (MIT, see SOURCES.md)."""
+    """``realdata-dev/tools/transcripts.py``, copied under tests/realdata/tools (MIT, see its sources)."""
     spec = importlib.util.spec_from_file_location("realdata_transcripts",
-                                                  FIXTURES / "realdata_tools" / "transcripts.py")
+                                                  FIXTURES.parent / "realdata" / "tools" / "transcripts.py")
     mod = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(mod)
