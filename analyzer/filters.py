@@ -7,12 +7,14 @@ from datetime import date, datetime, timedelta
 
 from .errors import UsageError
 
-FORMATS = ("pi", "claude_code", "codex", "openai_messages")
+FORMATS = ("pi", "claude_code", "codex", "openai_messages", "gemini_cli", "inspect", "opencode")
 KINDS = ("streak", "cycle", "window", "drift", "failure", "text", "nested")  # kinds of loop episode (findings.kind)
 _ALIASES = {
     "claude": "claude_code", "claude-code": "claude_code", "cc": "claude_code",
     "openai": "openai_messages", "openai-messages": "openai_messages", "messages": "openai_messages",
     "codex-cli": "codex", "pi-agent": "pi",
+    "gemini": "gemini_cli", "gemini-cli": "gemini_cli", "inspect_ai": "inspect", "inspect-ai": "inspect",
+    "open-code": "opencode",
 }
 
 

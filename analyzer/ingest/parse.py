@@ -14,21 +14,22 @@ from typing import Any, Callable
 
 import orjson
 
-from . import claude, codex, openai_messages, pi
+from . import claude, codex, gemini_cli, inspect, openai_messages, opencode, pi
 from .base import FileContext
 from .reader import ReadStats, iter_records
 from .rows import MAX_ERRORS_PER_FILE, RowSink, excerpt
 
-ADAPTERS: dict[str, ModuleType] = {m.FORMAT: m for m in (pi, claude, codex, openai_messages)}
+ADAPTERS: dict[str, ModuleType] = {m.FORMAT: m for m in (pi, claude, codex, openai_messages, gemini_cli, inspect,
+                                                          opencode)}
 # Codex and Claude records carry unmistakable keys; pi's are looser, so it is tried after them.
-SNIFF_ORDER: tuple[ModuleType, ...] = (codex, claude, pi, openai_messages)
+SNIFF_ORDER: tuple[ModuleType, ...] = (codex, gemini_cli, claude, pi, openai_messages)
 # Formats whose file is one JSON document (a SWE-agent ``.traj``, a Gemini CLI chat): the module has
 # ``sniff_document(doc)`` and its Parser is fed the whole document once, as record 1. Tried before the line
 # sniffers when the file holds a single JSON value, since a document can look like one line record of another format.
-DOCUMENT_ORDER: tuple[ModuleType, ...] = ()
+DOCUMENT_ORDER: tuple[ModuleType, ...] = (gemini_cli, inspect, opencode)
 # Formats the adapter reads itself (a zip ``.eval``, a Parquet or SQLite file): the module has
 # ``sniff_file(path, head)`` (``head`` is the first 64 KB) and its Parser has ``read(path)``.
-FILE_ORDER: tuple[ModuleType, ...] = ()
+FILE_ORDER: tuple[ModuleType, ...] = (inspect, opencode)
 SNIFF_RECORDS = 64
 WHOLE_DOC_LIMIT = 256 << 20
 
@@ -85,14 +86,13 @@ def describe_document(doc: Any) -> str:
     if isinstance(doc, dict):
         if "agentType" in doc or "toolUseId" in doc:
             return "Claude Code subagent metadata (agent-*.meta.json): nothing to load, its transcript is read"
-        if "projectHash" in doc and "messages" in doc:
-            return "a Gemini CLI session (single JSON document); this format is not supported yet"
+        oid = str(doc.get("id", ""))
+        if oid.startswith("msg_") and "sessionID" in doc:
+            return "opencode message record: read with its session (storage/session/…/ses_*.json)"
+        if oid.startswith("prt_") and "messageID" in doc:
+            return "opencode part record: read with its session (storage/session/…/ses_*.json)"
         if "trajectory" in doc or ("history" in doc and ("info" in doc or "environment" in doc)):
             return "a SWE-agent trajectory; this format is not supported yet"
-        if "eval" in doc and "samples" in doc:
-            return "an Inspect AI eval log; this format is not supported yet"
-        if "info" in doc and "messages" in doc:
-            return "an opencode export; this format is not supported yet"
         keys = ", ".join(sorted(map(str, doc))[:8])
         return f"a single JSON document of no known transcript format (keys: {keys})"
     if isinstance(doc, list):
@@ -165,6 +165,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                 if first in (b"{", b"[") and (early_errors or (buffered and not isinstance(buffered[0][1], dict))):
                     ok, doc = _load_document(task.path, task.size)
                     reason = describe_document(doc) if ok else None
+                elif len(buffered) == 1 and describe_document(buffered[0][1]).startswith("opencode "):
+                    reason = describe_document(buffered[0][1])  # a compact opencode message/part record
                 if reason is None:
                     if buffered and isinstance(buffered[0][1], dict):
                         keys = ", ".join(sorted(map(str, buffered[0][1]))[:8])

@@ -34,7 +34,17 @@ def default_roots() -> list[Path]:
     claude = [Path(env["CLAUDE_CONFIG_DIR"]) / "projects"] if env.get("CLAUDE_CONFIG_DIR") else [
         home / ".claude/projects", home / ".config/claude/projects"]
     codex = Path(env["CODEX_HOME"]) / "sessions" if env.get("CODEX_HOME") else home / ".codex/sessions"
-    return [p for p in (pi, *claude, codex) if p.is_dir()]
+    # Gemini CLI: ccusage's GEMINI_DATA_DIR (comma-separated tmp folders), else $GEMINI_CLI_HOME/.gemini/tmp.
+    if env.get("GEMINI_DATA_DIR"):
+        gemini = [Path(p.strip()) for p in env["GEMINI_DATA_DIR"].split(",") if p.strip()]
+    else:
+        gemini = [Path(env.get("GEMINI_CLI_HOME") or home) / ".gemini/tmp"]
+    # opencode: $OPENCODE_DATA_DIR, else $XDG_DATA_HOME/opencode (~/.local/share/opencode): its opencode*.db and
+    # the legacy storage/ tree (both are read; a session in both is loaded once, the other copy recorded).
+    oc = Path(env["OPENCODE_DATA_DIR"]) if env.get("OPENCODE_DATA_DIR") else \
+        Path(env.get("XDG_DATA_HOME") or home / ".local/share") / "opencode"
+    opencode = [oc / "storage"] + sorted(oc.glob("opencode*.db")) if oc.is_dir() else []
+    return [p for p in (pi, *claude, codex, *gemini) if p.is_dir()] + [p for p in opencode if p.exists()]
 
 
 # Files in a walked folder with these suffixes are documentation, code or media, never a transcript: they are not
@@ -46,11 +56,63 @@ NOT_TRANSCRIPTS = frozenset({
 })
 
 
+def _is_opencode_db(name: str) -> bool:
+    """``opencode.db`` / ``opencode-<channel>.db``: a ``.db`` that is read (other databases are not transcripts)."""
+    return name.startswith("opencode") and name.endswith(".db")
+
+
+def _is_opencode_session(path: str) -> bool:
+    """A legacy opencode storage session file: ``…/storage/session/<projectID>/ses_*.json``."""
+    p = Path(path)
+    return p.name.startswith("ses_") and p.suffix == ".json" and p.parent.parent.name == "session"
+
+
+def composite_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | None:
+    """(size, mtime) standing for a file whose content lives partly in companion files, or ``None`` for a plain file.
+    An opencode storage session counts its message and part files (``message/<ses>/*.json``,
+    ``part/<msg>/*.json``); an ``opencode*.db`` its ``-wal`` file. Sizes add up and the newest mtime wins, so adding or
+    rewriting a message re-ingests its session. Limit: a companion rewritten with the same size and mtime is missed."""
+    name = os.path.basename(path)
+    if _is_opencode_db(name):
+        try:
+            st = os.stat(path + "-wal")
+        except OSError:
+            return None
+        return size + st.st_size, max(mtime_ns, st.st_mtime_ns)
+    if not _is_opencode_session(path):
+        return None
+    storage = Path(path).parent.parent.parent
+    total, newest = size, mtime_ns
+
+    def scan(folder: Path) -> list[str]:
+        nonlocal total, newest
+        names = []
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    if e.name.endswith(".json"):
+                        try:
+                            st = e.stat()
+                        except OSError:
+                            continue
+                        total += st.st_size
+                        newest = max(newest, st.st_mtime_ns)
+                        names.append(e.name[:-5])
+        except OSError:
+            pass
+        return names
+
+    for mid in scan(storage / "message" / Path(path).stem):
+        scan(storage / "part" / mid)
+    return total, newest
+
+
 @dataclass(frozen=True)
 class Found:
     path: str
     size: int
     mtime_ns: int
+    composite: bool = False  # size/mtime stand for the file and its companions (``composite_state``)
 
 
 def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
@@ -64,7 +126,8 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
 
     def add(path: str, st: os.stat_result) -> None:
         if own is None or not (path == own or path == own + ".wal" or path.startswith(own + ".spool-")):
-            found[path] = Found(path, st.st_size, st.st_mtime_ns)
+            comp = composite_state(path, st.st_size, st.st_mtime_ns)
+            found[path] = Found(path, st.st_size, st.st_mtime_ns) if comp is None else Found(path, *comp, True)
 
     def walk(folder: str) -> None:
         try:
@@ -78,7 +141,8 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
                 if e.is_dir():
                     if not e.is_symlink():
                         walk(e.path)
-                elif e.is_file() and os.path.splitext(e.name)[1].lower() not in NOT_TRANSCRIPTS:
+                elif e.is_file() and (os.path.splitext(e.name)[1].lower() not in NOT_TRANSCRIPTS
+                                      or _is_opencode_db(e.name)):
                     path = os.path.realpath(e.path) if e.is_symlink() else e.path
                     add(path, e.stat())
             except OSError:
@@ -157,6 +221,9 @@ def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str,
 
     sink = RowSink(Path(spool_dir), tag)
     outcomes = [parse_file(t, sink, bump or _bump) for t in chunk]
+    for t, o in zip(chunk, outcomes):
+        if _is_opencode_session(t.path) or _is_opencode_db(os.path.basename(t.path)):
+            o.size = t.size  # the composite size discover() gave, so an unchanged session stays unchanged
     return outcomes, {k: [v] for k, v in sink.close().items()}
 
 
@@ -188,7 +255,7 @@ def ingest(
     if not roots:
         raise NothingToIngestError(
             "no path given and no agent session folder found (~/.pi/agent/sessions, ~/.claude/projects, "
-            "~/.codex/sessions)")
+            "~/.codex/sessions, ~/.gemini/tmp, ~/.local/share/opencode)")
     files = discover(roots, exclude=db)
     summary = IngestSummary(files_seen=len(files))
     con = store.connect(db)
@@ -226,7 +293,7 @@ def _ingest_files(
             if size == f.size and mtime == f.mtime_ns:
                 summary.files_unchanged += 1
                 continue
-            if size == f.size and _same_content(f.path, chash):
+            if size == f.size and not f.composite and _same_content(f.path, chash):
                 touched.append((fid, f.size, f.mtime_ns))
                 summary.files_unchanged += 1
                 continue
