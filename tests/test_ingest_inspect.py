@@ -154,4 +154,12 @@ def test_agent_filter_and_cli(fixtures: Path, tmp_path: Path) -> None:
     res = runner.invoke(app, ["sessions", "--db", str(db), "--agent", "inspect", "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
-    assert len(rows) == 7 and {r["format"] for r in rows} == {"inspect"}
+    assert len(rows) == 8 and {r["format"] for r in rows} == {"inspect"}
+
+
+def test_orphan_tool_messages_are_recorded(fixtures: Path, db: Path) -> None:
+    # Read off the file: one sample of 11 tool messages with errors and no assistant message that made the calls
+    s = ingest_paths(db, fixtures / "inspect/log_tool_call_error.json")
+    assert (s.files_ingested, s.sessions, s.calls, s.errors) == (1, 1, 0, 11)
+    reasons = {r[0] for r in query(db, "SELECT reason FROM ingest_errors")}
+    assert len(reasons) == 11 and all(r.startswith("tool message for a call not in sample") for r in reasons)
