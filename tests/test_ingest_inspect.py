@@ -53,6 +53,8 @@ def test_fixture_matches_inspect_ai_reader(fixtures: Path, db: Path, name: str) 
     got = {r[0]: r[1:] for r in query(db, "SELECT session_id, format, user_turns, total_tokens, cache_read_tokens, "
                                           "output_tokens FROM sessions")}
     assert set(got) == set(ref)
+    # messages carry no time; the sample's events give its start and end
+    assert query(db, "SELECT count(*) FROM sessions WHERE started_at IS NULL OR ended_at < started_at") == [(0,)]
     for sid, want in ref.items():
         fmt, prompts, total, cache_read, output = got[sid]
         assert (fmt, prompts) == ("inspect", want["prompts"])

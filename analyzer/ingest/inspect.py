@@ -185,6 +185,10 @@ class Parser:
 
         usage_by_msg: dict[str, Usage] = {}
         model_by_msg: dict[str, str] = {}
+        ts_by_msg: dict[str, Any] = {}
+        stamps = [e.get("timestamp") for e in events if isinstance(e, dict) and e.get("timestamp")]
+        if stamps:  # messages carry no time: the events bound the sample
+            b.see_ts(stamps[0])
         leftover: list[tuple[str | None, Usage, Any]] = []
         tool_events: dict[str, dict[str, Any]] = {}
         for e in events:
@@ -201,6 +205,8 @@ class Parser:
                     isinstance(choices[0], dict) else None
                 mid = msg.get("id") if isinstance(msg, dict) else None
                 model = e.get("model") if isinstance(e.get("model"), str) else None
+                if mid is not None:
+                    ts_by_msg.setdefault(mid, e.get("timestamp"))
                 if mid is not None and mid in msg_ids:
                     usage_by_msg[mid] = _add(usage_by_msg.get(mid), u)
                     if model:
@@ -227,7 +233,8 @@ class Parser:
             elif role == "assistant":
                 mid = m.get("id") if isinstance(m.get("id"), str) else None
                 model = m.get("model") if isinstance(m.get("model"), str) else model_by_msg.get(mid or "")
-                tid = b.assistant(mid or f"m{i}", _content_text(_resolve(m.get("content"), attachments)), None, line,
+                tid = b.assistant(mid or f"m{i}", _content_text(_resolve(m.get("content"), attachments)),
+                                  ts_by_msg.get(mid) if mid else None, line,
                                   model=model, usage=usage_by_msg.get(mid) if mid else None)
                 for tc in m.get("tool_calls") or []:
                     if not isinstance(tc, dict) or not isinstance(tc.get("function"), str):
@@ -262,6 +269,8 @@ class Parser:
                 b.result(cid, text, err is not None or bool(e.get("failed")), e.get("completed"))
         for k, (model, u, ts) in enumerate(leftover):
             b.assistant(f"usage{k}", None, ts, line, model=model, usage=u)
+        if stamps:
+            b.see_ts(stamps[-1])
         b.see_ts(s.get("completed_at"))
         b.finish()
         self.sessions += 1
