@@ -305,3 +305,22 @@ def test_agent_filter_and_cli(tmp_path: Path) -> None:
     res = runner.invoke(app, ["sessions", "--db", str(db), "--agent", "gemini", "--format", "json"])
     assert res.exit_code == 0 and json.loads(res.output or "[]") == []
     assert not query(db, "SELECT path FROM files WHERE path LIKE '%other.db'")
+
+
+def test_default_roots_find_gemini_and_opencode(tmp_path: Path, monkeypatch: Any) -> None:
+    from analyzer.ingest.pipeline import default_roots
+
+    for var in ("PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_DATA_DIR", "GEMINI_CLI_HOME",
+                "OPENCODE_DATA_DIR", "XDG_DATA_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".gemini/tmp").mkdir(parents=True)
+    write_tree(tmp_path / ".local/share/opencode")
+    write_db(tmp_path / ".local/share/opencode/opencode.db")
+    assert default_roots() == [tmp_path / ".gemini/tmp", tmp_path / ".local/share/opencode/storage",
+                               tmp_path / ".local/share/opencode/opencode.db"]
+    monkeypatch.setenv("OPENCODE_DATA_DIR", str(tmp_path / "oc"))
+    monkeypatch.setenv("GEMINI_DATA_DIR", f"{tmp_path / 'g1'}, {tmp_path / 'g2'}")
+    (tmp_path / "oc/storage").mkdir(parents=True)
+    (tmp_path / "g2").mkdir()
+    assert default_roots() == [tmp_path / "g2", tmp_path / "oc/storage"]
