@@ -81,16 +81,21 @@ def _first(order: tuple[ModuleType, ...], hook: str, *args: Any) -> ModuleType |
     return None
 
 
+def _read_with_another_file(doc: Any) -> bool:
+    """An opencode message or part record: its session file's adapter reads it (``opencode.py``)."""
+    return isinstance(doc, dict) and (
+        (str(doc.get("id", "")).startswith("msg_") and "sessionID" in doc)
+        or (str(doc.get("id", "")).startswith("prt_") and "messageID" in doc))
+
+
 def describe_document(doc: Any) -> str:
     """Name the single-JSON-document formats loopscope knows of but does not ingest yet."""
     if isinstance(doc, dict):
         if "agentType" in doc or "toolUseId" in doc:
             return "Claude Code subagent metadata (agent-*.meta.json): nothing to load, its transcript is read"
-        oid = str(doc.get("id", ""))
-        if oid.startswith("msg_") and "sessionID" in doc:
-            return "opencode message record: read with its session (storage/session/…/ses_*.json)"
-        if oid.startswith("prt_") and "messageID" in doc:
-            return "opencode part record: read with its session (storage/session/…/ses_*.json)"
+        if _read_with_another_file(doc):
+            kind = "message" if str(doc.get("id")).startswith("msg_") else "part"
+            return f"opencode {kind} record: read with its session (storage/session/…/ses_*.json)"
         if "trajectory" in doc or ("history" in doc and ("info" in doc or "environment" in doc)):
             return "a SWE-agent trajectory; this format is not supported yet"
         keys = ", ".join(sorted(map(str, doc))[:8])
@@ -143,6 +148,9 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
             doc_mod = detect_document(doc) if ok else None
             if doc_mod is not None:
                 return _run_whole(out, doc_mod, path, task, sink, f, stats, progress, lambda p: p.feed(doc, 1))
+            if ok and _read_with_another_file(doc):
+                out.status, out.reason = "skipped", describe_document(doc)
+                return out
 
         def on_error(line: int | None, reason: str, text: str | bytes) -> None:
             if parser is None:
@@ -165,8 +173,6 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                 if first in (b"{", b"[") and (early_errors or (buffered and not isinstance(buffered[0][1], dict))):
                     ok, doc = _load_document(task.path, task.size)
                     reason = describe_document(doc) if ok else None
-                elif len(buffered) == 1 and describe_document(buffered[0][1]).startswith("opencode "):
-                    reason = describe_document(buffered[0][1])  # a compact opencode message/part record
                 if reason is None:
                     if buffered and isinstance(buffered[0][1], dict):
                         keys = ", ".join(sorted(map(str, buffered[0][1]))[:8])
