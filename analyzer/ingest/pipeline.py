@@ -63,8 +63,10 @@ def _is_opencode_db(name: str) -> bool:
 
 def _is_opencode_session(path: str) -> bool:
     """A legacy opencode storage session file: ``…/storage/session/<projectID>/ses_*.json``."""
-    p = Path(path)
-    return p.name.startswith("ses_") and p.suffix == ".json" and p.parent.parent.name == "session"
+    name = os.path.basename(path)
+    if not (name.startswith("ses_") and name.endswith(".json")):
+        return False
+    return os.path.basename(os.path.dirname(os.path.dirname(path))) == "session"
 
 
 def composite_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | None:
@@ -73,6 +75,8 @@ def composite_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | No
     ``part/<msg>/*.json``); an ``opencode*.db`` its ``-wal`` file. Sizes add up and the newest mtime wins, so adding or
     rewriting a message re-ingests its session. Limit: a companion rewritten with the same size and mtime is missed."""
     name = os.path.basename(path)
+    if not (name.startswith("opencode") or name.startswith("ses_")):
+        return None  # the common case, decided without building paths
     if _is_opencode_db(name):
         try:
             st = os.stat(path + "-wal")
