@@ -324,3 +324,19 @@ def test_default_roots_find_gemini_and_opencode(tmp_path: Path, monkeypatch: Any
     (tmp_path / "oc/storage").mkdir(parents=True)
     (tmp_path / "g2").mkdir()
     assert default_roots() == [tmp_path / "g2", tmp_path / "oc/storage"]
+
+
+def test_database_writes_still_in_the_wal_are_noticed(tmp_path: Path, db: Path) -> None:
+    path = write_db(tmp_path / "opencode.db")
+    live = sqlite3.connect(path)  # opencode keeps its database open in WAL mode: new rows sit in opencode.db-wal
+    live.execute("PRAGMA journal_mode=WAL")
+    live.execute("PRAGMA wal_autocheckpoint=0")
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT user_turns FROM sessions") == [(2,)]
+    live.execute("INSERT INTO message VALUES ('msg_a00000009', ?, 1, 1, ?)",
+                 (SID, json.dumps({"role": "user", "time": {"created": T0 + 50000}})))
+    live.commit()
+    s = ingest_paths(db, tmp_path)
+    live.close()
+    assert s.files_ingested >= 1
+    assert query(db, "SELECT user_turns FROM sessions") == [(3,)]
