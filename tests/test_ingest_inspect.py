@@ -8,6 +8,7 @@ import json
 import shutil
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -165,3 +166,63 @@ def test_orphan_tool_messages_are_recorded(fixtures: Path, db: Path) -> None:
     assert (s.files_ingested, s.sessions, s.calls, s.errors) == (1, 1, 0, 11)
     reasons = {r[0] for r in query(db, "SELECT reason FROM ingest_errors")}
     assert len(reasons) == 11 and all(r.startswith("tool message for a call not in sample") for r in reasons)
+
+
+# -- current inspect_ai writes: zstd-compressed members, and chunked samples ----------------------------------------------
+def _zstd_copy(src: Path, dst: Path) -> Path:
+    pytest.importorskip("inspect_ai._util.zipfile", reason="inspect_ai (a test dependency) is not installed")
+    from inspect_ai._util.zipfile import zipfile_compress_kwargs  # patches zipfile to write zstd before 3.14
+
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", **zipfile_compress_kwargs) as zout:
+        for item in zin.infolist():
+            zout.writestr(item.filename, zin.read(item.filename))
+    with zipfile.ZipFile(dst) as z:
+        assert {i.compress_type for i in z.infolist()} == {93}
+    return dst
+
+
+def test_zstd_log_matches_inspect_ai_reader(fixtures: Path, tmp_path: Path, db: Path) -> None:
+    path = _zstd_copy(fixtures / "inspect/log_streaming.eval", tmp_path / "zstd.eval")
+    ref = reference(path)
+    s = ingest_paths(db, path)
+    assert (s.sessions, s.errors) == (4, 0)
+    got = dict(query(db, "SELECT session_id, total_tokens FROM sessions"))
+    assert got == {sid: want["total"] for sid, want in ref.items()}
+
+
+def test_zstd_without_a_decoder_is_recorded(fixtures: Path, tmp_path: Path, db: Path, monkeypatch: Any) -> None:
+    from analyzer.ingest import inspect as adapter
+
+    path = _zstd_copy(fixtures / "inspect/log_streaming.eval", tmp_path / "zstd.eval")
+    monkeypatch.setattr(adapter, "_zstd_decoder", lambda: None)
+    s = ingest_paths(db, path)
+    # header.json, then _journal/start.json in its stead, and each of the 4 samples
+    assert (s.files_ingested, s.sessions, s.errors) == (1, 0, 6)
+    assert all("install the zstandard package" in r[0] for r in query(db, "SELECT reason FROM ingest_errors"))
+
+
+def test_chunked_sample_matches_its_monolith(fixtures: Path, tmp_path: Path, db: Path) -> None:
+    chunked = pytest.importorskip("inspect_ai.log._recorders.chunked",
+                                  reason="inspect_ai (a test dependency) is not installed, or too old to chunk")
+    src = fixtures / "inspect/log_message_deduplication.eval"
+    # small chunks, so messages, events and attachments each span several zip entries
+    chunked.convert_eval_logs_to_chunked(str(src), str(tmp_path / "out"), chunk_size=4, attachments_chunk_bytes=100)
+    (path,) = (tmp_path / "out").glob("*.eval")
+    with zipfile.ZipFile(path) as z:
+        names = z.namelist()
+    assert "samples/0_epoch_1/sample.json" in names and "samples/0_epoch_1/messages/4.json" in names
+    # inspect_ai 0.3.285's read_eval_log does not read chunked samples back (it takes skeleton.json for a sample),
+    # so the reference is its reading of the monolith the chunked log was converted from
+    ref = reference(src)
+    s = ingest_paths(db, path)
+    assert (s.sessions, s.calls, s.errors) == (1, 5, 0)
+    (sid,) = ref
+    calls = query(db, "SELECT call_id, tool, args, result_text, is_error FROM calls ORDER BY seq")
+    assert [c[:3] for c in calls] == ref[sid]["calls"]
+    assert all((c[3], c[4]) == ref[sid]["results"][c[0]] for c in calls)
+    # and the same rows as the monolith sample it came from
+    mono = tmp_path / "mono.duckdb"
+    ingest_paths(mono, src)
+    assert query(mono, "SELECT call_id, tool, args, result_text, is_error FROM calls ORDER BY seq") == calls
+    assert query(mono, "SELECT role, text, ts FROM turns ORDER BY turn_index") == \
+        query(db, "SELECT role, text, ts FROM turns ORDER BY turn_index")

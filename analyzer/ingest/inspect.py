@@ -10,6 +10,9 @@ their results (``error`` set means failed). ``tool`` events add what the message
 for calls whose tool message is missing, and calls that never made it into ``messages``. Log v3 deduplicates model
 *inputs* into ``message_pool``/``input_refs``; the final ``messages`` are complete in v2 and v3, so nothing here needs
 the pool. Large strings may be ``attachment://<hash>`` references into the sample's ``attachments``: resolved.
+Newer inspect_ai may store a sample *chunked*: a folder ``samples/<id>_epoch_<n>/`` with a ``sample.json`` shell
+whose ``message_refs`` are ranges into the chunked ``messages/<start>.json`` pool, plus ``events/<start>.json`` and
+``attachments/<start>.json`` (strings addressed as ``attachment://<index>``); it is assembled, then read the same way.
 
 Usage comes from the ``model`` events (``output.usage``), each attached to the assistant message it produced
 (``output.choices[0].message.id``); events whose message is not in ``messages`` become usage-only turns. Only when no
@@ -20,10 +23,12 @@ model event carries usage is the sample's ``model_usage`` aggregate used instead
 
 from __future__ import annotations
 
+import io
+import struct
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -65,6 +70,86 @@ def usage_of(u: Any) -> Usage | None:
     cost = u.get("total_cost")
     return Usage(inp, out, cr, cw, total=as_int(total) if total is not None else None,
                  cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
+
+
+_ZIP_ZSTANDARD = 93  # current inspect_ai writes .eval members with zstd, which zipfile reads natively from 3.14 only
+
+
+def _zstd_decoder() -> Callable[[bytes], bytes] | None:
+    """A decompressor for (possibly multi-frame) zstd data: the standard library's (3.14+) or the ``zstandard``
+    package's (installed with inspect_ai); ``None`` when neither is available."""
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+
+        return zstd.decompress  # type: ignore[no-any-return]
+    except ImportError:
+        pass
+    try:
+        import zstandard
+    except ImportError:
+        return None
+    return lambda raw: zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw), read_across_frames=True).read()
+
+
+def _member(z: zipfile.ZipFile, name: str) -> bytes:
+    """One zip member's bytes; zstd members are decompressed here when zipfile cannot."""
+    info = z.getinfo(name)
+    if info.compress_type != _ZIP_ZSTANDARD or _native_zstd():
+        return z.read(name)
+    decode = _zstd_decoder()
+    if decode is None:
+        raise NotImplementedError("zstd-compressed member; install the zstandard package (or use Python 3.14+) "
+                                  "to read it")
+    fp = z.fp
+    if fp is None:
+        raise zipfile.BadZipFile("zip file is closed")
+    fp.seek(info.header_offset)
+    head = fp.read(30)
+    if head[:4] != b"PK\x03\x04":
+        raise zipfile.BadZipFile(f"bad local file header for {name}")
+    n_name, n_extra = struct.unpack("<HH", head[26:30])
+    fp.seek(info.header_offset + 30 + n_name + n_extra)
+    try:
+        data = decode(fp.read(info.compress_size))
+    except Exception as exc:  # noqa: BLE001 - zstandard.ZstdError and friends: a corrupt member
+        raise zipfile.BadZipFile(f"zstd data of {name} cannot be decompressed ({exc})") from exc
+    if zlib.crc32(data) != info.CRC:
+        raise zipfile.BadZipFile(f"bad CRC-32 for {name}")
+    return data
+
+
+def _native_zstd() -> bool:
+    """Whether this Python's zipfile reads zstd members itself (3.14+)."""
+    import sys
+
+    return sys.version_info >= (3, 14)
+
+
+def _assemble(z: zipfile.ZipFile, shell: Any, seqs: dict[str, list[tuple[int, str]]]) -> dict[str, Any]:
+    """A chunked sample made whole: ``messages`` (the message pool, chunked; the sample's own messages are the
+    shell's ``message_refs`` ranges into it), ``events`` and ``attachments`` (strings addressed by index)."""
+    if not isinstance(shell, dict):
+        raise TypeError("sample.json is not an object")
+
+    def seq(name: str) -> list[Any]:
+        out: list[Any] = []
+        for _, entry in sorted(seqs.get(name, [])):
+            part = orjson.loads(_member(z, entry))
+            if not isinstance(part, list):
+                raise TypeError(f"{entry} is not a list")
+            out.extend(part)
+        return out
+
+    sample = dict(shell)
+    pool = seq("messages")
+    refs = shell.get("message_refs")
+    if isinstance(refs, list):
+        sample["messages"] = [m for a, b in refs for m in pool[a:b]]
+    else:
+        sample["messages"] = pool
+    sample["events"] = seq("events")
+    sample["attachments"] = {str(i): a for i, a in enumerate(seq("attachments"))}
+    return sample
 
 
 def _add(a: Usage | None, b: Usage) -> Usage:
@@ -133,18 +218,37 @@ class Parser:
             for name in ("header.json", "_journal/start.json"):
                 if name in names:
                     try:
-                        header = orjson.loads(z.read(name))
+                        header = orjson.loads(_member(z, name))
                         break
-                    except (zipfile.BadZipFile, zlib.error, orjson.JSONDecodeError, OSError, EOFError) as exc:
+                    except (zipfile.BadZipFile, zlib.error, orjson.JSONDecodeError, OSError, EOFError,
+                            NotImplementedError, RuntimeError, ValueError) as exc:
                         self.ctx.error(None, f"{name}: cannot be read ({type(exc).__name__}: {exc})")
             if not isinstance(header, dict):
                 header = {}
-            samples = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
-            for i, name in enumerate(samples):
+            # A sample is one entry ``samples/<id>_epoch_<n>.json`` (monolith), or a folder of that name holding a
+            # ``sample.json`` shell and chunked sequences (the chunked shape of newer inspect_ai).
+            chunks: dict[str, dict[str, list[tuple[int, str]]]] = {}
+            samples: list[tuple[str, str | None]] = []
+            for n in names:
+                if not n.startswith("samples/") or not n.endswith(".json"):
+                    continue
+                rest = n[len("samples/"):]
+                if "/" not in rest:
+                    samples.append((n, None))
+                    continue
+                prefix, _, tail = rest.partition("/")
+                if tail == "sample.json":
+                    samples.append((n, prefix))
+                seq, _, start = tail.partition("/")
+                if start[:-5].isdigit():
+                    chunks.setdefault(prefix, {}).setdefault(seq, []).append((int(start[:-5]), n))
+            for i, (name, prefix) in enumerate(samples):
                 try:
-                    sample = orjson.loads(z.read(name))  # one sample in memory at a time
+                    sample = orjson.loads(_member(z, name))  # one sample in memory at a time
+                    if prefix is not None:
+                        sample = _assemble(z, sample, chunks.get(prefix, {}))
                 except (zipfile.BadZipFile, zlib.error, orjson.JSONDecodeError, OSError, EOFError,
-                        NotImplementedError, RuntimeError) as exc:
+                        NotImplementedError, RuntimeError, TypeError, ValueError) as exc:
                     self.ctx.error(i + 1, f"{name}: sample cannot be read ({type(exc).__name__}: {exc}); "
                                           "other samples kept")
                     continue
