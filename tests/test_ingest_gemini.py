@@ -3,6 +3,7 @@ their results, failed and cancelled calls, token totals against ccusage, --agent
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,23 @@ def test_cli_ingest_then_sessions(fixtures: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     lines = res.output.strip().splitlines()
     assert len(lines) == 2 and SID in lines[1] and "gemini_cli" in lines[1]
+
+
+def test_legacy_chat_yields_to_its_migrated_jsonl(fixtures: Path, tmp_path: Path, db: Path) -> None:
+    chats = tmp_path / "tmp" / "proj" / "chats"
+    chats.mkdir(parents=True)
+    legacy = chats / Path(LEGACY).name
+    shutil.copyfile(fixtures / LEGACY, legacy)
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT source_path, calls FROM sessions") == [(str(legacy), 10)]
+    # the CLI resumes it: everything is written again to <name>.jsonl, plus the new turn; the .json stays
+    doc = json.loads(legacy.read_text())
+    meta = {k: v for k, v in doc.items() if k != "messages"}
+    write_jsonl(chats / (legacy.name + "l"), [meta, *doc["messages"],
+                                              msg("u9", "user", "and now?", "2025-12-02T10:00:00.000Z")])
+    s = ingest_paths(db, tmp_path)
+    assert s.files_ingested == 2
+    assert query(db, "SELECT source_path, calls, user_turns FROM sessions") == [(str(legacy) + "l", 10, 4)]
+    notes = [r[0] for r in query(db, "SELECT reason FROM ingest_errors")]
+    assert len(notes) == 1 and "superseded by" in notes[0]
+    assert ingest_paths(db, tmp_path).files_ingested == 0  # and both are unchanged next time

@@ -12,6 +12,9 @@ A tool call's result sits in its own ``ToolCallRecord`` (``result[].functionResp
 ``status`` ``error`` or ``cancelled`` marks it failed. Tokens: ``input`` includes ``cached`` and ``output`` excludes
 ``thoughts``, so a turn's input is ``input - cached (+ tool)``, its cache read ``cached``, its output
 ``output + thoughts`` (thinking is billed as output) and its total the recorded ``total``.
+
+Resuming a legacy chat makes the CLI write all of it again to ``<name>.jsonl`` and leave the ``.json``: a legacy
+file with that sibling yields no session (one recorded note says so), the ``.jsonl`` holds it whole.
 """
 
 from __future__ import annotations
@@ -98,6 +101,7 @@ class Parser:
         self.messages: dict[str, tuple[dict[str, Any], int]] = {}  # id -> (last record, its line), first-seen order
         self.anon = 0
         self.sessions = 0
+        self.legacy = False
 
     # -- reading --------------------------------------------------------------------------------------------------------
     def feed(self, rec: Any, line: int) -> None:
@@ -105,6 +109,7 @@ class Parser:
             self.ctx.error(line, "not a JSON object", rec)
             return
         if isinstance(rec.get("messages"), list) and "sessionId" in rec:  # a whole legacy document
+            self.legacy = True
             self.meta.update({k: v for k, v in rec.items() if k != "messages"})
             for i, m in enumerate(rec["messages"]):
                 self._message(m, line, f"messages[{i}]")
@@ -156,6 +161,10 @@ class Parser:
         if not self.messages and not self.meta:
             return 0
         path: Path = self.ctx.path
+        if self.legacy and path.suffix == ".json" and path.with_name(path.name + "l").exists():
+            self.ctx.error(None, f"Gemini CLI legacy chat superseded by {path.name}l, which the CLI migrated it to "
+                                 "when the session was resumed: the session is read from there")
+            return 0
         parent = None
         if self.meta.get("kind") == "subagent" or (path.parent.name != "chats" and path.parent.parent.name == "chats"):
             if path.parent.name != "chats":

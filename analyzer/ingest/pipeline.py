@@ -69,17 +69,29 @@ def _is_opencode_session(path: str) -> bool:
     return os.path.basename(os.path.dirname(os.path.dirname(path))) == "session"
 
 
+def _is_gemini_legacy(name: str) -> bool:
+    """A Gemini CLI single-JSON chat, ``session-*.json``: the CLI migrates it to ``session-*.jsonl`` on resume."""
+    return name.startswith("session-") and name.endswith(".json")
+
+
+def _has_companions(path: str) -> bool:
+    name = os.path.basename(path)
+    return _is_opencode_db(name) or _is_gemini_legacy(name) or _is_opencode_session(path)
+
+
 def composite_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | None:
     """(size, mtime) standing for a file whose content lives partly in companion files, or ``None`` for a plain file.
     An opencode storage session counts its message and part files (``message/<ses>/*.json``,
     ``part/<msg>/*.json``); an ``opencode*.db`` its ``-wal`` file. Sizes add up and the newest mtime wins, so adding or
-    rewriting a message re-ingests its session. Limit: a companion rewritten with the same size and mtime is missed."""
+    rewriting a message re-ingests its session. A legacy Gemini CLI ``session-*.json`` counts the ``.jsonl`` the CLI
+    migrates it to on resume, so the legacy copy is read again (and yields to the ``.jsonl``) once that appears.
+    Limit: a companion rewritten with the same size and mtime is missed."""
     name = os.path.basename(path)
-    if not (name.startswith("opencode") or name.startswith("ses_")):
+    if not (name.startswith("opencode") or name.startswith("ses_") or name.startswith("session-")):
         return None  # the common case, decided without building paths
-    if _is_opencode_db(name):
+    if _is_opencode_db(name) or _is_gemini_legacy(name):
         try:
-            st = os.stat(path + "-wal")
+            st = os.stat(path + ("-wal" if _is_opencode_db(name) else "l"))
         except OSError:
             return None
         return size + st.st_size, max(mtime_ns, st.st_mtime_ns)
@@ -226,7 +238,7 @@ def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str,
     sink = RowSink(Path(spool_dir), tag)
     outcomes = [parse_file(t, sink, bump or _bump) for t in chunk]
     for t, o in zip(chunk, outcomes):
-        if _is_opencode_session(t.path) or _is_opencode_db(os.path.basename(t.path)):
+        if _has_companions(t.path):
             o.size = t.size  # the composite size discover() gave, so an unchanged session stays unchanged
     return outcomes, {k: [v] for k, v in sink.close().items()}
 
