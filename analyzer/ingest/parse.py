@@ -76,19 +76,23 @@ def _first(order: tuple[ModuleType, ...], hook: str, *args: Any) -> ModuleType |
     return None
 
 
+def _read_with_another_file(doc: Any) -> bool:
+    """An opencode message or part record: its session file's adapter reads it (``opencode.py``)."""
+    return isinstance(doc, dict) and (
+        (str(doc.get("id", "")).startswith("msg_") and "sessionID" in doc)
+        or (str(doc.get("id", "")).startswith("prt_") and "messageID" in doc))
+
+
 def describe_document(doc: Any) -> str:
     """Name the single-JSON-document formats loopscope knows of but does not ingest yet."""
     if isinstance(doc, dict):
         if "agentType" in doc or "toolUseId" in doc:
             return "Claude Code subagent metadata (agent-*.meta.json): nothing to load, its transcript is read"
-        if "projectHash" in doc and "messages" in doc:
-            return "a Gemini CLI session (single JSON document); this format is not supported yet"
+        if _read_with_another_file(doc):
+            kind = "message" if str(doc.get("id")).startswith("msg_") else "part"
+            return f"opencode {kind} record: read with its session (storage/session/…/ses_*.json)"
         if "trajectory" in doc or ("history" in doc and ("info" in doc or "environment" in doc)):
             return "a SWE-agent trajectory; this format is not supported yet"
-        if "eval" in doc and "samples" in doc:
-            return "an Inspect AI eval log; this format is not supported yet"
-        if "info" in doc and "messages" in doc:
-            return "an opencode export; this format is not supported yet"
         keys = ", ".join(sorted(map(str, doc))[:8])
         return f"a single JSON document of no known transcript format (keys: {keys})"
     if isinstance(doc, list):
@@ -139,6 +143,9 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
             doc_mod = detect_document(doc) if ok else None
             if doc_mod is not None:
                 return _run_whole(out, doc_mod, path, task, sink, f, stats, progress, lambda p: p.feed(doc, 1))
+            if ok and _read_with_another_file(doc):
+                out.status, out.reason = "skipped", describe_document(doc)
+                return out
 
         def on_error(line: int | None, reason: str, text: str | bytes) -> None:
             if parser is None:

@@ -41,6 +41,7 @@ class Found:
     path: str
     size: int
     mtime_ns: int
+    composite: bool = False  # size/mtime stand for the file and its companions (``composite_state``)
 
 
 def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
@@ -54,7 +55,8 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
 
     def add(path: str, st: os.stat_result) -> None:
         if own is None or not (path == own or path == own + ".wal" or path.startswith(own + ".spool-")):
-            found[path] = Found(path, st.st_size, st.st_mtime_ns)
+            comp = formats.companion_state(path, st.st_size, st.st_mtime_ns)
+            found[path] = Found(path, st.st_size, st.st_mtime_ns) if comp is None else Found(path, *comp, True)
 
     def walk(folder: str) -> None:
         try:
@@ -68,7 +70,8 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
                 if e.is_dir():
                     if not e.is_symlink():
                         walk(e.path)
-                elif e.is_file() and os.path.splitext(e.name)[1].lower() not in NOT_TRANSCRIPTS:
+                elif e.is_file() and (os.path.splitext(e.name)[1].lower() not in NOT_TRANSCRIPTS
+                                      or formats.reads_named(e.name)):
                     path = os.path.realpath(e.path) if e.is_symlink() else e.path
                     add(path, e.stat())
             except OSError:
@@ -147,6 +150,9 @@ def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str,
 
     sink = RowSink(Path(spool_dir), tag)
     outcomes = [parse_file(t, sink, bump or _bump) for t in chunk]
+    for t, o in zip(chunk, outcomes):
+        if formats.has_companions(t.path):
+            o.size = t.size  # the composite size discover() gave, so an unchanged session stays unchanged
     return outcomes, {k: [v] for k, v in sink.close().items()}
 
 
@@ -177,8 +183,7 @@ def ingest(
     roots = list(paths) if paths else formats.default_roots()
     if not roots:
         raise NothingToIngestError(
-            "no path given and no agent session folder found (~/.pi/agent/sessions, ~/.claude/projects, "
-            "~/.codex/sessions)")
+            "no path given and no agent session folder found (the README's formats table names each agent's folder)")
     files = discover(roots, exclude=db)
     summary = IngestSummary(files_seen=len(files))
     con = store.connect(db)
@@ -216,7 +221,7 @@ def _ingest_files(
             if size == f.size and mtime == f.mtime_ns:
                 summary.files_unchanged += 1
                 continue
-            if size == f.size and _same_content(f.path, chash):
+            if size == f.size and not f.composite and _same_content(f.path, chash):
                 touched.append((fid, f.size, f.mtime_ns))
                 summary.files_unchanged += 1
                 continue

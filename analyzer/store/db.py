@@ -39,6 +39,8 @@ def connect(db: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnectio
         raise StoreError(f"no store at {path}: run `loopscope ingest` first (or pass --db)")
     if not read_only and path.parent and not path.parent.exists():
         raise StoreError(f"cannot create the store {path}: folder {path.parent} does not exist")
+    if not read_only and not path.exists():
+        _create(path)
     try:
         con = duckdb.connect(str(path), read_only=read_only)
     except duckdb.IOException as exc:
@@ -66,6 +68,27 @@ def connect(db: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnectio
         con.close()
         raise
     return con
+
+
+def _create(path: Path) -> None:
+    """A new store appears whole: its schema is written to a temporary file that is renamed into place, so a process
+    killed while creating it leaves no store rather than one without tables."""
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}")
+    try:
+        con = duckdb.connect(str(tmp))
+        try:
+            ensure_schema(con)
+        finally:
+            con.close()
+        os.replace(tmp, path)
+    except (OSError, duckdb.Error) as exc:
+        raise StoreError(f"cannot create the store {path}: {str(exc).splitlines()[0]}") from None
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
+            try:
+                leftover.unlink()
+            except OSError:
+                pass
 
 
 def tune_for_bulk_load(con: duckdb.DuckDBPyConnection) -> None:

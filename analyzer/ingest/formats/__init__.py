@@ -9,6 +9,10 @@ and at least one way to recognise its files from their content:
 - ``sniff(record)``: one JSON record of a JSON-lines file;
 - ``sniff_document(doc)``: a file that is one JSON document; the parser is fed it once, as record 1;
 - ``sniff_file(path, head)``: a file the parser reads itself (``Parser.read(path)``), e.g. a zip or SQLite file.
+
+Optional hooks for discovery: ``reads_named(name)`` (a file read whatever its suffix says, e.g. ``opencode.db``) and
+``companion_state(path, size, mtime_ns)`` (the size and mtime that stand for a file whose content lives partly in
+other files, so re-ingest notices when those change).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ def adapters() -> dict[str, ModuleType]:
     return {m.FORMAT: m for m in modules()}
 
 
+@lru_cache(maxsize=None)
 def with_hook(hook: str) -> tuple[ModuleType, ...]:
     """The format modules that recognise files by ``hook`` (``sniff``, ``sniff_document``, ``sniff_file``)."""
     return tuple(m for m in modules() if hasattr(m, hook))
@@ -50,8 +55,26 @@ def agent_names() -> dict[str, str]:
 
 
 def default_roots() -> list[Path]:
-    """The agents' own session folders that exist on this machine."""
+    """The agents' own session folders (and files) that exist on this machine."""
     roots: list[Path] = []
-    for m in modules():
-        roots.extend(p for p in getattr(m, "default_roots", lambda: [])() if p.is_dir() and p not in roots)
+    for m in with_hook("default_roots"):
+        roots.extend(p for p in m.default_roots() if p.exists() and p not in roots)
     return roots
+
+
+def reads_named(name: str) -> bool:
+    """Whether some format reads a file of this name whatever its suffix."""
+    return any(m.reads_named(name) for m in with_hook("reads_named"))
+
+
+def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | None:
+    """The (size, mtime) standing for ``path`` and its companion files, or None for a plain file."""
+    for m in with_hook("companion_state"):
+        state = m.companion_state(path, size, mtime_ns)
+        if state is not None:
+            return state
+    return None
+
+
+def has_companions(path: str) -> bool:
+    return companion_state(path, 0, 0) is not None
