@@ -76,6 +76,33 @@ Step = Message | UserPrompt
 
 
 @dataclass(frozen=True)
+class SweepSpec:
+    """How the calibration sweep maps one guard onto the stored signals (plain data: the sweep's polars code reads it).
+
+    ``measure`` in words; ``has_warn``: the guard warns before it halts; ``one_threshold``: one swept threshold
+    (taken from the halt range, rows carry warn = halt); ``windows`` / ``similarities``: the extra swept dimensions
+    (``(None,)``: none); ``cycles``: the longest cycle in the measure (0: streak only); ``rule``: the sweep's rule on
+    top of the measure (``max``: the measure alone, ``turn-cap``: gitagent's maxTurns and batches, ``mistakes``:
+    cline's mistake limit, ``window``: pi's window, failures and aborts); ``text_rules``: the guard has text rules no
+    swept setting changes (read from ``text_signals``); ``caveat``: what the sweep approximates."""
+
+    measure: str
+    has_warn: bool
+    caveat: str
+    one_threshold: bool = False
+    windows: tuple[int | None, ...] = (None,)
+    similarities: tuple[float | None, ...] = (None,)
+    cycles: int = 0
+    rule: str = "max"
+    text_rules: bool = False
+
+    @property
+    def sweeps_window(self) -> bool:
+        """Whether windows and similarity bars are swept too (``--windows``, ``--similarities``)."""
+        return self.windows != (None,) or self.similarities != (None,)
+
+
+@dataclass(frozen=True)
 class Param:
     """One setting a guard engine accepts, with the guard's own handling of values below the minimum."""
 
@@ -94,6 +121,14 @@ class Guard:
     SOURCE: ClassVar[str]
     UNIT: ClassVar[str]
     PARAMS: ClassVar[dict[str, Param]]
+    DESCRIPTION: ClassVar[str]  # one line for `loopscope policies`
+    ALIASES: ClassVar[tuple[str, ...]] = ()  # other names the preset answers to
+    GUARD_FILE: ClassVar[str | None] = None  # the guard's source file in its repository (for the text to paste)
+    SWEEP: ClassVar[SweepSpec | None] = None  # how calibration sweeps it (None: replay only)
+    # A seed guard gets a translated setting to paste whatever guard was calibrated (``translate``).
+    SEED: ClassVar[bool] = False
+    # What the guard counts, in words, for the notes of translations from it (``paste_notes``).
+    COUNTS: ClassVar[str] = "calls in a row"
     # gitagent: a run stops only after a batch whose every result said terminate.
     BATCH_STOP: ClassVar[bool] = False
     # Whether the guard sees calls made inside a script (``parent_call_id``); only pi's codemode wiring does.
@@ -106,6 +141,37 @@ class Guard:
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
         """key, window, reset, exemptions, blocked_count, escalation, thresholds — in words, for the listing."""
+        raise NotImplementedError
+
+    # -- calibration: the text to paste --------------------------------------------------------------------------------
+    @classmethod
+    def sweep_settings(cls, row: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings a sweep row (warn, halt, window, similarity) stands for."""
+        assert cls.SWEEP is not None
+        if cls.SWEEP.has_warn:
+            return {"warn": int(row["warn"]), "halt": int(row["halt"])}
+        return {"halt": int(row["halt"])}
+
+    @classmethod
+    def paste(cls, warn: int, halt: int, window: int | None, similarity: float | None, params: Mapping[str, Any],
+              defaults: Mapping[str, Any]) -> str:
+        """The recommended setting of this guard as text to paste (``params``: the chosen policy's settings,
+        ``defaults``: the guard's own)."""
+        raise NotImplementedError
+
+    @classmethod
+    def streak_stop(cls, warn: int, halt: int) -> tuple[int, int]:
+        """Where a recommended (warn, halt) warns and stops a streak of identical calls: what translations keep."""
+        return warn, halt
+
+    @classmethod
+    def paste_note(cls, seed: str, warn: int, halt: int) -> str | None:
+        """This guard's own note for a translation of its setting into ``seed`` (None: the seed's default note)."""
+        return None
+
+    @classmethod
+    def translate(cls, base: type["Guard"], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
+        """A seed guard's translation of ``base``'s recommended setting (``warn``, ``halt`` of the streak stop)."""
         raise NotImplementedError
 
     # -- hooks ----------------------------------------------------------------------------------------------------------
