@@ -118,6 +118,7 @@ class Guard:
     """Base class: every hook is a no-op returning ok. Subclasses declare their engine's metadata and settings."""
 
     ENGINE: ClassVar[str]
+    RANK: ClassVar[int]  # listing order of the presets
     SOURCE: ClassVar[str]
     UNIT: ClassVar[str]
     PARAMS: ClassVar[dict[str, Param]]

@@ -33,6 +33,7 @@ class RooGuard(Guard):
     ENGINE = "roo-code"
     SOURCE = "RooCodeInc/Roo-Code@3747946 src/core/tools/ToolRepetitionDetector.ts"
     UNIT = "call"
+    RANK = 6
     DESCRIPTION = "Refuse the 4th identical call in a row and ask the user; clears after firing."
     ALIASES = ("roo", "roocode")
     GUARD_FILE = "src/core/tools/ToolRepetitionDetector.ts"

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from analyzer.guards.base import HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, SweepSpec, Verdict, tools_text
+from analyzer.guards.base import (HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, SweepSpec, Verdict,
+                                  tools_text)
 
 
 def trailing_repeats(seq: list[str], k: int) -> int:
@@ -31,6 +32,7 @@ class CodesignGuard(Guard):
     ENGINE = "open-codesign"
     SOURCE = "open-codesign tool-loop guard (seed 000, packages/core/src/tool-loop-guard.ts)"
     UNIT = "call"
+    RANK = 1
     DESCRIPTION = "Seed guard: streaks and 2-/3-call cycles, warn (block) at 3, halt at 5; blocked calls count."
     ALIASES = ("codesign", "open_codesign")
     GUARD_FILE = "packages/core/src/tool-loop-guard.ts"

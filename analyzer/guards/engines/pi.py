@@ -108,6 +108,7 @@ class PiGuard(Guard):
     ENGINE = "pi-anti-doom-loop"
     SOURCE = "pi-anti-doom-loop v0.0.7 extensions/detector.ts + controller.ts; seed 002 for drift, ack, nested"
     UNIT = "call (window of executed calls); assistant message (text)"
+    RANK = 3
     SEES_NESTED = True
     DESCRIPTION = ("Seed guard: block at 3 in a 10-call window or 3 failures; re-issue aborts; text loops steer then "
                    "abort.")

@@ -91,6 +91,7 @@ class GeminiGuard(Guard):
     ENGINE = "gemini-cli"
     SOURCE = "google-gemini/gemini-cli@5411f11 packages/core/src/services/loopDetectionService.ts"
     UNIT = "call; streamed text characters"
+    RANK = 4
     DESCRIPTION = "Halt at 5 repetitions of a 1..5-call block; streamed-text chanting."
     ALIASES = ("gemini",)
     GUARD_FILE = "packages/core/src/services/loopDetectionService.ts"

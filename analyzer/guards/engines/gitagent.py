@@ -19,6 +19,7 @@ class GitagentGuard(Guard):
     ENGINE = "gitagent"
     SOURCE = "gitagent src/loop-guard.ts (seed 001)"
     UNIT = "call (repeats); assistant turn that requested tools (max_turns)"
+    RANK = 2
     BATCH_STOP = True
     DESCRIPTION = "Seed guard: terminate after 5 identical calls in a row or 50 tool-requesting turns; latches."
     GUARD_FILE = "src/loop-guard.ts"

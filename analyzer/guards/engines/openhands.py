@@ -28,6 +28,7 @@ class OpenhandsGuard(Guard):
     ENGINE = "openhands"
     SOURCE = "All-Hands-AI/OpenHands@331a1a4 openhands/controller/stuck.py (V0)"
     UNIT = "event (actions and observations since the last user message)"
+    RANK = 8
     DESCRIPTION = ("Stop at 4 identical action+observation pairs, 3 identical failing actions, A-B-A-B over 6, "
                    "3 identical messages.")
     ALIASES = ("openhands-v0",)

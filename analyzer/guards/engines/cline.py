@@ -38,6 +38,7 @@ class ClineGuard(Guard):
     ENGINE = "cline"
     SOURCE = "cline/cline@21cb8d2 src/core/task/loop-detection.ts, consecutiveMistakeCount"
     UNIT = "call"
+    RANK = 5
     DESCRIPTION = "Soft notice at exactly 3 identical calls, stop for the user at 5+; 3 consecutive mistakes."
     GUARD_FILE = "src/core/task/loop-detection.ts"
     SWEEP = SweepSpec("streak", True, rule="mistakes", caveat=(
