@@ -5,7 +5,7 @@ file, ``Guard.GUARD_FILE``). A seed guard (``Guard.SEED``: open-codesign, gitage
 semantics gets a *translation* (``Guard.translate``) with a comment saying what differs and which stop point it
 preserves: the warning and halt of a streak of identical calls (``Guard.streak_stop`` of the base; pi blocks the R-th
 occurrence and aborts when the blocked call is re-issued, so a streak stops at R + 1). The comment is the base's own
-note for that seed (``Guard.paste_note``) or, when it has none, the seed's default note.
+note for that seed (``Guard.PASTE_NOTES``) or, when it has none, the seed's default (``Guard.TRANSLATION_NOTE``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzer.guards import ENGINES, seeds
+from analyzer.guards import ENGINES, Recommended, seeds
 
 
 def paste_settings(base: str, warn: int, halt: int, window: int | None, similarity: float | None,
@@ -21,7 +21,8 @@ def paste_settings(base: str, warn: int, halt: int, window: int | None, similari
     """Guard name -> text to paste, for the recommended (warn, halt, window, similarity) of ``base`` (whose other
     settings are ``params``); ``defaults`` holds each seed guard's default settings."""
     cls = ENGINES[base]
-    out = {base: cls.paste(warn, halt, window, similarity, params, defaults.get(base) or _defaults(base))}
+    rec = Recommended(warn, halt, window, similarity)
+    out = {base: cls.paste(rec, params, defaults.get(base) or _defaults(base))}
     stop_warn, stop_halt = cls.streak_stop(warn, halt)
     for name, seed in seeds().items():
         if name != base:

@@ -75,6 +75,15 @@ class UserPrompt:
 Step = Message | UserPrompt
 
 
+class Recommended(NamedTuple):
+    """A recommended setting from the calibration sweep (window and similarity only for guards that sweep them)."""
+
+    warn: int
+    halt: int
+    window: int | None = None
+    similarity: float | None = None
+
+
 @dataclass(frozen=True)
 class SweepSpec:
     """How the calibration sweep maps one guard onto the stored signals (plain data: the sweep's polars code reads it).
@@ -128,8 +137,15 @@ class Guard:
     SWEEP: ClassVar[SweepSpec | None] = None  # how calibration sweeps it (None: replay only)
     # A seed guard gets a translated setting to paste whatever guard was calibrated (``translate``).
     SEED: ClassVar[bool] = False
-    # What the guard counts, in words, for the notes of translations from it (``paste_notes``).
+    # Its recommended setting as text to paste, for guards whose ``paste`` is a template: {file} (the file comment),
+    # {warn}, {halt}, {below_halt} (halt - 1).
+    PASTE_TEMPLATE: ClassVar[str] = ""
+    # What the guard counts, in words, for the notes of translations from it.
     COUNTS: ClassVar[str] = "calls in a row"
+    # Its own note for a translation of its setting into a seed guard: seed -> text ({warn}, {halt}: the streak stop).
+    PASTE_NOTES: ClassVar[Mapping[str, str]] = {}
+    # A seed's note for translations from guards without their own ({base}, {counts}: the base's; {warn}, {halt}).
+    TRANSLATION_NOTE: ClassVar[str] = ""
     # gitagent: a run stops only after a batch whose every result said terminate.
     BATCH_STOP: ClassVar[bool] = False
     # Whether the guard sees calls made inside a script (``parent_call_id``); only pi's codemode wiring does.
@@ -154,11 +170,19 @@ class Guard:
         return {"halt": int(row["halt"])}
 
     @classmethod
-    def paste(cls, warn: int, halt: int, window: int | None, similarity: float | None, params: Mapping[str, Any],
-              defaults: Mapping[str, Any]) -> str:
+    def paste(cls, rec: Recommended, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
         """The recommended setting of this guard as text to paste (``params``: the chosen policy's settings,
-        ``defaults``: the guard's own)."""
-        raise NotImplementedError
+        ``defaults``: the guard's own); by default ``PASTE_TEMPLATE`` filled in."""
+        if not cls.PASTE_TEMPLATE:
+            raise NotImplementedError(f"{cls.ENGINE} has no text to paste")
+        return cls.PASTE_TEMPLATE.format(file=cls.file_comment(), warn=rec.warn, halt=rec.halt,
+                                         below_halt=rec.halt - 1)
+
+    @classmethod
+    def file_comment(cls, why: str | None = None) -> str:
+        """The first lines of a JavaScript snippet: why it is a translation (if it is one), then the guard's file."""
+        head = f"// translation: {why}\n" if why else ""
+        return f"{head}// {cls.GUARD_FILE}"
 
     @classmethod
     def streak_stop(cls, warn: int, halt: int) -> tuple[int, int]:
@@ -166,9 +190,10 @@ class Guard:
         return warn, halt
 
     @classmethod
-    def paste_note(cls, seed: str, warn: int, halt: int) -> str | None:
-        """This guard's own note for a translation of its setting into ``seed`` (None: the seed's default note)."""
-        return None
+    def translation_note(cls, base: type["Guard"], warn: int, halt: int) -> str:
+        """Why a seed guard's translation of ``base``'s setting differs: the base's own note, else the seed's."""
+        note = base.PASTE_NOTES.get(cls.ENGINE, cls.TRANSLATION_NOTE)
+        return note.format(base=base.ENGINE, counts=base.COUNTS, warn=warn, halt=halt)
 
     @classmethod
     def translate(cls, base: type["Guard"], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:

@@ -4,7 +4,8 @@ guard is adding a module (and its tests).
 A guard module defines one ``Guard`` subclass (``analyzer.guards.base``) that declares all of that guard's facts:
 ``ENGINE`` (its name, which is also its preset's name), ``RANK`` (listing order), ``SOURCE``, ``UNIT``,
 ``DESCRIPTION``, ``ALIASES``, ``PARAMS``, ``GUARD_FILE``, ``SEED``, ``SWEEP`` (a ``SweepSpec``, or None when
-calibration does not sweep it), and the text to paste (``paste``, ``translate``, ``streak_stop``, ``paste_note``).
+calibration does not sweep it), and the text to paste (``paste`` or ``PASTE_TEMPLATE``, ``translate``,
+``streak_stop``, ``PASTE_NOTES``, ``TRANSLATION_NOTE``).
 """
 
 from __future__ import annotations

@@ -41,6 +41,8 @@ class ClineGuard(Guard):
     RANK = 5
     DESCRIPTION = "Soft notice at exactly 3 identical calls, stop for the user at 5+; 3 consecutive mistakes."
     GUARD_FILE = "src/core/task/loop-detection.ts"
+    PASTE_TEMPLATE = ("{file} (constant names not verified)\n// soft notice at exactly {warn} identical calls in a row, "
+                      "hard stop at {halt}")
     SWEEP = SweepSpec("streak", True, rule="mistakes", caveat=(
         "the sweep resets the identical-call count at user prompts (cline never does)."))
     PARAMS = {
@@ -59,12 +61,6 @@ class ClineGuard(Guard):
         self.last: str | None = None
         self.count = 0
         self.errors = 0
-
-    @classmethod
-    def paste(cls, warn: int, halt: int, window: int | None, similarity: float | None, params: Mapping[str, Any],
-              defaults: Mapping[str, Any]) -> str:
-        return (f"// {cls.GUARD_FILE} (constant names not verified)\n// soft notice at exactly {warn} identical calls "
-                f"in a row, hard stop at {halt}")
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from analyzer.guards.base import (HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, SweepSpec, Verdict,
-                                  tools_text)
+from analyzer.guards.base import (HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, Recommended,
+                                  SweepSpec, Verdict, tools_text)
 
 
 def trailing_repeats(seq: list[str], k: int) -> int:
@@ -37,6 +37,10 @@ class CodesignGuard(Guard):
     ALIASES = ("codesign", "open_codesign")
     GUARD_FILE = "packages/core/src/tool-loop-guard.ts"
     SEED = True
+    PASTE_NOTES = {"gitagent": "gitagent counts identical calls in a row only (no 2-/3-call cycles, no warning) and "
+                               "terminates after the call has run"}
+    TRANSLATION_NOTE = ("{base} counts {counts}; open-codesign counts streaks and 2-/3-call cycles, resetting at user "
+                        "prompts")
     SWEEP = SweepSpec("max(streak, cycle2, cycle3)", True, cycles=3, caveat=(
         "`done` calls count in the sweep (the guard exempts them); otherwise the measure is the guard's."))
     PARAMS = {
@@ -66,29 +70,17 @@ class CodesignGuard(Guard):
         self.halted = False
 
     @classmethod
-    def paste(cls, warn: int, halt: int, window: int | None, similarity: float | None, params: Mapping[str, Any],
-              defaults: Mapping[str, Any]) -> str:
+    def paste(cls, rec: Recommended, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
         """The constants ``TOOL_LOOP_WARN_REPEATS`` / ``TOOL_LOOP_HALT_REPEATS`` (seed 000)."""
-        return cls._snippet(warn, halt)
+        return cls._snippet(rec.warn, rec.halt)
 
     @classmethod
     def translate(cls, base: type[Guard], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
-        why = base.paste_note(cls.ENGINE, warn, halt) or (
-            f"{base.ENGINE} counts {base.COUNTS}; open-codesign counts streaks and 2-/3-call cycles, resetting at "
-            "user prompts")
-        return cls._snippet(warn, halt, why)
-
-    @classmethod
-    def paste_note(cls, seed: str, warn: int, halt: int) -> str | None:
-        if seed == "gitagent":
-            return ("gitagent counts identical calls in a row only (no 2-/3-call cycles, no warning) and terminates "
-                    "after the call has run")
-        return None
+        return cls._snippet(warn, halt, cls.translation_note(base, warn, halt))
 
     @classmethod
     def _snippet(cls, warn: int, halt: int, why: str | None = None) -> str:
-        head = f"// translation: {why}\n" if why else ""
-        return (f"{head}// {cls.GUARD_FILE}\n"
+        return (f"{cls.file_comment(why)}\n"
                 f"const TOOL_LOOP_WARN_REPEATS = {warn};\nconst TOOL_LOOP_HALT_REPEATS = {halt};")
 
     @classmethod

@@ -96,6 +96,7 @@ class GeminiGuard(Guard):
     ALIASES = ("gemini",)
     GUARD_FILE = "packages/core/src/services/loopDetectionService.ts"
     COUNTS = "repeated blocks of up to 5 calls"
+    PASTE_TEMPLATE = "{file}\nconst TOOL_CALL_LOOP_THRESHOLD = {halt};"
     SWEEP = SweepSpec("max(streak, cycle2 .. cycle5)", False, one_threshold=True, cycles=5, caveat=(
         "canonical call key instead of JSON.stringify order; the streamed-text rule is not modelled."))
     PARAMS = {
@@ -120,11 +121,6 @@ class GeminiGuard(Guard):
         # The code-fence state survives the per-prompt reset, as in the service.
         self.text = ContentLoops(params["content_chunk"], params["content_repeats"], params["content_gap"])
         self.on_user()
-
-    @classmethod
-    def paste(cls, warn: int, halt: int, window: int | None, similarity: float | None, params: Mapping[str, Any],
-              defaults: Mapping[str, Any]) -> str:
-        return f"// {cls.GUARD_FILE}\nconst TOOL_CALL_LOOP_THRESHOLD = {halt};"
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:

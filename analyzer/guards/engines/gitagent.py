@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from analyzer.guards.base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Param, SweepSpec, Verdict, key_param
+from analyzer.guards.base import (HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Param, Recommended, SweepSpec, Verdict,
+                                  key_param)
 
 
 class GitagentGuard(Guard):
@@ -24,6 +25,9 @@ class GitagentGuard(Guard):
     DESCRIPTION = "Seed guard: terminate after 5 identical calls in a row or 50 tool-requesting turns; latches."
     GUARD_FILE = "src/loop-guard.ts"
     SEED = True
+    PASTE_NOTES = {"open-codesign": "open-codesign also halts 2- and 3-call cycles; warn = halt means no separate "
+                                    "warning, as gitagent has none"}
+    TRANSLATION_NOTE = "{base} counts {counts}; gitagent counts calls in a row only"
     SWEEP = SweepSpec("streak (and the maxTurns cap)", False, one_threshold=True, rule="turn-cap", caveat=(
         "canonical call key instead of JSON.stringify order; the turn cap is kept at the base's maxTurns."))
     PARAMS = {
@@ -42,11 +46,10 @@ class GitagentGuard(Guard):
         self.on_user()
 
     @classmethod
-    def paste(cls, warn: int, halt: int, window: int | None, similarity: float | None, params: Mapping[str, Any],
-              defaults: Mapping[str, Any]) -> str:
+    def paste(cls, rec: Recommended, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
         """The ``createLoopGuard`` options ``maxRepeats`` and ``maxTurns`` (seed 001; the turn cap can also come
         from the agent manifest's ``runtime.max_turns``)."""
-        return cls._snippet(halt, int(params.get("max_turns", defaults["max_turns"])))
+        return cls._snippet(rec.halt, int(params.get("max_turns", defaults["max_turns"])))
 
     @classmethod
     def streak_stop(cls, warn: int, halt: int) -> tuple[int, int]:
@@ -54,21 +57,11 @@ class GitagentGuard(Guard):
 
     @classmethod
     def translate(cls, base: type[Guard], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
-        why = base.paste_note(cls.ENGINE, warn, halt) or (
-            f"{base.ENGINE} counts {base.COUNTS}; gitagent counts calls in a row only")
-        return cls._snippet(halt, int(defaults["max_turns"]), why)
-
-    @classmethod
-    def paste_note(cls, seed: str, warn: int, halt: int) -> str | None:
-        if seed == "open-codesign":
-            return ("open-codesign also halts 2- and 3-call cycles; warn = halt means no separate warning, as "
-                    "gitagent has none")
-        return None
+        return cls._snippet(halt, int(defaults["max_turns"]), cls.translation_note(base, warn, halt))
 
     @classmethod
     def _snippet(cls, halt: int, max_turns: int, why: str | None = None) -> str:
-        head = f"// translation: {why}\n" if why else ""
-        return (f"{head}// {cls.GUARD_FILE}\ncreateLoopGuard({{ maxRepeats: {max(2, halt)}, maxTurns: {max_turns} }})\n"
+        return (f"{cls.file_comment(why)}\ncreateLoopGuard({{ maxRepeats: {max(2, halt)}, maxTurns: {max_turns} }})\n"
                 f"// or set the turn cap in the agent manifest: runtime.max_turns: {max_turns}")
 
     @classmethod

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from analyzer.detect.keys import args_text, jaccard, token_set
-from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Param, SweepSpec, Verdict, tools_text
+from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Param, Recommended, SweepSpec, Verdict, tools_text
 
 _SEGMENT_SPLIT = re.compile(r"(?<=[.:!?])\s*")
 _TRAILING_PUNCT = re.compile(r"[.:!?]+$")
@@ -114,6 +114,14 @@ class PiGuard(Guard):
                    "abort.")
     ALIASES = ("pi", "anti-doom-loop")
     SEED = True
+    PASTE_NOTES = {
+        "open-codesign": "on a streak of identical calls pi blocks at {warn} and aborts at {halt}; open-codesign "
+                         "counts calls in a row (and 2-/3-call cycles), not within a window",
+        "gitagent": "gitagent stops a streak of identical calls at {halt} like pi's abort; it does not count calls "
+                    "spread over a window",
+    }
+    TRANSLATION_NOTE = ("pi blocks the N-th occurrence within its window and aborts on the re-issue, so a streak of "
+                        "identical calls stops at {halt} as here")
     SWEEP = SweepSpec(
         "window count or near-identical run; 3 failures block", True, one_threshold=True, windows=(5, 10, 20),
         similarities=(None, 0.55, 0.7, 0.85), rule="window", text_rules=True, caveat=(
@@ -170,12 +178,11 @@ class PiGuard(Guard):
         return changes
 
     @classmethod
-    def paste(cls, warn: int, halt: int, window: int | None, similarity: float | None, params: Mapping[str, Any],
-              defaults: Mapping[str, Any]) -> str:
+    def paste(cls, rec: Recommended, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
         """Its environment variables as v0.0.7 reads them (``extensions/detector.ts`` ``readOptions``). v0.0.7 has
         no variable for a near-identical bar, so a swept similarity is reported as a comment."""
         fails = int(params.get("fails", int(defaults["fails"])))
-        return cls._snippet(warn, window or int(defaults["window"]), fails, similarity=similarity,
+        return cls._snippet(rec.warn, rec.window or int(defaults["window"]), fails, similarity=rec.similarity,
                             swept_similarity=True)
 
     @classmethod
@@ -183,20 +190,8 @@ class PiGuard(Guard):
         return warn, warn + 1  # blocks the R-th occurrence, aborts on the re-issue
 
     @classmethod
-    def paste_note(cls, seed: str, warn: int, halt: int) -> str | None:
-        if seed == "open-codesign":
-            return (f"on a streak of identical calls pi blocks at {warn} and aborts at {halt}; open-codesign counts "
-                    "calls in a row (and 2-/3-call cycles), not within a window")
-        if seed == "gitagent":
-            return (f"gitagent stops a streak of identical calls at {halt} like pi's abort; it does not count calls "
-                    "spread over a window")
-        return None
-
-    @classmethod
     def translate(cls, base: type[Guard], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
-        why = base.paste_note(cls.ENGINE, warn, halt) or (
-            "pi blocks the N-th occurrence within its window and aborts on the re-issue, so a streak of identical "
-            f"calls stops at {halt} as here")
+        why = cls.translation_note(base, warn, halt)
         return cls._snippet(halt - 1, int(defaults["window"]), int(defaults["fails"]), why)
 
     @classmethod

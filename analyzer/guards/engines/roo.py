@@ -37,6 +37,8 @@ class RooGuard(Guard):
     DESCRIPTION = "Refuse the 4th identical call in a row and ask the user; clears after firing."
     ALIASES = ("roo", "roocode")
     GUARD_FILE = "src/core/tools/ToolRepetitionDetector.ts"
+    PASTE_TEMPLATE = ("{file} (setting name not verified)\n// refuse the {halt}th identical call in a row: repetition "
+                      "limit {below_halt}")
     SWEEP = SweepSpec("streak", False, one_threshold=True, caveat=(
         "the sweep resets at user prompts (roo-code does only after firing); top-level key sort ignored."))
     PARAMS = {
@@ -49,12 +51,6 @@ class RooGuard(Guard):
         self._limit = params["halt"] - 1 if params["halt"] else 0
         self.prev: str | None = None
         self.count = 0
-
-    @classmethod
-    def paste(cls, warn: int, halt: int, window: int | None, similarity: float | None, params: Mapping[str, Any],
-              defaults: Mapping[str, Any]) -> str:
-        return (f"// {cls.GUARD_FILE} (setting name not verified)\n// refuse the {halt}th identical call in a row: "
-                f"repetition limit {halt - 1}")
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
