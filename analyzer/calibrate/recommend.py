@@ -347,7 +347,7 @@ def policy_for(base: Policy, row: dict[str, Any]) -> Policy:
     return base.with_settings(base.engine_class.sweep_settings(row, base.params))
 
 
-def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = "open-codesign",
+def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
                     flt: SessionFilter = SessionFilter(), labels: Path | str | LabelSpans | None = None,
                     target: float = DEFAULT_TARGET, grid: Grid | None = None, verify: bool = True,
                     save: bool = True, workers: int | None = None) -> CalibrationResult:
