@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer.guards.pi import TextLoops, repeated_segment
+from analyzer.guards.engines.pi import TextLoops, repeated_segment
 from test_replay_support import C, T, U, actions, policy, verdicts
 
 ok, warn, halt = "ok", "warn", "halt"

@@ -55,25 +55,12 @@ DEFAULT_RANGE = tuple(range(2, 16))
 SIMILARITY_OFF = "off"
 PROXY_TEXT = "the scan's findings (a halt in a stuck finding is right; in a progressing one or in none, false)"
 
-CAVEATS: dict[str, str] = {
-    "open-codesign": "`done` calls count in the sweep (the guard exempts them); otherwise the measure is the guard's.",
-    "gitagent": "canonical call key instead of JSON.stringify order; the turn cap is kept at the base's maxTurns.",
-    "pi-anti-doom-loop": "the window counts calls pi would have blocked (pi does not record them); near-identical "
-                         "arguments are compared with the previous call of the tool only; text rules and script "
-                         "blocks come from the stored counters (texts over a window of 10); cross-script aborts, "
-                         "loop_ack and the fail rate are not modelled.",
-    "gemini-cli": "canonical call key instead of JSON.stringify order; the streamed-text rule is not modelled.",
-    "cline": "the sweep resets the identical-call count at user prompts (cline never does).",
-    "roo-code": "the sweep resets at user prompts (roo-code does only after firing); top-level key sort ignored.",
-}
-
-
 # -- the grid -----------------------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Grid:
-    """The swept values. ``windows`` / ``similarities`` None = the base's defaults (only pi-anti-doom-loop has them;
-    a similarity of None means near-identical matching off). Guards with one threshold (gitagent, gemini-cli,
-    roo-code, pi-anti-doom-loop) take it from ``halts``, with ``warn`` = ``halt``."""
+    """The swept values. ``windows`` / ``similarities`` None = the base's defaults (only a base whose ``SweepSpec``
+    sweeps windows has them: pi-anti-doom-loop; a similarity of None means near-identical matching off). Guards with
+    one threshold (``SweepSpec.one_threshold``) take it from ``halts``, with ``warn`` = ``halt``."""
 
     warns: tuple[int, ...] = DEFAULT_RANGE
     halts: tuple[int, ...] = DEFAULT_RANGE
@@ -81,13 +68,14 @@ class Grid:
     similarities: tuple[float | None, ...] | None = None
 
     def pairs(self, base: str) -> list[tuple[int, int]]:
-        if BASES[base].has_warn and base != "pi-anti-doom-loop":
+        spec = BASES[base]
+        if spec.has_warn and not spec.one_threshold:
             return [(w, h) for h in self.halts for w in self.warns if w <= h]
         return [(h, h) for h in self.halts]
 
     def variants(self, base: str) -> list[tuple[int | None, float | None]]:
         spec = BASES[base]
-        if base != "pi-anti-doom-loop":
+        if not spec.sweeps_window:
             return [(None, None)]
         windows = self.windows if self.windows is not None else spec.windows
         sims = self.similarities if self.similarities is not None else spec.similarities
@@ -102,7 +90,7 @@ class Grid:
         return {"warn": sorted({w for w, _ in pairs}), "halt": sorted({h for _, h in pairs}),
                 "window": sorted({w for w, _ in vs if w is not None}),
                 "similarity": sorted({s for _, s in vs if s is not None}) + (
-                    [SIMILARITY_OFF] if any(s is None for _, s in vs) and base == "pi-anti-doom-loop" else [])}
+                    [SIMILARITY_OFF] if any(s is None for _, s in vs) and BASES[base].sweeps_window else [])}
 
 
 def parse_range(text: str, option: str) -> tuple[int, ...]:
@@ -219,7 +207,7 @@ class CalibrationResult:
 
     @property
     def caveat(self) -> str:
-        return CAVEATS[self.base]
+        return BASES[self.base].caveat
 
     @property
     def labels_text(self) -> str:
@@ -298,9 +286,9 @@ def _report(sweep: pl.DataFrame, rec: dict[str, Any] | None, target: float, sett
 
 # -- ranking ------------------------------------------------------------------------------------------------------------
 def _tie_keys(sweep: pl.DataFrame, params: dict[str, Any], base: str, target: float) -> pl.DataFrame:
-    default_w = params.get("window") if base == "pi-anti-doom-loop" else None
-    default_s = params.get("similarity") if base == "pi-anti-doom-loop" and params.get("near_identical_calls") \
-        else None
+    windowed = BASES[base].sweeps_window
+    default_w = params.get("window") if windowed else None
+    default_s = params.get("similarity") if windowed and params.get("near_identical_calls") else None
     wd = (pl.col("window") - default_w).abs() if default_w is not None else pl.lit(0)
     if default_s is None:
         sd = pl.when(pl.col("similarity").is_null()).then(0.0).otherwise(1.0)
@@ -356,20 +344,10 @@ def sweep_frames(base: Policy, frames: Frames, grid: Grid) -> pl.DataFrame:
 
 def policy_for(base: Policy, row: dict[str, Any]) -> Policy:
     """The exact guard a sweep row stands for: the base with the row's thresholds (and window, similarity)."""
-    if base.engine == "pi-anti-doom-loop":
-        sim = row.get("similarity")
-        changes: dict[str, Any] = {"warn": int(row["warn"]), "window": int(row["window"] or base.params["window"]),
-                                   "near_identical_calls": sim is not None}
-        if sim is not None:
-            changes["similarity"] = float(sim)
-    elif BASES[base.engine].has_warn:
-        changes = {"warn": int(row["warn"]), "halt": int(row["halt"])}
-    else:
-        changes = {"halt": int(row["halt"])}
-    return base.with_settings(changes)
+    return base.with_settings(base.engine_class.sweep_settings(row, base.params))
 
 
-def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = "open-codesign",
+def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
                     flt: SessionFilter = SessionFilter(), labels: Path | str | LabelSpans | None = None,
                     target: float = DEFAULT_TARGET, grid: Grid | None = None, verify: bool = True,
                     save: bool = True, workers: int | None = None) -> CalibrationResult:
@@ -386,7 +364,7 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = "open-codesign
         resolve_labels(con, read_labels(Path(labels)), labels)
     t0 = time.perf_counter()
     frames = load_frames(con, flt, spans.spans if spans is not None else None,
-                         texts=pol.engine == "pi-anti-doom-loop")
+                         texts=BASES[pol.engine].text_rules)
     if frames.sessions == 0:
         what = "matching the filter " if flt.active else ""
         raise UsageError(f"no scanned sessions {what}in the store: run `loopscope scan` first")
@@ -405,7 +383,7 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = "open-codesign
         chosen = policy_for(pol, res.recommended)
         res.settings = paste_settings(pol.engine, int(res.recommended["warn"]), int(res.recommended["halt"]),
                                       res.recommended["window"], res.recommended["similarity"], chosen.params,
-                                      {k: PRESETS[k].params for k in ("gitagent", "pi-anti-doom-loop")})
+                                      {k: p.params for k, p in PRESETS.items()})
         if verify:
             res.verification = verify_setting(con, chosen, flt, frames, workers)
         res.rationale = _rationale(res, grid.size(pol.engine))

@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from analyzer.guards import SweepSpec, sweepable
 from analyzer.store.filters import SessionFilter
 from analyzer.store.db import frame, one
 
@@ -86,27 +87,9 @@ SWEEP_SCHEMA: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class BaseSpec:
-    """How one base policy's guard maps onto the stored signals."""
-
-    name: str
-    measure: str  # in words, for the docs and the CLI
-    has_warn: bool
-    windows: tuple[int | None, ...] = (None,)
-    similarities: tuple[float | None, ...] = (None,)
-    cycles: int = 0  # longest cycle in the measure (0: streak only)
-
-
-BASES: dict[str, BaseSpec] = {
-    "open-codesign": BaseSpec("open-codesign", "max(streak, cycle2, cycle3)", True, cycles=3),
-    "gitagent": BaseSpec("gitagent", "streak (and the maxTurns cap)", False),
-    "pi-anti-doom-loop": BaseSpec("pi-anti-doom-loop", "window count or near-identical run; 3 failures block",
-                                  True, windows=(5, 10, 20), similarities=(None, 0.55, 0.7, 0.85)),
-    "gemini-cli": BaseSpec("gemini-cli", "max(streak, cycle2 .. cycle5)", False, cycles=5),
-    "cline": BaseSpec("cline", "streak", True),
-    "roo-code": BaseSpec("roo-code", "streak", False),
-}
+# Each sweepable guard's spec (measure, warning, swept windows and similarities, cycles, rule) lives in its module
+# (``Guard.SWEEP``); this is the lookup by engine name.
+BASES: dict[str, SweepSpec] = {name: g.SWEEP for name, g in sweepable().items() if g.SWEEP is not None}
 
 
 @dataclass
@@ -302,24 +285,32 @@ def measures(base: str, f: Frames, params: dict[str, Any], window: int | None = 
     """Compute one base policy's measures over the loaded frames."""
     spec = BASES[base]
     top = f.calls.filter(~pl.col("nested"))
-    if base == "pi-anti-doom-loop":
-        key = ("pi-texts", int(params.get("text_repeats") or 3), int(params.get("nested_repeats") or 2))
-        if key not in f.cache:
-            f.cache[key] = _pi_events(f, params)
-        halts, acts = f.cache[key]
-        return Measured(_pi(top, params, window or 10, similarity), halts, acts)
+    if spec.rule == "window":
+        return _windowed(f, top, params, window, similarity)
     if spec.cycles:
         m = pl.max_horizontal("streak", *[f"cycle{k}" for k in range(2, spec.cycles + 1)])
     else:
         m = pl.col("streak")
     top = top.with_columns(m.cast(pl.Int64).alias("a"))
-    if base == "gitagent":
+    if spec.rule == "turn-cap":
         return Measured(_gitagent(top, params))
-    if base == "cline":
+    if spec.rule == "mistakes":
         top = _cline(top, params)
-    else:
+    elif spec.rule == "max":
         top = top.with_columns(pl.col("a").alias("h"))
+    else:
+        raise ValueError(f"{base}: unknown sweep rule {spec.rule!r}")
     return Measured(_stop_here(top))
+
+
+def _windowed(f: Frames, top: pl.DataFrame, params: dict[str, Any], window: int | None,
+              similarity: float | None) -> Measured:
+    """pi's measure (rule ``window``) with its threshold-free text and script rules."""
+    key = ("pi-texts", int(params.get("text_repeats") or 3), int(params.get("nested_repeats") or 2))
+    if key not in f.cache:
+        f.cache[key] = _pi_events(f, params)
+    halts, acts = f.cache[key]
+    return Measured(_pi(top, params, window or 10, similarity), halts, acts)
 
 
 def _stop_here(top: pl.DataFrame) -> pl.DataFrame:
@@ -555,7 +546,7 @@ def _false_warns(top: pl.DataFrame, acts: pl.DataFrame | None, f: Frames, s: pl.
 def fixed_false_halts(f: Frames, base: str, params: dict[str, Any]) -> int:
     """Sessions that rules no swept setting changes (pi's text rules) halt outside stuck loops: a floor under every
     row's ``false_halt_sessions``."""
-    if base != "pi-anti-doom-loop":
+    if not BASES[base].text_rules:
         return 0
     halts = measures(base, f, params).halts
     if halts is None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from analyzer.errors import StoreError
+from analyzer.guards import ENGINES, SweepSpec, aliases, sweepable
 from analyzer.commands.output import OutputFormat
 from analyzer.commands.common import (
     AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors,
@@ -24,7 +25,20 @@ if TYPE_CHECKING:
 
 # polars, DuckDB and the sweep are imported inside the command, so the CLI starts fast.
 
-BASES_TEXT = "open-codesign, gitagent, pi-anti-doom-loop, gemini-cli, cline, roo-code"
+BASES_TEXT = ", ".join(sweepable())  # each guard module declares whether it is swept (``Guard.SWEEP``)
+
+
+def _named(pick: str) -> list[str]:
+    """The sweepable guards whose ``SweepSpec`` has ``pick`` set (e.g. ``one_threshold``, ``sweeps_window``)."""
+    return [name for name, g in sweepable().items() if getattr(g.SWEEP, pick)]
+
+
+def _and(names: list[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+ONE_THRESHOLD_TEXT = _and(_named("one_threshold"))
+WINDOWED_TEXT = _and(_named("sweeps_window"))
 FRONTIER_COLUMNS = ["warn", "halt", "window", "similarity", "halts", "stuck_caught", "median_calls_to_detect",
                     "tokens_saved", "dollars_saved", "false_halt_sessions", "false_halt_rate"]
 
@@ -41,13 +55,12 @@ def calibrate(
     warn_range: Annotated[str, typer.Option(
         "--warn-range", help="Warning thresholds to sweep: 2-15, 3,5,8 or both (2-5,8).")] = "2-15",
     halt_range: Annotated[str, typer.Option(
-        "--halt-range", help="Halt thresholds to sweep; the one threshold of gitagent, gemini-cli, roo-code and "
-                             "pi-anti-doom-loop (PI_ANTI_LOOP_REPEATS).")] = "2-15",
+        "--halt-range", help=f"Halt thresholds to sweep; the one threshold of {ONE_THRESHOLD_TEXT}.")] = "2-15",
     windows: Annotated[Optional[str], typer.Option(
-        "--windows", help="pi-anti-doom-loop window sizes (of 5, 10, 20). Default: all three.",
+        "--windows", help=f"{WINDOWED_TEXT} window sizes (of 5, 10, 20). Default: all three.",
         show_default=False)] = None,
     similarities: Annotated[Optional[str], typer.Option(
-        "--similarities", help="pi-anti-doom-loop near-identical bars, `off` for exact arguments only. "
+        "--similarities", help=f"{WINDOWED_TEXT} near-identical bars, `off` for exact arguments only. "
                                "Default: off,0.55,0.7,0.85.", show_default=False)] = None,
     verify: Annotated[bool, typer.Option(
         "--verify/--no-verify", help="Replay the recommended setting exactly and print both figures.")] = True,
@@ -75,16 +88,16 @@ def calibrate(
     """
     from analyzer.store import db as store
     from analyzer.calibrate.recommend import Grid, calibrate_store, parse_range, parse_similarities, parse_windows
-    from analyzer.guards.policies import ALIASES
 
     flt = session_filter(since, until, agent, project)
     grid = Grid(parse_range(warn_range, "--warn-range"), parse_range(halt_range, "--halt-range"),
                 parse_windows(windows) if windows else None,
                 parse_similarities(similarities) if similarities else None)
-    base = ALIASES.get(policy.strip().lower(), policy.strip().lower())
-    if (windows or similarities) and base != "pi-anti-doom-loop":
-        err.print("note: --windows and --similarities apply to pi-anti-doom-loop only; ignored", soft_wrap=True)
-    if warn_range != "2-15" and base in ("gitagent", "gemini-cli", "roo-code", "pi-anti-doom-loop"):
+    base = aliases().get(policy.strip().lower(), policy.strip().lower())
+    spec: SweepSpec | None = ENGINES[base].SWEEP if base in ENGINES else None
+    if (windows or similarities) and not (spec and spec.sweeps_window):
+        err.print(f"note: --windows and --similarities apply to {WINDOWED_TEXT} only; ignored", soft_wrap=True)
+    if warn_range != "2-15" and spec and spec.one_threshold:
         err.print(f"note: {base} has one threshold, swept from --halt-range; --warn-range is ignored",
                   soft_wrap=True)
     path = db_path(db)

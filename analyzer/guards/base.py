@@ -75,6 +75,42 @@ class UserPrompt:
 Step = Message | UserPrompt
 
 
+class Recommended(NamedTuple):
+    """A recommended setting from the calibration sweep (window and similarity only for guards that sweep them)."""
+
+    warn: int
+    halt: int
+    window: int | None = None
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """How the calibration sweep maps one guard onto the stored signals (plain data: the sweep's polars code reads it).
+
+    ``measure`` in words; ``has_warn``: the guard warns before it halts; ``one_threshold``: one swept threshold
+    (taken from the halt range, rows carry warn = halt); ``windows`` / ``similarities``: the extra swept dimensions
+    (``(None,)``: none); ``cycles``: the longest cycle in the measure (0: streak only); ``rule``: the sweep's rule on
+    top of the measure (``max``: the measure alone, ``turn-cap``: gitagent's maxTurns and batches, ``mistakes``:
+    cline's mistake limit, ``window``: pi's window, failures and aborts); ``text_rules``: the guard has text rules no
+    swept setting changes (read from ``text_signals``); ``caveat``: what the sweep approximates."""
+
+    measure: str
+    has_warn: bool
+    caveat: str
+    one_threshold: bool = False
+    windows: tuple[int | None, ...] = (None,)
+    similarities: tuple[float | None, ...] = (None,)
+    cycles: int = 0
+    rule: str = "max"
+    text_rules: bool = False
+
+    @property
+    def sweeps_window(self) -> bool:
+        """Whether windows and similarity bars are swept too (``--windows``, ``--similarities``)."""
+        return self.windows != (None,) or self.similarities != (None,)
+
+
 @dataclass(frozen=True)
 class Param:
     """One setting a guard engine accepts, with the guard's own handling of values below the minimum."""
@@ -91,9 +127,25 @@ class Guard:
     """Base class: every hook is a no-op returning ok. Subclasses declare their engine's metadata and settings."""
 
     ENGINE: ClassVar[str]
+    RANK: ClassVar[int]  # listing order of the presets
     SOURCE: ClassVar[str]
     UNIT: ClassVar[str]
     PARAMS: ClassVar[dict[str, Param]]
+    DESCRIPTION: ClassVar[str]  # one line for `loopscope policies`
+    ALIASES: ClassVar[tuple[str, ...]] = ()  # other names the preset answers to
+    GUARD_FILE: ClassVar[str | None] = None  # the guard's source file in its repository (for the text to paste)
+    SWEEP: ClassVar[SweepSpec | None] = None  # how calibration sweeps it (None: replay only)
+    # A seed guard gets a translated setting to paste whatever guard was calibrated (``translate``).
+    SEED: ClassVar[bool] = False
+    # Its recommended setting as text to paste, for guards whose ``paste`` is a template: {file} (the file comment),
+    # {warn}, {halt}, {below_halt} (halt - 1).
+    PASTE_TEMPLATE: ClassVar[str] = ""
+    # What the guard counts, in words, for the notes of translations from it.
+    COUNTS: ClassVar[str] = "calls in a row"
+    # Its own note for a translation of its setting into a seed guard: seed -> text ({warn}, {halt}: the streak stop).
+    PASTE_NOTES: ClassVar[Mapping[str, str]] = {}
+    # A seed's note for translations from guards without their own ({base}, {counts}: the base's; {warn}, {halt}).
+    TRANSLATION_NOTE: ClassVar[str] = ""
     # gitagent: a run stops only after a batch whose every result said terminate.
     BATCH_STOP: ClassVar[bool] = False
     # Whether the guard sees calls made inside a script (``parent_call_id``); only pi's codemode wiring does.
@@ -106,6 +158,46 @@ class Guard:
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
         """key, window, reset, exemptions, blocked_count, escalation, thresholds — in words, for the listing."""
+        raise NotImplementedError
+
+    # -- calibration: the text to paste --------------------------------------------------------------------------------
+    @classmethod
+    def sweep_settings(cls, row: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+        """The settings a sweep row (warn, halt, window, similarity) stands for."""
+        assert cls.SWEEP is not None
+        if cls.SWEEP.has_warn:
+            return {"warn": int(row["warn"]), "halt": int(row["halt"])}
+        return {"halt": int(row["halt"])}
+
+    @classmethod
+    def paste(cls, rec: Recommended, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+        """The recommended setting of this guard as text to paste (``params``: the chosen policy's settings,
+        ``defaults``: the guard's own); by default ``PASTE_TEMPLATE`` filled in."""
+        if not cls.PASTE_TEMPLATE:
+            raise NotImplementedError(f"{cls.ENGINE} has no text to paste")
+        return cls.PASTE_TEMPLATE.format(file=cls.file_comment(), warn=rec.warn, halt=rec.halt,
+                                         below_halt=rec.halt - 1)
+
+    @classmethod
+    def file_comment(cls, why: str | None = None) -> str:
+        """The first lines of a JavaScript snippet: why it is a translation (if it is one), then the guard's file."""
+        head = f"// translation: {why}\n" if why else ""
+        return f"{head}// {cls.GUARD_FILE}"
+
+    @classmethod
+    def streak_stop(cls, warn: int, halt: int) -> tuple[int, int]:
+        """Where a recommended (warn, halt) warns and stops a streak of identical calls: what translations keep."""
+        return warn, halt
+
+    @classmethod
+    def translation_note(cls, base: type["Guard"], warn: int, halt: int) -> str:
+        """Why a seed guard's translation of ``base``'s setting differs: the base's own note, else the seed's."""
+        note = base.PASTE_NOTES.get(cls.ENGINE, cls.TRANSLATION_NOTE)
+        return note.format(base=base.ENGINE, counts=base.COUNTS, warn=warn, halt=halt)
+
+    @classmethod
+    def translate(cls, base: type["Guard"], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
+        """A seed guard's translation of ``base``'s recommended setting (``warn``, ``halt`` of the streak stop)."""
         raise NotImplementedError
 
     # -- hooks ----------------------------------------------------------------------------------------------------------

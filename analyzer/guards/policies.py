@@ -46,25 +46,9 @@ from typing import Any
 import polars as pl
 
 from analyzer.errors import UsageError
-from analyzer.guards import ENGINES, Guard, Param
+from analyzer.guards import ENGINES, Guard, Param, aliases
 
-_DESCRIPTIONS = {
-    "open-codesign": "Seed guard: streaks and 2-/3-call cycles, warn (block) at 3, halt at 5; blocked calls count.",
-    "gitagent": "Seed guard: terminate after 5 identical calls in a row or 50 tool-requesting turns; latches.",
-    "pi-anti-doom-loop": "Seed guard: block at 3 in a 10-call window or 3 failures; re-issue aborts; text loops "
-                         "steer then abort.",
-    "gemini-cli": "Halt at 5 repetitions of a 1..5-call block; streamed-text chanting.",
-    "cline": "Soft notice at exactly 3 identical calls, stop for the user at 5+; 3 consecutive mistakes.",
-    "roo-code": "Refuse the 4th identical call in a row and ask the user; clears after firing.",
-    "opencode": "Ask doom_loop permission at 3 identical calls ending one assistant message.",
-    "openhands": "Stop at 4 identical action+observation pairs, 3 identical failing actions, A-B-A-B over 6, "
-                 "3 identical messages.",
-}
-ALIASES = {
-    "codesign": "open-codesign", "open_codesign": "open-codesign", "pi": "pi-anti-doom-loop",
-    "anti-doom-loop": "pi-anti-doom-loop", "gemini": "gemini-cli", "roo": "roo-code", "roocode": "roo-code",
-    "openhands-v0": "openhands",
-}
+ALIASES = aliases()  # other names for a preset, declared by each guard (``Guard.ALIASES``)
 SHORTCUTS = ("warn", "halt", "window")
 
 
@@ -134,7 +118,7 @@ def _defaults(engine: str) -> tuple[tuple[str, Any], ...]:
 
 
 PRESETS: dict[str, Policy] = {
-    name: Policy(name, name, _defaults(name), _DESCRIPTIONS[name]) for name in ENGINES
+    name: Policy(name, name, _defaults(name), cls.DESCRIPTION) for name, cls in ENGINES.items()
 }
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from analyzer.detect.keys import call_key, canonical_json
-from analyzer.guards.base import HALT, SHELL_TOOLS, WARN, Call, Guard, Param, Verdict, tools_text
+from analyzer.guards.base import HALT, SHELL_TOOLS, WARN, Call, Guard, Param, SweepSpec, Verdict, tools_text
 
 IGNORED_PARAMS = ("task_progress",)
 
@@ -38,6 +38,13 @@ class ClineGuard(Guard):
     ENGINE = "cline"
     SOURCE = "cline/cline@21cb8d2 src/core/task/loop-detection.ts, consecutiveMistakeCount"
     UNIT = "call"
+    RANK = 5
+    DESCRIPTION = "Soft notice at exactly 3 identical calls, stop for the user at 5+; 3 consecutive mistakes."
+    GUARD_FILE = "src/core/task/loop-detection.ts"
+    PASTE_TEMPLATE = ("{file} (constant names not verified)\n// soft notice at exactly {warn} identical calls in a row, "
+                      "hard stop at {halt}")
+    SWEEP = SweepSpec("streak", True, rule="mistakes", caveat=(
+        "the sweep resets the identical-call count at user prompts (cline never does)."))
     PARAMS = {
         "warn": Param("int", 3, "Identical calls in a row that get the soft notice (exactly this count).",
                       minimum=1),

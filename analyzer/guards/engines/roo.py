@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.guards.base import HALT, Call, Guard, Param, Verdict
+from analyzer.guards.base import HALT, Call, Guard, Param, SweepSpec, Verdict
 
 SCROLL_ACTIONS = ("scroll_down", "scroll_up")
 
@@ -33,6 +33,14 @@ class RooGuard(Guard):
     ENGINE = "roo-code"
     SOURCE = "RooCodeInc/Roo-Code@3747946 src/core/tools/ToolRepetitionDetector.ts"
     UNIT = "call"
+    RANK = 6
+    DESCRIPTION = "Refuse the 4th identical call in a row and ask the user; clears after firing."
+    ALIASES = ("roo", "roocode")
+    GUARD_FILE = "src/core/tools/ToolRepetitionDetector.ts"
+    PASTE_TEMPLATE = ("{file} (setting name not verified)\n// refuse the {halt}th identical call in a row: repetition "
+                      "limit {below_halt}")
+    SWEEP = SweepSpec("streak", False, one_threshold=True, caveat=(
+        "the sweep resets at user prompts (roo-code does only after firing); top-level key sort ignored."))
     PARAMS = {
         "halt": Param("int", 4, "Identical calls in a row whose last is refused (Roo's limit + 1; 0 = unlimited).",
                       minimum=0),

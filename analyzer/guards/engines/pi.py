@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from analyzer.detect.keys import args_text, jaccard, token_set
-from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Param, Verdict, tools_text
+from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Param, Recommended, SweepSpec, Verdict, tools_text
 
 _SEGMENT_SPLIT = re.compile(r"(?<=[.:!?])\s*")
 _TRAILING_PUNCT = re.compile(r"[.:!?]+$")
@@ -108,7 +108,27 @@ class PiGuard(Guard):
     ENGINE = "pi-anti-doom-loop"
     SOURCE = "pi-anti-doom-loop v0.0.7 extensions/detector.ts + controller.ts; seed 002 for drift, ack, nested"
     UNIT = "call (window of executed calls); assistant message (text)"
+    RANK = 3
     SEES_NESTED = True
+    DESCRIPTION = ("Seed guard: block at 3 in a 10-call window or 3 failures; re-issue aborts; text loops steer then "
+                   "abort.")
+    ALIASES = ("pi", "anti-doom-loop")
+    SEED = True
+    PASTE_NOTES = {
+        "open-codesign": "on a streak of identical calls pi blocks at {warn} and aborts at {halt}; open-codesign "
+                         "counts calls in a row (and 2-/3-call cycles), not within a window",
+        "gitagent": "gitagent stops a streak of identical calls at {halt} like pi's abort; it does not count calls "
+                    "spread over a window",
+    }
+    TRANSLATION_NOTE = ("pi blocks the N-th occurrence within its window and aborts on the re-issue, so a streak of "
+                        "identical calls stops at {halt} as here")
+    SWEEP = SweepSpec(
+        "window count or near-identical run; 3 failures block", True, one_threshold=True, windows=(5, 10, 20),
+        similarities=(None, 0.55, 0.7, 0.85), rule="window", text_rules=True, caveat=(
+            "the window counts calls pi would have blocked (pi does not record them); near-identical arguments are "
+            "compared with the previous call of the tool only; text rules and script blocks come from the stored "
+            "counters (texts over a window of 10); cross-script aborts, loop_ack and the fail rate are not "
+            "modelled."))
     PARAMS = {
         "warn": Param("int", 3, "PI_ANTI_LOOP_REPEATS: occurrences of a call (current included) that block it.",
                       minimum=2, below_min="default"),
@@ -146,6 +166,47 @@ class PiGuard(Guard):
         self._nested_t, self._nested_mem = p["nested_repeats"], p["nested_memory"]
         self.resumes = 0  # session-scoped
         self.on_user()
+
+    # -- calibration -----------------------------------------------------------------------------------------------
+    @classmethod
+    def sweep_settings(cls, row: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
+        sim = row.get("similarity")
+        changes: dict[str, Any] = {"warn": int(row["warn"]), "window": int(row["window"] or params["window"]),
+                                   "near_identical_calls": sim is not None}
+        if sim is not None:
+            changes["similarity"] = float(sim)
+        return changes
+
+    @classmethod
+    def paste(cls, rec: Recommended, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+        """Its environment variables as v0.0.7 reads them (``extensions/detector.ts`` ``readOptions``). v0.0.7 has
+        no variable for a near-identical bar, so a swept similarity is reported as a comment."""
+        fails = int(params.get("fails", int(defaults["fails"])))
+        return cls._snippet(rec.warn, rec.window or int(defaults["window"]), fails, similarity=rec.similarity,
+                            swept_similarity=True)
+
+    @classmethod
+    def streak_stop(cls, warn: int, halt: int) -> tuple[int, int]:
+        return warn, warn + 1  # blocks the R-th occurrence, aborts on the re-issue
+
+    @classmethod
+    def translate(cls, base: type[Guard], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
+        why = cls.translation_note(base, warn, halt)
+        return cls._snippet(halt - 1, int(defaults["window"]), int(defaults["fails"]), why)
+
+    @classmethod
+    def _snippet(cls, repeats: int, window: int, fails: int, why: str | None = None,
+                 similarity: float | None = None, swept_similarity: bool = False) -> str:
+        lines = [f"# translation: {why}"] if why else []
+        lines += [f"PI_ANTI_LOOP_REPEATS={max(2, repeats)}", f"PI_ANTI_LOOP_WINDOW={window}",
+                  f"PI_ANTI_LOOP_FAILS={fails}"]
+        if swept_similarity:
+            if similarity is None:
+                lines.append("# near-identical arguments off: exact arguments only, as v0.0.7 compares them")
+            else:
+                lines.append(f"# near-identical arguments at a shared-token score >= {similarity:g}: v0.0.7 has no "
+                             "variable for it (it compares exact arguments); newer releases count them at 0.55")
+        return "\n".join(lines)
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:

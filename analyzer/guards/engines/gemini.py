@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from analyzer.guards.base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Message, Param, Verdict, key_param
+from analyzer.guards.base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Message, Param, SweepSpec, Verdict, key_param
 
 # The service's own patterns, kept byte for byte: note ``[*-+]`` is the range '*'..'+', so "- item" is not a list
 # item to it, and ``[+-_...]`` is the range '+'..'_' (digits and capitals count as divider characters).
@@ -91,6 +91,14 @@ class GeminiGuard(Guard):
     ENGINE = "gemini-cli"
     SOURCE = "google-gemini/gemini-cli@5411f11 packages/core/src/services/loopDetectionService.ts"
     UNIT = "call; streamed text characters"
+    RANK = 4
+    DESCRIPTION = "Halt at 5 repetitions of a 1..5-call block; streamed-text chanting."
+    ALIASES = ("gemini",)
+    GUARD_FILE = "packages/core/src/services/loopDetectionService.ts"
+    COUNTS = "repeated blocks of up to 5 calls"
+    PASTE_TEMPLATE = "{file}\nconst TOOL_CALL_LOOP_THRESHOLD = {halt};"
+    SWEEP = SweepSpec("max(streak, cycle2 .. cycle5)", False, one_threshold=True, cycles=5, caveat=(
+        "canonical call key instead of JSON.stringify order; the streamed-text rule is not modelled."))
     PARAMS = {
         "key": key_param("ordered"),
         "halt": Param("int", 5, "Repetitions of a call block that halt the turn (TOOL_CALL_LOOP_THRESHOLD).",

@@ -12,14 +12,24 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from analyzer.guards.base import HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Param, Verdict, key_param
+from analyzer.guards.base import (HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Param, Recommended, SweepSpec, Verdict,
+                                  key_param)
 
 
 class GitagentGuard(Guard):
     ENGINE = "gitagent"
     SOURCE = "gitagent src/loop-guard.ts (seed 001)"
     UNIT = "call (repeats); assistant turn that requested tools (max_turns)"
+    RANK = 2
     BATCH_STOP = True
+    DESCRIPTION = "Seed guard: terminate after 5 identical calls in a row or 50 tool-requesting turns; latches."
+    GUARD_FILE = "src/loop-guard.ts"
+    SEED = True
+    PASTE_NOTES = {"open-codesign": "open-codesign also halts 2- and 3-call cycles; warn = halt means no separate "
+                                    "warning, as gitagent has none"}
+    TRANSLATION_NOTE = "{base} counts {counts}; gitagent counts calls in a row only"
+    SWEEP = SweepSpec("streak (and the maxTurns cap)", False, one_threshold=True, rule="turn-cap", caveat=(
+        "canonical call key instead of JSON.stringify order; the turn cap is kept at the base's maxTurns."))
     PARAMS = {
         "key": key_param("ordered"),
         "halt": Param("int", 5, "maxRepeats: identical calls in a row that terminate the run (below 2 is raised "
@@ -34,6 +44,25 @@ class GitagentGuard(Guard):
         self._max_repeats = params["halt"]
         self._max_turns = params["max_turns"]
         self.on_user()
+
+    @classmethod
+    def paste(cls, rec: Recommended, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+        """The ``createLoopGuard`` options ``maxRepeats`` and ``maxTurns`` (seed 001; the turn cap can also come
+        from the agent manifest's ``runtime.max_turns``)."""
+        return cls._snippet(rec.halt, int(params.get("max_turns", defaults["max_turns"])))
+
+    @classmethod
+    def streak_stop(cls, warn: int, halt: int) -> tuple[int, int]:
+        return halt, halt  # no warning
+
+    @classmethod
+    def translate(cls, base: type[Guard], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
+        return cls._snippet(halt, int(defaults["max_turns"]), cls.translation_note(base, warn, halt))
+
+    @classmethod
+    def _snippet(cls, halt: int, max_turns: int, why: str | None = None) -> str:
+        return (f"{cls.file_comment(why)}\ncreateLoopGuard({{ maxRepeats: {max(2, halt)}, maxTurns: {max_turns} }})\n"
+                f"// or set the turn cap in the agent manifest: runtime.max_turns: {max_turns}")
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:

@@ -28,6 +28,10 @@ class OpenhandsGuard(Guard):
     ENGINE = "openhands"
     SOURCE = "All-Hands-AI/OpenHands@331a1a4 openhands/controller/stuck.py (V0)"
     UNIT = "event (actions and observations since the last user message)"
+    RANK = 8
+    DESCRIPTION = ("Stop at 4 identical action+observation pairs, 3 identical failing actions, A-B-A-B over 6, "
+                   "3 identical messages.")
+    ALIASES = ("openhands-v0",)
     PARAMS = {
         "halt": Param("int", 4, "Identical action+observation pairs that stop the run.", minimum=2),
         "error_halt": Param("int", 3, "Identical actions whose observations are all errors.", minimum=2),

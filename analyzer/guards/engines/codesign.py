@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from analyzer.guards.base import HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, Verdict, tools_text
+from analyzer.guards.base import (HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, Recommended,
+                                  SweepSpec, Verdict, tools_text)
 
 
 def trailing_repeats(seq: list[str], k: int) -> int:
@@ -31,6 +32,17 @@ class CodesignGuard(Guard):
     ENGINE = "open-codesign"
     SOURCE = "open-codesign tool-loop guard (seed 000, packages/core/src/tool-loop-guard.ts)"
     UNIT = "call"
+    RANK = 1
+    DESCRIPTION = "Seed guard: streaks and 2-/3-call cycles, warn (block) at 3, halt at 5; blocked calls count."
+    ALIASES = ("codesign", "open_codesign")
+    GUARD_FILE = "packages/core/src/tool-loop-guard.ts"
+    SEED = True
+    PASTE_NOTES = {"gitagent": "gitagent counts identical calls in a row only (no 2-/3-call cycles, no warning) and "
+                               "terminates after the call has run"}
+    TRANSLATION_NOTE = ("{base} counts {counts}; open-codesign counts streaks and 2-/3-call cycles, resetting at user "
+                        "prompts")
+    SWEEP = SweepSpec("max(streak, cycle2, cycle3)", True, cycles=3, caveat=(
+        "`done` calls count in the sweep (the guard exempts them); otherwise the measure is the guard's."))
     PARAMS = {
         "key": KEY_PARAM,
         "warn": Param("int", 3, "Repeats (of a call or of a cycle) that block the call with a warning.", minimum=1),
@@ -56,6 +68,20 @@ class CodesignGuard(Guard):
         self._latch = params["latch"]
         self.history: list[str] = []
         self.halted = False
+
+    @classmethod
+    def paste(cls, rec: Recommended, params: Mapping[str, Any], defaults: Mapping[str, Any]) -> str:
+        """The constants ``TOOL_LOOP_WARN_REPEATS`` / ``TOOL_LOOP_HALT_REPEATS`` (seed 000)."""
+        return cls._snippet(rec.warn, rec.halt)
+
+    @classmethod
+    def translate(cls, base: type[Guard], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
+        return cls._snippet(warn, halt, cls.translation_note(base, warn, halt))
+
+    @classmethod
+    def _snippet(cls, warn: int, halt: int, why: str | None = None) -> str:
+        return (f"{cls.file_comment(why)}\n"
+                f"const TOOL_LOOP_WARN_REPEATS = {warn};\nconst TOOL_LOOP_HALT_REPEATS = {halt};")
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:

@@ -18,6 +18,8 @@ class OpencodeGuard(Guard):
     ENGINE = "opencode"
     SOURCE = "anomalyco/opencode@002d982 packages/opencode/src/session/processor.ts (DOOM_LOOP_THRESHOLD)"
     UNIT = "tool part of one assistant message"
+    RANK = 7
+    DESCRIPTION = "Ask doom_loop permission at 3 identical calls ending one assistant message."
     PARAMS = {
         "key": key_param("ordered"),
         "halt": Param("int", 3, "Identical tool parts ending one assistant message that ask doom_loop.", minimum=1),
