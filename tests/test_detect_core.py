@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from analyzer.detect.stream.calls import Config
-from analyzer.detect.stream.live import Guard, Thresholds, Verdict
+from analyzer.detect.stream.live import Detector, Level, Thresholds
 
 A = ("read", {"path": "a", "n": 1})
 A2 = ("read", {"n": 1, "path": "a"})  # A with its keys in the other order
@@ -19,11 +19,11 @@ U = "user"
 # open-codesign: warn at 3, halt at 5 over max(streak, 2-cycle, 3-cycle); `done` is not recorded.
 CODESIGN = Thresholds(warn=3, halt=5, max_period=3, window=None, drift=False, failures=False, nested=None)
 CODESIGN_CONFIG = Config(exempt_tools=frozenset({"done"}))
-V = {"ok": Verdict.ok, "warn": Verdict.warn, "halt": Verdict.halt}
+V = {"ok": Level.ok, "warn": Level.warn, "halt": Level.halt}
 
 
 def codesign_verdicts(seq: list[Any]) -> list[str]:
-    g = Guard(CODESIGN, CODESIGN_CONFIG)
+    g = Detector(CODESIGN, CODESIGN_CONFIG)
     out = []
     for item in seq:
         if item == U:
@@ -51,10 +51,10 @@ def test_open_codesign_vectors(seq: list[Any], expected: str) -> None:
 
 
 def test_open_codesign_does_not_see_4_cycles_but_the_core_counts_them() -> None:
-    g = Guard(CODESIGN)
+    g = Detector(CODESIGN)
     seq = [("a", {}), ("b", {}), ("c", {}), ("d", {})] * 5
     obs = [g.observe_call(*c) for c in seq]
-    assert {o.verdict for o in obs} == {Verdict.ok}
+    assert {o.verdict for o in obs} == {Level.ok}
     assert obs[-1].signals.cycle4 == 5 and obs[-1].signals.cycle2 == obs[-1].signals.cycle3 == 1
 
 
@@ -64,7 +64,7 @@ def test_open_codesign_does_not_see_4_cycles_but_the_core_counts_them() -> None:
     ([("x", {"p": 1}), ("x", {"p": 1}), ("x", {"p": 2}), ("x", {"p": 2})], 3, None),
 ])
 def test_gitagent_max_repeats_vectors(calls: list[Any], max_repeats: int, first_terminate: int | None) -> None:
-    g = Guard()
+    g = Detector()
     streaks = [g.observe_call(*c).signals.streak for c in calls]
     hits = [i + 1 for i, s in enumerate(streaks) if s >= max_repeats]
     assert (hits[0] if hits else None) == first_terminate
@@ -72,7 +72,7 @@ def test_gitagent_max_repeats_vectors(calls: list[Any], max_repeats: int, first_
 
 # pi-anti-doom-loop: a call blocks when its key occurs 3+ times in the window (current call + the 10 before it).
 def window_counts(calls: list[Any], config: Config | None = None) -> list[int]:
-    g = Guard(config=config)
+    g = Detector(config=config)
     return [g.observe_call(*c).signals.window_count for c in calls]
 
 
@@ -100,7 +100,7 @@ def test_pi_excluded_tool_never_counts() -> None:
 
 
 def fail_runs(results: list[tuple[str, bool]]) -> list[int]:
-    g = Guard()
+    g = Detector()
     out = []
     for i, (tool, err) in enumerate(results):
         g.observe_call(tool, {"command": f"c{i}"})
@@ -120,11 +120,11 @@ def test_pi_repeated_failure_vectors(results: list[tuple[str, bool]], runs: list
 
 
 def text_hits(texts: list[str]) -> list[bool]:
-    g = Guard()
+    g = Detector()
     out = []
     for t in texts:
         o = g.observe_text(t)
-        out.append(o is not None and o.verdict is Verdict.halt)
+        out.append(o is not None and o.verdict is Level.halt)
     return out
 
 
@@ -147,11 +147,11 @@ def test_pi_text_controller_escalation_from_the_hits() -> None:
 
 
 def test_text_rules_each_count() -> None:
-    g = Guard()
+    g = Detector()
     sentence = "I will now run the test suite again."
     chant = g.observe_text(" ".join([sentence] * 4))
     assert chant is not None and chant.signals.sentence_repeats == 4
-    g2 = Guard()
+    g2 = Detector()
     similar = ["Let me re-download the log and inspect the failing test",
                "Let me re-download the log and examine the failing assertion",
                "Let me re-download the log and inspect the failing assertion"]
@@ -163,24 +163,24 @@ def test_text_rules_each_count() -> None:
 
 def test_similar_count_needs_mutual_similarity() -> None:
     # the third message resembles each earlier one, but they do not resemble each other: no set of 3
-    g = Guard()
+    g = Detector()
     texts = ["one two three four five", "three four five six seven", "one two three four five six seven"]
     sigs = [g.observe_text(t).signals for t in texts]  # type: ignore[union-attr]
     assert sigs[2].similar_count == 2
 
 
 def test_chunk_repeats_count_a_chanted_50_char_chunk() -> None:
-    g = Guard()
+    g = Detector()
     line = "the quick brown fox jumps over the lazy dog again!"  # 50 characters
     assert len(line) == 50
     o = g.observe_text("Intro text that is unique. " + line * 12)
-    assert o is not None and o.signals.chunk_repeats == 12 and o.verdict is Verdict.halt
-    fenced = Guard().observe_text("```\n" + line * 12 + "\n```")
+    assert o is not None and o.signals.chunk_repeats == 12 and o.verdict is Level.halt
+    fenced = Detector().observe_text("```\n" + line * 12 + "\n```")
     assert fenced is not None and fenced.signals.chunk_repeats == 0
 
 
 def test_user_prompt_resets_every_counter() -> None:
-    g = Guard()
+    g = Detector()
     for _ in range(3):
         g.observe_call("bash", {"command": "make"})
         g.observe_result("error", True)
@@ -193,7 +193,7 @@ def test_user_prompt_resets_every_counter() -> None:
 
 
 def test_no_reset_keeps_counting_across_prompts() -> None:
-    g = Guard(config=Config(reset_on_user=False))
+    g = Detector(config=Config(reset_on_user=False))
     for _ in range(3):
         g.observe_call("bash", {"command": "make"})
     g.observe_user()
@@ -206,20 +206,20 @@ def test_no_reset_keeps_counting_across_prompts() -> None:
     ({"paths": ["a", "b"]}, {"paths": ["b", "a"]}, False),
 ], ids=["top-level keys", "nested keys", "array order"])
 def test_key_order_is_irrelevant_array_order_is_not(first: dict, second: dict, same: bool) -> None:
-    g = Guard()
+    g = Detector()
     g.observe_call("read", first)
     assert (g.observe_call("read", second).signals.streak == 2) is same
 
 
 def test_different_tools_with_the_same_arguments_differ() -> None:
-    g = Guard()
+    g = Detector()
     g.observe_call("read", {"path": "a"})
     s = g.observe_call("grep", {"path": "a"}).signals
     assert (s.streak, s.sim_prev, s.drift_run) == (1, None, 1)
 
 
 def drift_runs(commands: list[str]) -> list[int]:
-    g = Guard()
+    g = Detector()
     return [g.observe_call("bash", {"command": c}).signals.drift_run for c in commands]
 
 
@@ -240,7 +240,7 @@ def test_identical_calls_are_a_streak_not_drift() -> None:
 
 
 def test_same_result_and_progress() -> None:
-    g = Guard()
+    g = Detector()
     g.observe_call("bash", {"command": "ci status"})
     first = g.observe_result("pending", False).signals  # type: ignore[union-attr]
     g.observe_call("bash", {"command": "ci status"})
@@ -252,7 +252,7 @@ def test_same_result_and_progress() -> None:
 
 
 def test_successful_near_identical_edits_are_progress() -> None:
-    g = Guard()
+    g = Detector()
     progress = []
     for i in range(3):
         g.observe_call("edit", {"path": "a.py", "old": f"x = {i}", "new": f"x = {i + 1}"})
@@ -261,7 +261,7 @@ def test_successful_near_identical_edits_are_progress() -> None:
 
 
 def test_nested_calls_inside_one_script() -> None:
-    g = Guard()
+    g = Detector()
     g.observe_call("codemode", {"script": "for (...) await tools.read(...)"})
     g.observe_result(None, None)
     nested = []
@@ -277,18 +277,18 @@ def test_nested_calls_inside_one_script() -> None:
 
 
 def test_nested_near_identical_and_script_memory() -> None:
-    g = Guard()
+    g = Detector()
     sig = [g.observe_call("bash", {"command": c}, parent_call_id="s").signals.nested_repeat
            for c in ("sleep 5 && curl -s http://x/status", "sleep 10 && curl -s http://x/status")]
     assert sig == [1, 2]
-    g2 = Guard(config=Config(script_memory=3))
+    g2 = Detector(config=Config(script_memory=3))
     for c in ("x1", "x2", "x3", "x4"):
         g2.observe_call("t", {"c": c}, parent_call_id="s")
     assert g2.observe_call("t", {"c": "x1"}, parent_call_id="s").signals.nested_repeat == 1  # forgotten
 
 
 def test_result_before_any_call_is_none_and_a_missing_result_is_no_progress() -> None:
-    g = Guard()
+    g = Detector()
     assert g.observe_result("x") is None
     g.observe_call("bash", {"command": "a"})
     s = g.observe_call("bash", {"command": "a"})  # the first one never got a result
@@ -298,29 +298,29 @@ def test_result_before_any_call_is_none_and_a_missing_result_is_no_progress() ->
 
 
 def test_guard_api_as_documented() -> None:
-    guard = Guard(Thresholds(warn=3, halt=5))
+    guard = Detector(Thresholds(warn=3, halt=5))
     verdicts = []
     for _ in range(5):
         seen = guard.observe_call("bash", {"command": "make"})
         verdicts.append(seen.verdict)
         done = guard.observe_result("make: *** [all] Error 2", is_error=True)
         assert done is not None and done.signals.fail_run == seen.signals.streak
-    assert verdicts == [Verdict.ok, Verdict.ok, Verdict.warn, Verdict.warn, Verdict.halt]
+    assert verdicts == [Level.ok, Level.ok, Level.warn, Level.warn, Level.halt]
     said = [guard.observe_text("Let me try the build once more:") for _ in range(3)]
-    assert [s.verdict for s in said if s] == [Verdict.ok, Verdict.ok, Verdict.halt]
+    assert [s.verdict for s in said if s] == [Level.ok, Level.ok, Level.halt]
     guard.observe_user()
-    assert guard.observe_call("bash", {"command": "make"}).verdict is Verdict.ok
+    assert guard.observe_call("bash", {"command": "make"}).verdict is Level.ok
 
 
 def test_thresholds_choose_their_signals() -> None:
     calls = [("read", {"path": p}) for p in "abacada"]  # `a` recurs, never twice in a row
-    plain, windowed = Guard(Thresholds(warn=3, halt=4)), Guard(Thresholds(warn=3, halt=4, window=10))
-    assert {plain.observe_call(*c).verdict for c in calls} == {Verdict.ok}
+    plain, windowed = Detector(Thresholds(warn=3, halt=4)), Detector(Thresholds(warn=3, halt=4, window=10))
+    assert {plain.observe_call(*c).verdict for c in calls} == {Level.ok}
     assert [windowed.observe_call(*c).verdict.value for c in calls][-1] == "halt"
-    drifting = Guard(Thresholds(warn=3, halt=None, drift=True))
+    drifting = Detector(Thresholds(warn=3, halt=None, drift=True))
     last = [drifting.observe_call("bash", {"command": f"sleep {s} && curl -s http://ci/status"}).verdict
             for s in (30, 60, 90)]
-    assert last[-1] is Verdict.warn
-    nested = Guard()
+    assert last[-1] is Level.warn
+    nested = Detector()
     nested.observe_call("read", {"path": "x"}, parent_call_id="s")
-    assert nested.observe_call("read", {"path": "x"}, parent_call_id="s").verdict is Verdict.halt
+    assert nested.observe_call("read", {"path": "x"}, parent_call_id="s").verdict is Level.halt

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.detect.stream.calls import Config
-from analyzer.detect.stream.live import Guard, Thresholds
+from analyzer.detect.stream.live import Detector, Thresholds
 from analyzer.detect.keys import (args_text, args_token_set, call_key, canonical_json, estimate_tokens,
                                   estimate_tokens_sql, fast_token_set, result_key, token_set)
 from analyzer.detect.stream.text import chunk_repeats
@@ -60,7 +60,7 @@ def flatten(events: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
 
 
 def live(events: list[tuple[str, Any]], config: Config) -> tuple[list[tuple], list[tuple]]:
-    g = Guard(Thresholds(), config)
+    g = Detector(Thresholds(), config)
     calls, texts = [], []
     for kind, payload in events:
         if kind == "user":

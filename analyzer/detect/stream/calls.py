@@ -2,7 +2,7 @@
 
 Fed calls in transcript order, it returns each call's signals from what came before (and the call itself), never
 from what comes after, so the signal at call i is exactly what a runtime guard would have seen at call i. It knows
-nothing of formats or DuckDB: a live agent embeds it (``detect.stream.live.Guard``). The batch scan computes the same
+nothing of formats or DuckDB: a live agent embeds it (``detect.stream.live.Detector``). The batch scan computes the same
 signals for whole groups of sessions at once (``detect.vector.calls``, polars); this module is the reference it is held to
 (tests/test_detect_properties.py). Semantics: DETECTORS.md sections 1 and 2; every signal is threshold-free,
 policies put thresholds on them.

@@ -1,8 +1,8 @@
-"""The detector core as a live guard: embed a ``Guard`` in an agent, tell it what happens, act on its verdicts.
+"""The detector core, live: embed a ``Detector`` in an agent, tell it what happens, act on its verdicts.
 
-    from analyzer.detect.guard import Guard, Thresholds
+    from analyzer.detect.stream.live import Detector, Thresholds
 
-    guard = Guard(Thresholds(warn=3, halt=5))
+    guard = Detector(Thresholds(warn=3, halt=5))
     seen = guard.observe_call("bash", {"command": "make"})      # before the call runs
     if seen.verdict == "halt": ...                              # block it, or stop the run
     done = guard.observe_result("make: *** [all] Error 2", is_error=True)   # after it ran
@@ -31,7 +31,7 @@ from analyzer.detect.stream.text import TextDetector
 from analyzer.detect.rules import TEXT_FIELDS
 
 
-class Verdict(str, Enum):
+class Level(str, Enum):
     ok = "ok"
     warn = "warn"
     halt = "halt"
@@ -70,10 +70,10 @@ class TextSignals(NamedTuple):
 assert CallSignals._fields == SIGNAL_FIELDS and TextSignals._fields == TEXT_FIELDS
 
 
-class Policy(Protocol):
-    def call_verdict(self, s: CallSignals) -> Verdict: ...
+class SignalPolicy(Protocol):
+    def call_verdict(self, s: CallSignals) -> Level: ...
 
-    def text_verdict(self, s: TextSignals) -> Verdict: ...
+    def text_verdict(self, s: TextSignals) -> Level: ...
 
 
 @dataclass(frozen=True)
@@ -104,39 +104,39 @@ class Thresholds:
             level = max(level, s.fail_run)
         return level
 
-    def call_verdict(self, s: CallSignals) -> Verdict:
+    def call_verdict(self, s: CallSignals) -> Level:
         if self.nested is not None and s.nested_repeat >= self.nested:
-            return Verdict.halt
+            return Level.halt
         level = self.level(s)
         if self.halt is not None and level >= self.halt:
-            return Verdict.halt
+            return Level.halt
         if self.warn is not None and level >= self.warn:
-            return Verdict.warn
-        return Verdict.ok
+            return Level.warn
+        return Level.ok
 
-    def text_verdict(self, s: TextSignals) -> Verdict:
+    def text_verdict(self, s: TextSignals) -> Level:
         hit = self.text is not None and max(s.sentence_repeats, s.same_count, s.similar_run,
                                             s.similar_count) >= self.text
         if hit or (self.chunks is not None and s.chunk_repeats >= self.chunks):
-            return Verdict.halt
-        return Verdict.ok
+            return Level.halt
+        return Level.ok
 
 
 class CallObservation(NamedTuple):
     signals: CallSignals
-    verdict: Verdict
+    verdict: Level
 
 
 class TextObservation(NamedTuple):
     signals: TextSignals
-    verdict: Verdict
+    verdict: Level
 
 
-class Guard:
+class Detector:
     """One agent run's guard: the streaming core plus a policy."""
 
-    def __init__(self, policy: Policy | None = None, config: Config | None = None) -> None:
-        self.policy: Policy = policy if policy is not None else Thresholds()
+    def __init__(self, policy: SignalPolicy | None = None, config: Config | None = None) -> None:
+        self.policy: SignalPolicy = policy if policy is not None else Thresholds()
         self.config = config or Config()
         self._calls = CallDetector(self.config)
         self._texts = TextDetector(self.config.similarity, self.config.reset_on_user)
