@@ -351,6 +351,9 @@ class Parser:
                 if isinstance(tcid, str):
                     by_tool.setdefault(tcid, deque()).append(cid)
             elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+                if kind == "ObservationEvent" and not isinstance(ev.get("observation"), dict):
+                    self.ctx.error(line, f"history item {k}: `observation` is not an object", ev)
+                    continue
                 aid = ev.get("action_id")
                 cid = by_event.get(str(aid)) if aid is not None else None
                 if cid is None or cid not in waiting:
@@ -361,11 +364,7 @@ class Parser:
                         self.ctx.error(line, f"history item {k}: {kind} answers no ActionEvent", ev)
                     continue
                 if kind == "ObservationEvent":
-                    obs = ev.get("observation")
-                    if not isinstance(obs, dict):
-                        self.ctx.error(line, f"history item {k}: `observation` is not an object", ev)
-                        continue
-                    text, err, ekind = _v1_result(obs)
+                    text, err, ekind = _v1_result(ev["observation"])
                 elif kind == "UserRejectObservation":
                     text, err, ekind = str(ev.get("rejection_reason") or ""), True, "rejected"
                 else:
