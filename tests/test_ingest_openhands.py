@@ -320,3 +320,20 @@ def test_v1_detected_from_content(tmp_path: Path, db: Path) -> None:
     ingest_paths(db, path)
     assert query(db, "SELECT session_id, format, calls, cost_usd FROM sessions ORDER BY 1") == [
         ("task-1", "openhands", 2, pytest.approx(0.25)), ("task-2", "openhands", 2, pytest.approx(0.25))]
+
+
+def test_v1_usage_from_event_metrics(tmp_path: Path, db: Path) -> None:
+    """Usage the events carry: the response's `token_usages` entry once per `llm_response_id`, the model name, and the
+    largest `accumulated_cost` as the run's recorded cost (on the `info` turn)."""
+    events = _v1_events()[:6]
+    for ev, cost in ((events[2], 0.01), (events[3], 0.02)):  # the two calls of response r1
+        ev["metrics"] = {"model_name": "gpt-4o", "accumulated_cost": cost, "token_usages": [
+            {"model": "gpt-4o", "prompt_tokens": 100, "completion_tokens": 10, "cache_read_tokens": 40,
+             "response_id": "r1"}]}
+    path = tmp_path / "conversation.json"
+    path.write_bytes(orjson.dumps(events))
+    ingest_paths(db, path)
+    assert query(db, "SELECT models, calls, input_tokens + cache_read_tokens, output_tokens, cost_usd FROM sessions") == [
+        (["gpt-4o"], 2, 100, 10, pytest.approx(0.02))]
+    assert query(db, "SELECT turn_id, cost_source FROM turns WHERE role = 'assistant' ORDER BY turn_index") == [
+        ("r1", "transcript"), ("info", "transcript")]

@@ -181,12 +181,12 @@ class Parser:
         b = self.ctx.builder(FORMAT, sid)
         try:
             if any(_is_v1(h) for h in history):
-                self._events_v1(b, history, line, run_cost)
-                return
-            events = self._flatten(history, line)
-            if run_cost is None:
-                run_cost = _last_accumulated(events)
-            self._events(b, events, line, run_cost, prompt)
+                run_cost = self._events_v1(b, history, line, run_cost)
+            else:
+                events = self._flatten(history, line)
+                if run_cost is None:
+                    run_cost = _last_accumulated(events)
+                self._events(b, events, line, run_cost, prompt)
             if run_cost is not None or outcome is not None:
                 b.assistant("info", outcome, None, line,
                             usage=Usage(cost=run_cost) if run_cost is not None else None)
@@ -285,13 +285,17 @@ class Parser:
                 self.ctx.error(line, f"history item {k}: neither an action nor an observation", ev)
 
     # -- V1 SDK events --------------------------------------------------------------------------------------------------
-    def _events_v1(self, b: SessionBuilder, history: list[Any], line: int, run_cost: float | None) -> None:
+    def _events_v1(self, b: SessionBuilder, history: list[Any], line: int, run_cost: float | None) -> float | None:
+        """Write a V1 event list's turns and calls; returns the run's recorded cost."""
         by_event: dict[str, str] = {}  # ActionEvent id -> call id
         by_tool: dict[str, deque[str]] = {}  # tool_call_id -> call ids waiting
         waiting: set[str] = set()
         texts: dict[str, set[str]] = {}  # turn id -> texts already added (parallel calls repeat the thought)
         seen_responses: set[str] = set()
-        costs: list[float] = []
+        if run_cost is None:
+            run_cost = max((c for ev in history if isinstance(ev, dict)
+                            for m in (ev.get("metrics"), ev.get("llm_metrics")) if isinstance(m, dict)
+                            for c in (_cost(m.get("accumulated_cost")),) if c is not None), default=None)
         n = 0
         for k, ev in enumerate(history):
             if not isinstance(ev, dict):
@@ -299,7 +303,7 @@ class Parser:
                 continue
             kind = ev.get("kind")
             ts = ev.get("timestamp")
-            model, usage = self._v1_metrics(ev, seen_responses, costs, run_cost)
+            model, usage = self._v1_metrics(ev, seen_responses, run_cost)
             if kind == "MessageEvent":
                 msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
                 text = text_of(msg.get("content"))
@@ -375,28 +379,23 @@ class Parser:
                 self.ctx.error(line, f"history item {k}: no `kind`", ev)
             else:  # SystemPromptEvent, state updates, condensation, pauses...: no call, no message
                 b.see_ts(ts)
-        cost = run_cost if run_cost is not None else (max(costs) if costs else None)
-        if cost is not None:
-            b.assistant("info", None, None, line, usage=Usage(cost=cost))
+        return run_cost
 
-    def _v1_metrics(self, ev: dict[str, Any], seen: set[str], costs: list[float],
-                    run_cost: float | None) -> tuple[str | None, Usage | None]:
+    def _v1_metrics(self, ev: dict[str, Any], seen: set[str], run_cost: float | None) -> tuple[str | None, Usage | None]:
         """Model and usage an event carries (``metrics``/``llm_metrics``: model_name, accumulated_cost, the response's
         entry of ``token_usages``), the usage counted once per response id."""
         m = ev.get("metrics") if isinstance(ev.get("metrics"), dict) else ev.get("llm_metrics")
         if not isinstance(m, dict):
             return None, None
         model = m.get("model_name") if isinstance(m.get("model_name"), str) else None
-        c = _cost(m.get("accumulated_cost"))
-        if c is not None:
-            costs.append(c)
         rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
         if rid is None or rid in seen:
             return model, None
         usage = _metrics_usage(m, rid)
         if usage is not None:
             seen.add(rid)
-            usage.cost = 0.0  # the run's cost, when recorded, is on the `info` turn
+            if run_cost is not None:
+                usage.cost = 0.0  # the run's recorded cost is on the `info` turn
         return model, usage
 
     @staticmethod
