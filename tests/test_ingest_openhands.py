@@ -176,7 +176,7 @@ def test_agent_aliases() -> None:
         assert parse_agent(alias, agent_names()) == "openhands"
 
 
-# -- V1 (software-agent-sdk) event lists ---------------------------------------------------------------------------------
+# -- V1 (software-agent-sdk) event lists -------------------------------------------------------------------------------
 V1_DIR = (Path(__file__).parent / "realdata" / "openhands" / "OpenHands__benchmarks" / "benchmarks" / "openagentsafety"
           / "outputs" / "mgulavani__openagentsafety_full_updated-train" / "litellm_proxy" / "neulab"
           / "gpt-4o-2024-08-06_maxiter_100_N_initial")
@@ -241,7 +241,8 @@ def _v1_events() -> list[Any]:
         return {"kind": "ActionEvent", "id": eid, "timestamp": "2025-11-01T10:00:00", "source": "agent",
                 "thought": [{"type": "text", "text": thought}] if thought else [], "reasoning_content": None,
                 "action": {"kind": "X", **args}, "tool_name": tool, "tool_call_id": tcid,
-                "tool_call": {"id": tcid, "name": tool, "arguments": orjson.dumps(args).decode(), "origin": "completion"},
+                "tool_call": {"id": tcid, "name": tool, "arguments": orjson.dumps(args).decode(),
+                              "origin": "completion"},
                 "llm_response_id": rid, "security_risk": "UNKNOWN"}
 
     def obs(aid: str, tcid: str, tool: str, observation: dict[str, Any]) -> dict[str, Any]:
@@ -333,7 +334,8 @@ def test_v1_usage_from_event_metrics(tmp_path: Path, db: Path) -> None:
     path = tmp_path / "conversation.json"
     path.write_bytes(orjson.dumps(events))
     ingest_paths(db, path)
-    assert query(db, "SELECT models, calls, input_tokens + cache_read_tokens, output_tokens, cost_usd FROM sessions") == [
+    assert query(db, "SELECT models, calls, input_tokens + cache_read_tokens, output_tokens, cost_usd "
+                     "FROM sessions") == [
         (["gpt-4o"], 2, 100, 10, pytest.approx(0.02))]
     assert query(db, "SELECT turn_id, cost_source FROM turns WHERE role = 'assistant' ORDER BY turn_index") == [
         ("r1", "transcript"), ("info", "transcript")]

@@ -284,7 +284,7 @@ class Parser:
             else:
                 self.ctx.error(line, f"history item {k}: neither an action nor an observation", ev)
 
-    # -- V1 SDK events --------------------------------------------------------------------------------------------------
+    # -- V1 SDK events -------------------------------------------------------------------------------------------------
     def _events_v1(self, b: SessionBuilder, history: list[Any], line: int, run_cost: float | None) -> float | None:
         """Write a V1 event list's turns and calls; returns the run's recorded cost."""
         by_event: dict[str, str] = {}  # ActionEvent id -> call id
@@ -381,7 +381,8 @@ class Parser:
                 b.see_ts(ts)
         return run_cost
 
-    def _v1_metrics(self, ev: dict[str, Any], seen: set[str], run_cost: float | None) -> tuple[str | None, Usage | None]:
+    def _v1_metrics(self, ev: dict[str, Any], seen: set[str],
+                    run_cost: float | None) -> tuple[str | None, Usage | None]:
         """Model and usage an event carries (``metrics``/``llm_metrics``: model_name, accumulated_cost, the response's
         entry of ``token_usages``), the usage counted once per response id."""
         m = ev.get("metrics") if isinstance(ev.get("metrics"), dict) else ev.get("llm_metrics")
@@ -438,7 +439,8 @@ def _v1_result(obs: dict[str, Any]) -> tuple[str, bool, str | None]:
     kind = obs.get("kind") if isinstance(obs.get("kind"), str) else ""
     if isinstance(error, str) and error:
         return (f"{text}\n{error}" if text and error not in text else text or error), True, "flag"
-    if error is True or obs.get("is_error") is True or kind.endswith("ErrorObservation") or kind.startswith("AgentError"):
+    if (error is True or obs.get("is_error") is True or kind.endswith("ErrorObservation")
+            or kind.startswith("AgentError")):
         return text, True, "flag"
     md = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
     code = obs.get("exit_code") if obs.get("exit_code") is not None else md.get("exit_code")
