@@ -1,6 +1,6 @@
-"""OpenHands (V0 event stream). FORMATS.md section 6.
+"""OpenHands (V0 event stream, and V1 software-agent-sdk event lists). FORMATS.md section 6.
 
-Three shapes, one event reader:
+Three shapes, one event reader (V0) and a second one for V1 events:
 - a saved trajectory: one JSON array of events (``save_trajectory_path``), session id = file stem;
 - an evaluation / resolver ``output.jsonl``: one instance per line with ``history`` (events, or in older files
   ``[action, observation]`` pairs / items with the action fields at top level) and ``metrics``; session id =
@@ -20,6 +20,20 @@ Usage: per LLM response from ``tool_call_metadata.model_response.usage`` (else t
 ``llm_metrics.token_usages``), counted once per response id (parallel calls share one response). The run's cost
 (``metrics.accumulated_cost`` of an output row, else the last ``llm_metrics.accumulated_cost``) is the session's
 recorded cost: it sits on one extra assistant turn ``info``, and per-response usage then carries cost 0.
+
+V1 (OpenHands software-agent-sdk, ``Event.model_dump``): events carry a ``kind`` class name. A saved list (or an
+output row's ``history``) holding V1 events is read by ``_events_v1``: every ``ActionEvent`` is one call, in list
+order (``think`` and ``finish`` included), tool = ``tool_name`` (else ``tool_call.name``, else the action's
+``kind``), args = the parsed ``tool_call.arguments`` (else the ``action`` object minus ``kind``), call id =
+``tool_call_id``. Its result is the ``ObservationEvent`` whose ``action_id`` names it (else the same
+``tool_call_id``): text = ``observation.output``, else ``content`` (text or text parts), else ``message``; error
+when ``error`` is set (its text joins the result), ``is_error``, an error-observation kind, or an exit code other
+than 0 (``exit_code``, else ``metadata.exit_code``). A ``UserRejectObservation`` or an ``AgentErrorEvent`` linked
+to a call is its failed result (``rejected`` / ``flag``); an agent error linked to no call is no call. Calls sharing
+``llm_response_id`` are one assistant turn, whose text is the actions' ``thought`` and ``reasoning_content``.
+``MessageEvent`` from the user is a prompt, from the agent assistant text. Usage: ``metrics``/``llm_metrics`` of
+an event (``model_name``, ``token_usages`` entry of the response, ``accumulated_cost`` as the run's cost) when
+present; the sampled benchmark files carry none. System prompts, state updates, condensations, pauses: skipped.
 """
 
 from __future__ import annotations
@@ -52,11 +66,20 @@ NOISE_ARGS = frozenset({"thought", "impl_source", "translated_ipython_code", "co
 # Top-level keys of an event (openhands/events/serialization/event.py, TOP_KEYS) plus the older resolver extras.
 TOP_KEYS = frozenset({"id", "timestamp", "source", "message", "cause", "action", "observation", "tool_call_metadata",
                       "llm_metrics", "args", "content", "extras", "success", "timeout", "hidden"})
+# V1 SDK event kinds (openhands/sdk/event/): the LLM-visible ones and the internal ones this reader skips.
+V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
+                      "UserRejectObservation", "TokenEvent", "PauseEvent", "Condensation", "CondensationRequest",
+                      "CondensationSummaryEvent", "ConversationStateUpdateEvent", "ConversationErrorEvent"})
 _EVENT_FILE = re.compile(r"^\d+\.json$")
 
 
+def _is_v1(e: Any) -> bool:
+    """An event of the OpenHands V1 SDK (software-agent-sdk): a pydantic dump with a ``kind`` class name."""
+    return isinstance(e, dict) and e.get("kind") in V1_KINDS
+
+
 def _is_event(e: Any) -> bool:
-    return isinstance(e, dict) and ("action" in e or "observation" in e)
+    return isinstance(e, dict) and ("action" in e or "observation" in e or _is_v1(e))
 
 
 def _looks_like_history(hist: Any) -> bool:
@@ -85,7 +108,7 @@ def sniff_document(doc: Any) -> bool:
     if isinstance(doc, list):
         events = [e for e in doc[:8] if isinstance(e, dict)]
         return bool(events) and any(_is_event(e) for e in events) and all(
-            _is_event(e) or "id" in e for e in events)
+            _is_event(e) or "id" in e or isinstance(e.get("kind"), str) for e in events)
     return sniff(doc)
 
 
@@ -157,10 +180,13 @@ class Parser:
                  outcome: str | None = None) -> None:
         b = self.ctx.builder(FORMAT, sid)
         try:
-            events = self._flatten(history, line)
-            if run_cost is None:
-                run_cost = _last_accumulated(events)
-            self._events(b, events, line, run_cost, prompt)
+            if any(_is_v1(h) for h in history):
+                run_cost = self._events_v1(b, history, line, run_cost)
+            else:
+                events = self._flatten(history, line)
+                if run_cost is None:
+                    run_cost = _last_accumulated(events)
+                self._events(b, events, line, run_cost, prompt)
             if run_cost is not None or outcome is not None:
                 b.assistant("info", outcome, None, line,
                             usage=Usage(cost=run_cost) if run_cost is not None else None)
@@ -258,6 +284,128 @@ class Parser:
             else:
                 self.ctx.error(line, f"history item {k}: neither an action nor an observation", ev)
 
+    # -- V1 SDK events -------------------------------------------------------------------------------------------------
+    def _events_v1(self, b: SessionBuilder, history: list[Any], line: int, run_cost: float | None) -> float | None:
+        """Write a V1 event list's turns and calls; returns the run's recorded cost."""
+        by_event: dict[str, str] = {}  # ActionEvent id -> call id
+        by_tool: dict[str, deque[str]] = {}  # tool_call_id -> call ids waiting
+        waiting: set[str] = set()
+        texts: dict[str, set[str]] = {}  # turn id -> texts already added (parallel calls repeat the thought)
+        seen_responses: set[str] = set()
+        if run_cost is None:
+            run_cost = max((c for ev in history if isinstance(ev, dict)
+                            for m in (ev.get("metrics"), ev.get("llm_metrics")) if isinstance(m, dict)
+                            for c in (_cost(m.get("accumulated_cost")),) if c is not None), default=None)
+        n = 0
+        for k, ev in enumerate(history):
+            if not isinstance(ev, dict):
+                self.ctx.error(line, f"history item {k} is not an object", ev)
+                continue
+            kind = ev.get("kind")
+            ts = ev.get("timestamp")
+            model, usage = self._v1_metrics(ev, seen_responses, run_cost)
+            if kind == "MessageEvent":
+                msg = ev.get("llm_message") if isinstance(ev.get("llm_message"), dict) else {}
+                text = text_of(msg.get("content"))
+                extra = text_of(ev.get("extended_content"))
+                if extra:
+                    text = f"{text}\n{extra}" if text else extra
+                if ev.get("source") == "user" or msg.get("role") == "user":
+                    b.user_prompt(text, ts, line)
+                else:
+                    rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
+                    tid = rid or f"e{ev.get('id', k)}"
+                    b.assistant(tid, self._new_text(texts, tid, text, _reasoning(msg)), ts, line, model=model,
+                                usage=usage)
+            elif kind == "ActionEvent":
+                tc = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else None
+                action = ev.get("action") if isinstance(ev.get("action"), dict) else None
+                tool = next((t for t in (ev.get("tool_name"), (tc or {}).get("name"), (action or {}).get("kind"))
+                             if isinstance(t, str) and t), None)
+                if tool is None:
+                    self.ctx.error(line, f"history item {k}: ActionEvent names no tool", ev)
+                    continue
+                args: Any
+                if tc is not None and "arguments" in tc:
+                    args = tc["arguments"]
+                    if isinstance(args, str):
+                        try:
+                            args = orjson.loads(args) if args.strip() else {}
+                        except orjson.JSONDecodeError:
+                            self.ctx.error(line, f"history item {k}: tool call arguments are not JSON; kept as text",
+                                           args)
+                            args = {"raw": args}
+                elif action is not None:
+                    args = {key: v for key, v in action.items() if key != "kind"}
+                else:
+                    args = {}
+                rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
+                eid = ev.get("id")
+                tid = rid or f"e{eid if eid is not None else k}"
+                b.assistant(tid, self._new_text(texts, tid, text_of(ev.get("thought")), _reasoning(ev)), ts, line,
+                            model=model, usage=usage)
+                tcid = ev.get("tool_call_id") if isinstance(ev.get("tool_call_id"), str) else (tc or {}).get("id")
+                cid = tcid if isinstance(tcid, str) and tcid and not b.has_pending(tcid) else (
+                    f"e{eid}" if eid is not None else f"#{n}")
+                n += 1
+                b.call(cid, tool, args, ts, line, turn_id=tid)
+                waiting.add(cid)
+                if eid is not None:
+                    by_event[str(eid)] = cid
+                if isinstance(tcid, str):
+                    by_tool.setdefault(tcid, deque()).append(cid)
+            elif kind in ("ObservationEvent", "UserRejectObservation", "AgentErrorEvent"):
+                if kind == "ObservationEvent" and not isinstance(ev.get("observation"), dict):
+                    self.ctx.error(line, f"history item {k}: `observation` is not an object", ev)
+                    continue
+                aid = ev.get("action_id")
+                cid = by_event.get(str(aid)) if aid is not None else None
+                if cid is None or cid not in waiting:
+                    q = by_tool.get(ev.get("tool_call_id")) if isinstance(ev.get("tool_call_id"), str) else None
+                    cid = next((c for c in q or () if c in waiting), None)
+                if cid is None:
+                    if kind != "AgentErrorEvent":  # an agent error outside any call (e.g. an LLM failure)
+                        self.ctx.error(line, f"history item {k}: {kind} answers no ActionEvent", ev)
+                    continue
+                if kind == "ObservationEvent":
+                    text, err, ekind = _v1_result(ev["observation"])
+                elif kind == "UserRejectObservation":
+                    text, err, ekind = str(ev.get("rejection_reason") or ""), True, "rejected"
+                else:
+                    text, err, ekind = str(ev.get("error") or ""), True, "flag"
+                waiting.discard(cid)
+                b.result(cid, text, err, ts, ekind if err else None)
+            elif not isinstance(kind, str):
+                self.ctx.error(line, f"history item {k}: no `kind`", ev)
+            else:  # SystemPromptEvent, state updates, condensation, pauses...: no call, no message
+                b.see_ts(ts)
+        return run_cost
+
+    def _v1_metrics(self, ev: dict[str, Any], seen: set[str],
+                    run_cost: float | None) -> tuple[str | None, Usage | None]:
+        """Model and usage an event carries (``metrics``/``llm_metrics``: model_name, accumulated_cost, the response's
+        entry of ``token_usages``), the usage counted once per response id."""
+        m = ev.get("metrics") if isinstance(ev.get("metrics"), dict) else ev.get("llm_metrics")
+        if not isinstance(m, dict):
+            return None, None
+        model = m.get("model_name") if isinstance(m.get("model_name"), str) else None
+        rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
+        if rid is None or rid in seen:
+            return model, None
+        usage = _metrics_usage(m, rid)
+        if usage is not None:
+            seen.add(rid)
+            if run_cost is not None:
+                usage.cost = 0.0  # the run's recorded cost is on the `info` turn
+        return model, usage
+
+    @staticmethod
+    def _new_text(texts: dict[str, set[str]], tid: str, *parts: str | None) -> str | None:
+        seen = texts.setdefault(tid, set())
+        new = [p for p in parts if p and p not in seen]
+        seen.update(new)
+        return "\n".join(new) or None
+
     def _assistant(self, b: SessionBuilder, ev: dict[str, Any], k: int, text: str | None, ts: Any, line: int,
                    run_cost: float | None, seen: set[str]) -> str:
         tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
@@ -274,6 +422,31 @@ class Parser:
         eid = ev.get("id")
         tid = rid or (f"e{eid}" if eid is not None else f"h{k}")
         return b.assistant(tid, text, ts, line, model=model, usage=usage)
+
+
+def _reasoning(obj: dict[str, Any]) -> str | None:
+    r = obj.get("reasoning_content")
+    return r if isinstance(r, str) and r.strip() else None
+
+
+def _v1_result(obs: dict[str, Any]) -> tuple[str, bool, str | None]:
+    """A V1 observation's text (``output``, else ``content`` as text or text parts, else ``message``), whether it
+    failed and how: ``error`` set (a flag or the error text, appended when not already shown) or ``is_error``, an
+    ``*ErrorObservation``/``AgentError…`` kind, else an exit code other than 0."""
+    text = next((text_of(obs[key]) for key in ("output", "content", "message") if obs.get(key) not in (None, "", [])),
+                "")
+    error = obs.get("error")
+    kind = obs.get("kind") if isinstance(obs.get("kind"), str) else ""
+    if isinstance(error, str) and error:
+        return (f"{text}\n{error}" if text and error not in text else text or error), True, "flag"
+    if (error is True or obs.get("is_error") is True or kind.endswith("ErrorObservation")
+            or kind.startswith("AgentError")):
+        return text, True, "flag"
+    md = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
+    code = obs.get("exit_code") if obs.get("exit_code") is not None else md.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        return text, True, "exit_code"
+    return text, False, None
 
 
 def _error(ev: dict[str, Any], obs: Any, text: str) -> tuple[bool, str | None]:
