@@ -31,8 +31,14 @@ CORPUS_EXCLUDE = ("openai_messages",)
 
 
 def corpus_paths() -> list[Path]:
+    """The realdata folders, and every fixture file that is not a byte-identical copy of a realdata file (a copy
+    would be loaded once, under the other path, and its labels would not meet its findings)."""
+    import hashlib
+
     real = [p for p in sorted(REALDATA.iterdir()) if p.is_dir() and p.name not in ("labels", "sources", "tools")]
-    fixtures = [p for p in sorted(FIXTURES.iterdir()) if p.is_dir() and p.name not in CORPUS_EXCLUDE]
+    seen = {hashlib.sha1(f.read_bytes()).digest() for d in real for f in d.rglob("*") if f.is_file()}
+    fixtures = [f for d in sorted(FIXTURES.iterdir()) if d.is_dir() and d.name not in CORPUS_EXCLUDE
+                for f in sorted(d.rglob("*")) if f.is_file() and hashlib.sha1(f.read_bytes()).digest() not in seen]
     return real + fixtures
 
 

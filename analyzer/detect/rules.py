@@ -159,21 +159,26 @@ FINDINGS = table(
     ("repeats", "INTEGER", "How many times the pattern occurred: calls in a streak, drift, failure or window chain; "
      "full blocks of a cycle; calls in a nested cluster; messages in a text loop, or the repeats of a sentence "
      "(chunk) inside one message."),
-    ("stuck", "BOOLEAN", "No repeat made progress: each returned the same result as before or failed. False for a "
-     "poll whose result changed or for edits that each succeeded."),
+    ("stuck", "BOOLEAN", "No repeat made progress: each returned the same result as before (numbers aside) or failed "
+     "the same way, on the same object, with no change of state in between. False for a poll whose result changed "
+     "or for edits that each succeeded."),
     ("user_turn", "INTEGER", "The user turn the episode belongs to."),
-    ("wasted_tokens", "BIGINT", "Measured: the usage of the assistant turns that issued the episode's calls after "
-     "its first occurrence (after the first full block of a cycle, after the first message of a text loop), each "
-     "turn counted once and only its deduplicated usage (`turns.usage_counted`); turns that also issued the first "
-     "occurrence are not counted."),
+    ("repeat_tokens", "BIGINT", "Measured, for every finding: the usage of the assistant turns that issued the "
+     "episode's calls after its first occurrence (after the first full block of a cycle, after the first message of "
+     "a text loop), each turn counted once and only its deduplicated usage (`turns.usage_counted`); turns that also "
+     "issued the first occurrence are not counted."),
+    ("wasted_tokens", "BIGINT", "`repeat_tokens` when the episode was stuck, 0 when its repeats made progress: only "
+     "stuck loops are waste."),
     ("estimated_tokens", "BIGINT", "~4 characters per token of the repeated calls' arguments and results (of the "
      "repeated messages' text), for transcripts without usage."),
-    ("cost_usd", "DOUBLE", "Cost of the turns counted in `wasted_tokens`."),
+    ("repeat_cost_usd", "DOUBLE", "Cost of the turns counted in `repeat_tokens`."),
+    ("cost_usd", "DOUBLE", "Cost of the turns counted in `wasted_tokens` (0 when not stuck)."),
     ("first_turn_index", "INTEGER", "`turns.turn_index` of the first message involved."),
     ("last_turn_index", "INTEGER", "`turns.turn_index` of the last message involved."),
     ("turn_ids", "VARCHAR[]", "The turns counted in `wasted_tokens` (to deduplicate across findings)."),
     ("repeated", "VARCHAR", "What repeats: the first call (`tool` + arguments) or block of calls, or the message "
      "text; truncated to 160 characters."),
+    ("why", "VARCHAR", "One line a person reads: what repeated, on what, and why it is (or is not) stuck."),
 )
 
 SCAN_OUTPUT_TABLES = (SIGNALS, TEXT_SIGNALS, FINDINGS)

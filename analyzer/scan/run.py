@@ -23,7 +23,7 @@ from analyzer.detect.stream.calls import Config
 from analyzer.errors import StoreError
 
 # Bump when signals or findings change meaning: every session is rescanned.
-DETECTOR_VERSION = "1"
+DETECTOR_VERSION = "2"  # 2: findings judged (judge.py), repeat_tokens, why
 BATCH_CALLS = 200_000  # calls per group: what the detectors hold in memory at once (~700 MB peak), one transaction
 BATCH_SESSIONS = 20_000
 

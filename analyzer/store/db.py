@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from analyzer.errors import StoreError, StoreInUseError
-from analyzer.store.schema import ALL_TABLES, SCHEMA_VERSION
+from analyzer.store.schema import ALL_TABLES, DERIVED_TABLES, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import polars as pl
@@ -110,10 +110,17 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     row = one(con, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'")
     if row is not None and int(row[0]) > SCHEMA_VERSION:
         raise StoreError(f"store schema v{row[0]} is newer than this loopscope (v{SCHEMA_VERSION}); upgrade loopscope")
-    for table in ALL_TABLES:
-        con.execute(table.ddl())
-    if row is None:
-        con.execute("INSERT INTO loopscope_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+    with transaction(con):
+        if row is not None and int(row[0]) < SCHEMA_VERSION:
+            # An older store: the ingested tables are unchanged; the derived ones are dropped and rebuilt by the next
+            # scan and calibrate (their rows were computed by older rules anyway).
+            for table in DERIVED_TABLES:
+                con.execute(f"DROP TABLE IF EXISTS {table.name}")
+            con.execute("UPDATE loopscope_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
+        for table in ALL_TABLES:
+            con.execute(table.ddl())
+        if row is None:
+            con.execute("INSERT INTO loopscope_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
 
 
 def one(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | None = None) -> tuple | None:

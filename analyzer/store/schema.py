@@ -6,7 +6,8 @@ from __future__ import annotations
 from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
 from analyzer.tables import Table, table as _t
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: findings gained repeat_tokens, repeat_cost_usd and why
+# Tables computed from the others: a store of an older schema drops them, and the next scan and calibrate rebuild them.
 
 
 FILES = _t(
@@ -215,6 +216,7 @@ CALIBRATION_SWEEP = _t(
 
 CALIBRATION_TABLES = (CALIBRATION_RUNS, CALIBRATION_SWEEP)
 ALL_TABLES = ALL_TABLES + CALIBRATION_TABLES
+DERIVED_TABLES = SCAN_TABLES + CALIBRATION_TABLES
 
 
 def spool_columns(table: Table, drop: tuple[str, ...] | list[str] = (), rename: dict[str, str] | None = None,

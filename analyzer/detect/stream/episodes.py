@@ -33,6 +33,7 @@ from analyzer.detect.rules import (
     is_mutating,
 )
 from analyzer.detect.keys import digest, fast_token_set, jaccard, normalize_result
+from analyzer.detect.judge import CallView, judge_calls, judge_text
 from analyzer.detect.stream.text import normalize_text
 
 
@@ -96,6 +97,9 @@ class Finding:
     last_turn_index: int | None
     turn_ids: list[str]
     repeated: str
+    why: str = ""
+    repeat_tokens: int = 0
+    repeat_cost_usd: float = 0.0
     calls: list[int] = field(default_factory=list, repr=False)  # positions in the session, not stored
     messages: list[int] = field(default_factory=list, repr=False)
 
@@ -172,25 +176,49 @@ class _Builder:
         idx = [self.turn_index[t] for t in turns if t in self.turn_index]
         return (min(idx), max(idx)) if idx else (None, None)
 
+    def view(self, i: int) -> CallView:
+        d = self.d
+        return CallView(d.tool[i], d.args[i], d.result_head(i) if d.result_key[i] is not None else None,
+                        d.is_error[i])
+
+    def between(self, a: int, b: int) -> list[int]:
+        """Top-level calls strictly between positions ``a`` and ``b`` of the session."""
+        return [i for i in range(a + 1, b) if self.d.parent[i] is None]
+
     def calls(self, kind: str, calls: list[int], n_first: int, repeats: int, period: int | None,
               label: str | None = None) -> None:
+        """Judge a candidate episode (``judge.judge_calls``) and emit what it really holds."""
+        for j in judge_calls(kind, calls, period, self.view, self.between):
+            pos = j.positions
+            n = len(pos) // period if kind == "cycle" and period else len(pos)
+            self._emit(kind, pos, n_first, n, period, j.stuck, j.why,
+                       label if label is not None and pos == calls else None)
+
+    def _emit(self, kind: str, calls: list[int], n_first: int, repeats: int, period: int | None, stuck: bool,
+              why: str, label: str | None) -> None:
         d = self.d
         first, rest = calls[:n_first], calls[n_first:]
-        sig = d.signals
-        stuck = not any(sig[i][_PROGRESS] for i in rest)
         turn_ids, tokens, cost = self._cost({d.turn_id[i] for i in rest}, {d.turn_id[i] for i in first})
         tools = list(dict.fromkeys(d.tool[i] for i in calls))
         t0, t1 = self._turn_range([d.turn_id[i] for i in calls])
+        if label is None:
+            label = (" → ".join(self._label_call(i, 60) for i in calls[:period]) if kind == "cycle" and period
+                     else self._label_call(calls[0]))
         self.out.append(Finding(
             finding_id=finding_id(d.session_id, kind, str(d.seq[calls[0]])), session_id=d.session_id, kind=kind,
             period=period, tools=tools, call_ids=[d.call_id[i] for i in calls], first_seq=d.seq[calls[0]],
             last_seq=d.seq[calls[-1]], repeats=repeats, stuck=stuck, user_turn=d.user_turn[calls[0]],
-            wasted_tokens=tokens, estimated_tokens=sum(d.est_tokens[i] for i in rest), cost_usd=cost,
-            first_turn_index=t0, last_turn_index=t1, turn_ids=turn_ids,
-            repeated=label if label is not None else self._label_call(calls[0]), calls=calls))
+            wasted_tokens=tokens if stuck else 0, estimated_tokens=sum(d.est_tokens[i] for i in rest),
+            cost_usd=cost if stuck else 0.0, first_turn_index=t0, last_turn_index=t1, turn_ids=turn_ids,
+            repeated=label, why=why, repeat_tokens=tokens, repeat_cost_usd=cost, calls=calls))
 
     def texts(self, messages: list[int], repeats: int, single: bool) -> None:
+        """Judge a candidate text loop (``judge.judge_text``) and emit it when it is degenerate generation."""
         d = self.d
+        judged = judge_text([d.m_text[m] or "" for m in messages], single)
+        if judged is None:
+            return
+        repeats, why = judged
         member_turns = {d.m_turn_id[m] for m in messages}
         calls = [i for i in range(len(d.seq)) if d.turn_id[i] in member_turns]
         first_turn = d.m_turn_id[messages[0]]
@@ -210,9 +238,11 @@ class _Builder:
             kind="text", period=None, tools=list(dict.fromkeys(d.tool[i] for i in calls)),
             call_ids=[d.call_id[i] for i in calls], first_seq=d.seq[calls[0]] if calls else None,
             last_seq=d.seq[calls[-1]] if calls else None, repeats=repeats, stuck=stuck,
-            user_turn=d.m_user_turn[messages[0]], wasted_tokens=tokens, estimated_tokens=est, cost_usd=cost,
+            user_turn=d.m_user_turn[messages[0]], wasted_tokens=tokens if stuck else 0, estimated_tokens=est,
+            cost_usd=cost if stuck else 0.0,
             first_turn_index=d.m_turn_index[messages[0]], last_turn_index=d.m_turn_index[messages[-1]],
-            turn_ids=turn_ids, repeated=label, calls=calls, messages=messages))
+            turn_ids=turn_ids, repeated=label, why=why, repeat_tokens=tokens, repeat_cost_usd=cost, calls=calls,
+            messages=messages))
 
 
 def _top_level_episodes(b: _Builder, seg: list[int]) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from analyzer.detect.judge import CallView, judge_calls, judge_text
 from analyzer.detect.keys import digest, normalize_result
 from analyzer.detect.rules import (
     CLAIM_ORDER, FINDINGS, LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS,
@@ -37,6 +38,8 @@ _HOT = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window_count", "drift
 _EMPTY_STRINGS = pl.lit([], pl.List(pl.String))
 
 Emitted = tuple[int, str, "int | None", int, int, list[int]]  # seg, kind, period, n_first, repeats, positions
+# A judged call episode: kind, period, n_first, repeats, rows (of the calls frame), stuck, why.
+Judged = tuple[str, "int | None", int, int, list[int], bool, str]
 
 
 @dataclass
@@ -59,8 +62,13 @@ def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.
     c = calls.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
     m = messages.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("mrow"))
     emitted, top = _top_level(c, heads)
-    call_members, meta = _call_members(emitted, top, _nested_clusters(c, nested_links))
+    judged = _judge(_candidates(emitted, top, _nested_clusters(c, nested_links)), c, heads)
+    call_members, meta = _call_members(judged)
     groups, single = _text_groups(c, m, text_links, call_members)
+    verdicts = [judge_text(m["text"].gather(g).fill_null("").to_list(), s) for g, s in zip(groups, single)]
+    kept = [i for i, v in enumerate(verdicts) if v is not None]
+    groups, single = [groups[i] for i in kept], [single[i] for i in kept]
+    text_verdicts = [verdicts[i] for i in kept]
     text_members = _text_members(m, groups)
     needed = pl.concat([
         call_members.select(pl.col("row")).join(c.select("row", "session_id", "turn_id"), on="row")
@@ -68,7 +76,7 @@ def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.
         text_members.select("session_id", "turn_id")]).unique()
     info = turns(needed) if needed.height else _no_turns()
     call_eps = _call_findings(c, call_members, meta, info)
-    text_eps = _text_findings(c, text_members, single, info)
+    text_eps = _text_findings(c, text_members, single, text_verdicts, info)
     findings = pl.concat([call_eps, text_eps], how="vertical_relaxed")
     return _assign(c, m, findings, text_members)
 
@@ -288,33 +296,62 @@ def _nested_clusters(c: pl.DataFrame, links: pl.DataFrame) -> list[list[int]]:
     return [cl for cl in _components(_same_turn_edges(links, c["user_turn"])) if len(cl) >= MIN_NESTED]
 
 
-def _call_members(emitted: list[Emitted], top: pl.DataFrame, nested: list[list[int]]
-                  ) -> tuple[pl.DataFrame, list[tuple[str, int | None, int]]]:
-    """Every call episode as (fid, row, first) rows, and its (kind, period, repeats)."""
-    meta: list[tuple[str, int | None, int]] = []
-    fid, seg, pos, first = [], [], [], []
-    for n, (s, kind, period, n_first, repeats, members) in enumerate(emitted):
-        meta.append((kind, period, repeats))
-        fid.extend([n] * len(members))
-        seg.extend([s] * len(members))
-        pos.extend(members)
-        first.extend([x < n_first for x in range(len(members))])
-    schema = {"fid": pl.Int64, "seg": pl.Int64, "j": pl.Int64, "first": pl.Boolean}
-    member = pl.DataFrame({"fid": fid, "seg": seg, "j": pos, "first": first}, schema=schema)
-    rows = member.select("fid", pl.lit(0, pl.Int64).alias("row"), "first").clear()
-    if member.height:
-        rows = member.join(top.select(pl.col("seg").cast(pl.Int64), pl.col("j").cast(pl.Int64), "row"),
-                           on=["seg", "j"]).select("fid", "row", "first")
-    fid, rrow, first = [], [], []
-    for cluster in nested:
-        n = len(meta)
-        meta.append(("nested", None, len(cluster)))
-        fid.extend([n] * len(cluster))
-        rrow.extend(cluster)
-        first.extend([x == 0 for x in range(len(cluster))])
-    nested_rows = pl.DataFrame({"fid": fid, "row": rrow, "first": first},
-                               schema={"fid": pl.Int64, "row": pl.Int64, "first": pl.Boolean})
-    return pl.concat([rows, nested_rows]).sort(["fid", "row"]), meta
+def _candidates(emitted: list[Emitted], top: pl.DataFrame, nested: list[list[int]]
+                ) -> list[tuple[str, int | None, int, list[int]]]:
+    """Every candidate call episode as (kind, period, n_first, rows of the calls frame)."""
+    out: list[tuple[str, int | None, int, list[int]]] = []
+    if emitted:
+        segs = {e[0] for e in emitted}
+        part = top.filter(pl.col("seg").is_in(list(segs))).select("seg", "j", "row")
+        where = {(s, j): r for s, j, r in part.iter_rows()}
+        for s, kind, period, n_first, _, members in emitted:
+            out.append((kind, period, n_first, [where[(s, j)] for j in members]))
+    out.extend(("nested", None, 1, list(cluster)) for cluster in nested)
+    return out
+
+
+def _judge(cands: list[tuple[str, int | None, int, list[int]]], c: pl.DataFrame, heads: HeadsFn) -> list[Judged]:
+    """``judge.judge_calls`` over every candidate, with the calls (and, for windows, the calls between) read once."""
+    if not cands:
+        return []
+    need: set[int] = set()
+    for kind, _, _, rows in cands:
+        need.update(rows)
+        if kind == "window":
+            for a, b in zip(rows, rows[1:]):
+                need.update(range(a + 1, b))
+    order = sorted(need)
+    sub = c.select("session_id", "seq", "tool", "args", "result_key", "is_error", "parent_call_id")[order]
+    keys = sub.filter(pl.col("result_key").is_not_null()).select("session_id", "seq")
+    got = {(s, q): h for s, q, h in heads(keys).iter_rows()} if keys.height else {}
+    views: dict[int, CallView] = {}
+    top_level: dict[int, bool] = {}
+    for r, (sid, seq, tool, args, rkey, err, parent) in zip(order, sub.iter_rows()):
+        views[r] = CallView(tool, args, got.get((sid, seq)) if rkey is not None else None, err)
+        top_level[r] = parent is None
+
+    def between(a: int, b: int) -> list[int]:
+        return [r for r in range(a + 1, b) if top_level[r]]
+
+    out: list[Judged] = []
+    for kind, period, n_first, rows in cands:
+        for j in judge_calls(kind, rows, period, views.__getitem__, between):
+            n = len(j.positions) // period if kind == "cycle" and period else len(j.positions)
+            out.append((kind, period, n_first, n, j.positions, j.stuck, j.why))
+    return out
+
+
+def _call_members(judged: list[Judged]) -> tuple[pl.DataFrame, list[tuple[str, int | None, int, bool, str]]]:
+    """Every call episode as (fid, row, first) rows, and its (kind, period, repeats, stuck, why)."""
+    meta = [(kind, period, repeats, stuck, why) for kind, period, _, repeats, _, stuck, why in judged]
+    fid, row, first = [], [], []
+    for n, (_, _, n_first, _, rows, _, _) in enumerate(judged):
+        fid.extend([n] * len(rows))
+        row.extend(rows)
+        first.extend([x < n_first for x in range(len(rows))])
+    member = pl.DataFrame({"fid": fid, "row": row, "first": first},
+                          schema={"fid": pl.Int64, "row": pl.Int64, "first": pl.Boolean})
+    return member.sort(["fid", "row"]), meta
 
 
 # -- text episodes ---------------------------------------------------------------------------------------------------
@@ -401,7 +438,7 @@ def _costs(members: pl.DataFrame) -> pl.DataFrame:
         pl.col("_cost").fill_null(0.0).cum_sum().last().alias("cost_usd"))
 
 
-def _call_findings(c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str, int | None, int]],
+def _call_findings(c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str, int | None, int, bool, str]],
                    info: pl.DataFrame) -> pl.DataFrame:
     """The figures of every call episode, as ``schema.FINDINGS`` rows (plus ``_rows``: its calls)."""
     if not meta:
@@ -409,14 +446,14 @@ def _call_findings(c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str,
     cols = ("session_id", "seq", "call_id", "turn_id", "user_turn", "tool", "args", "est_tokens", "progress")
     members = _with_turns(members.with_columns(*[c[col].gather(members["row"]) for col in cols]), info)
     kinds = pl.DataFrame({"fid": range(len(meta)), "kind": [x[0] for x in meta], "period": [x[1] for x in meta],
-                          "repeats": [x[2] for x in meta]},
-                         schema={"fid": pl.Int64, "kind": pl.String, "period": pl.Int32, "repeats": pl.Int32})
+                          "repeats": [x[2] for x in meta], "stuck": [x[3] for x in meta], "why": [x[4] for x in meta]},
+                         schema={"fid": pl.Int64, "kind": pl.String, "period": pl.Int32, "repeats": pl.Int32,
+                                 "stuck": pl.Boolean, "why": pl.String})
     rest = ~pl.col("first")
     per = members.group_by("fid", maintain_order=True).agg(
         pl.col("session_id").first(), pl.col("user_turn").first(),
         pl.col("tool").unique(maintain_order=True).alias("tools"), pl.col("call_id").alias("call_ids"),
         pl.col("seq").first().alias("first_seq"), pl.col("seq").last().alias("last_seq"),
-        (~(pl.col("progress").filter(rest).fill_null(False).any())).alias("stuck"),
         pl.col("est_tokens").filter(rest).sum().alias("estimated_tokens"),
         pl.col("_ti").min().alias("first_turn_index"), pl.col("_ti").max().alias("last_turn_index"),
         pl.col("row").alias("_rows"),
@@ -434,12 +471,22 @@ def _call_findings(c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str,
     return _finish(per.with_columns(pl.Series("repeated", labels, pl.String), pl.Series("finding_id", ids, pl.String)))
 
 
-def _text_findings(c: pl.DataFrame, members: pl.DataFrame, single: list[bool], info: pl.DataFrame
-                   ) -> pl.DataFrame:
+def _split_waste(frame: pl.DataFrame) -> pl.DataFrame:
+    """``repeat_tokens``/``repeat_cost_usd`` for every finding; ``wasted_tokens``/``cost_usd`` only for stuck ones."""
+    tok, cost = pl.col("wasted_tokens").fill_null(0), pl.col("cost_usd").fill_null(0.0)
+    return frame.with_columns(tok.alias("repeat_tokens"), cost.alias("repeat_cost_usd"),
+                              pl.when(pl.col("stuck")).then(tok).otherwise(0).alias("wasted_tokens"),
+                              pl.when(pl.col("stuck")).then(cost).otherwise(0.0).alias("cost_usd"))
+
+
+def _text_findings(c: pl.DataFrame, members: pl.DataFrame, single: list[bool],
+                   verdicts: list[tuple[int, str]], info: pl.DataFrame) -> pl.DataFrame:
     """The figures of every text loop; its calls are the calls its messages issued, anywhere in the session."""
     if not single:
         return _empty_findings()
-    head = members.filter(pl.col("first")).sort("tid").with_columns(pl.Series("single", single, pl.Boolean))
+    head = members.filter(pl.col("first")).sort("tid").with_columns(
+        pl.Series("single", single, pl.Boolean), pl.Series("_judged_repeats", [v[0] for v in verdicts], pl.Int32),
+        pl.Series("why", [v[1] for v in verdicts], pl.String))
     per_msg = members.group_by("tid", maintain_order=True).agg(
         pl.len().alias("_n"), pl.col("turn_index").last().alias("last_turn_index"),
         pl.col("est_tokens").filter(~pl.col("first")).sum().alias("_est_rest"))
@@ -460,10 +507,7 @@ def _text_findings(c: pl.DataFrame, members: pl.DataFrame, single: list[bool], i
          .join(costs.rename({"fid": "tid"}), on="tid", how="left", maintain_order="left")
          .with_columns(pl.col("tools").fill_null(_EMPTY_STRINGS), pl.col("call_ids").fill_null(_EMPTY_STRINGS),
                        pl.col("_rows").fill_null(pl.lit([], pl.List(pl.Int64))), pl.col("_progress").fill_null(False)))
-    repeats = pl.when(pl.col("single")).then(
-        pl.when(pl.col("sentence_repeats") >= MIN_REPEATS).then(pl.col("sentence_repeats"))
-        .otherwise(pl.col("chunk_repeats"))).otherwise(pl.col("_n"))
-    t = t.with_columns(repeats.alias("repeats"))
+    t = t.with_columns(pl.col("_judged_repeats").alias("repeats"))
     single_est = (pl.col("est_tokens") * (pl.col("repeats") - 1)) // pl.max_horizontal(pl.col("repeats"), 1)
     ids = [digest(f"{s}\x00text\x00t{i}") for s, i in zip(t["session_id"].to_list(), t["turn_index"].to_list())]
     alone = pl.col("single")
@@ -494,6 +538,7 @@ def _finish(per: pl.DataFrame) -> pl.DataFrame:
     """Columns in ``schema.FINDINGS`` order and types, plus ``_rows`` (the calls) and ``_tid`` (text loops)."""
     if "_tid" not in per.columns:
         per = per.with_columns(pl.lit(None, pl.Int64).alias("_tid"))
+    per = _split_waste(per)
     return per.with_columns(
         pl.col("turn_ids").fill_null(_EMPTY_STRINGS), pl.col("wasted_tokens").fill_null(0),
         pl.col("cost_usd").fill_null(0.0),

@@ -1,0 +1,568 @@
+"""What a careful engineer would call a loop: the judgement the findings rules apply to every candidate episode.
+
+The signals find repetition; repetition is not yet a loop. A loop is the *same action on the same object* (a file, a
+search pattern, a URL, a command's target) repeated with the same result or error and no fix in between, or
+degenerate text: one sentence or block emitted again and again. This module decides, for a candidate episode the
+signals found, whether it is one, whether it was stuck, and says why in one line. It is pure Python over a few fields
+of each call (tool, canonical arguments, the head of the result, the error flag), so the streaming reference
+(``detect/stream/episodes.py``) and the vectorised scan (``detect/vector/episodes.py``) call the same code and give the
+same findings. The stored signals and each guard's replay keep their own notion of failure: only findings classify.
+
+What is *not* a loop, by rule:
+- different commands that fail: debugging, not retrying (a failure run is split where the object changes);
+- an answer that is not an error: "no match" from grep/rg/find-style searches, a non-zero exit of ``test``, ``diff``,
+  ``cmp``, ``git diff --quiet``;
+- failures that are not the agent's retries: parallel-batch cascades ("Sibling tool call errored", "Cancelled:
+  parallel tool call") and input-validation errors;
+- calls on different objects that share boilerplate (``sed -n '1,200p' a.py`` / ``b.py``, ``bash -lc``, ``workdir``);
+- a repeat after a successful change of state (an edit, a ``sed -i``, a write): it tests the change;
+- plan/todo updates whose content changes, paging through a file (offsets are part of the object);
+- documents with repeated structure (fenced code, tables, list and heading markup) and placeholder results ("File
+  unchanged since last read": never same-result evidence).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from analyzer.detect.keys import jaccard, normalize_result
+from analyzer.detect.rules import MIN_REPEATS, SIMILARITY, is_mutating
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """What the judgement reads of one call."""
+
+    tool: str
+    args: str | None  # canonical JSON
+    result: str | None  # the head of the result text (``rules.RESULT_HEAD`` characters); None without a result
+    is_error: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A kept episode: its calls (positions), whether it was stuck, and why, in one line a person reads."""
+
+    positions: list[int]
+    stuck: bool
+    why: str
+
+
+# -- what a call is about ----------------------------------------------------------------------------------------------
+
+_SHELL_KEYS = ("command", "cmd", "script")
+_CODE_KEYS = ("code",)
+# Keys that name what a structured call is about; their values must be equal for two calls to act on one object.
+_OBJECT_KEYS = frozenset({
+    "file_path", "path", "filepath", "filename", "file", "notebook_path", "target_file", "target", "url", "uri",
+    "directory", "dir", "folder", "pattern", "query", "regex", "glob", "search", "q", "selector", "index", "element",
+    "element_id", "ref", "name", "npc", "recipient", "to", "id", "key", "offset", "limit", "line", "start_line",
+    "end_line", "view_range", "page", "range", "start", "end", "line_number", "insert_line", "old_str_line",
+})
+# Free text whose wording may drift while the action stays the same (a retried edit's old text, a restated message).
+_DRIFTING_KEYS = frozenset({"old_string", "old_str", "to_replace", "old", "search_text", "message", "content_old",
+                            "thought", "text", "prompt", "instruction", "question"})
+# What varies without changing the action: the fix being tried, presentation and limits.
+_IGNORED_KEYS = frozenset({"new_string", "new_str", "new_content", "content", "replacement", "replace", "new",
+                           "description", "timeout", "timeout_ms", "max_output", "max_output_tokens", "workdir",
+                           "cwd", "justification", "yield_time_ms", "with_escalated_permissions", "sandbox_permissions",
+                           "is_background", "run_in_background", "security_risk", "explanation", "summary"})
+_SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "git-grep", "glob"})
+_WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
+_PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
+_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\n)\s*")
+_PATHLIKE = re.compile(r"^(?:[~./]|[A-Za-z]:\\|https?://)|/|\.[A-Za-z0-9]{1,6}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """What a call is about: the program (or tool), the paths it names, the rest of its target (search patterns,
+    code, message text), and words of the drifting parts for a near-identical comparison."""
+
+    tool: str
+    program: str
+    paths: frozenset[str]
+    exact: tuple[str, ...]  # must be equal (search patterns, object keys, structured values)
+    drifting: frozenset[str]  # words of the parts that may drift (code, old text, messages)
+    search: bool
+
+
+def _args(args: str | None) -> Any:
+    if not args:
+        return {}
+    try:
+        return orjson.loads(args)
+    except orjson.JSONDecodeError:
+        return {"raw": args}
+
+
+def command_text(args: str | None) -> str | None:
+    """The shell command a call runs, when its arguments hold one (``command``/``cmd``/``script``; Codex's argv
+    lists ``["bash", "-lc", "…"]`` give their last element). A one-word ``command`` beside a path is an editor's
+    sub-command (``str_replace_editor`` ``view``/``str_replace``), not a shell command."""
+    a = _args(args)
+    if not isinstance(a, dict):
+        return None
+    for k in _SHELL_KEYS:
+        v = a.get(k)
+        if isinstance(v, str):
+            if k == "command" and " " not in v.strip() and any(x in a for x in ("path", "file_path", "file")):
+                return None
+            return v
+        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            return v[-1] if len(v) >= 3 and v[1] in ("-lc", "-c") else " ".join(v)
+    return None
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(re.findall(r"[A-Za-z0-9_]{2,}", text.lower()))
+
+
+def _tokens(segment: str) -> list[str]:
+    try:
+        return shlex.split(segment, posix=True)
+    except ValueError:
+        return segment.split()
+
+
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)(?:\n\2\s*(?:\n|$)|\Z)", re.S)
+
+
+def _unwrap(command: str) -> str:
+    cmd = command.strip()
+    for _ in range(3):  # bash -lc '…' (possibly nested)
+        toks = _tokens(cmd) if cmd.count("\n") < 50 else cmd.split()[:3]
+        if len(toks) >= 3 and toks[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and toks[1] in ("-c", "-lc"):
+            cmd = toks[2]
+        else:
+            break
+    return cmd
+
+
+_SWE_EDIT = re.compile(r"^(\s*edit\s+\d+:\d+)\n(.*?)(?:\nend_of_edit\s*$|\Z)", re.S)
+
+
+def _steps(command: str) -> tuple[list[list[str]], str]:
+    """The token lists of the command's steps, wrappers (``bash -lc``, ``cd x &&``, ``sleep 5;``, ``timeout 60``,
+    ``export``, ``… | head -n 20``) removed, and the text of its heredoc bodies (content, not the action; so is the
+    replacement text of a SWE-agent ``edit N:M`` command)."""
+    cmd = _unwrap(command)
+    bodies: list[str] = []
+    m = _SWE_EDIT.match(cmd)
+    if m:
+        bodies.append(m.group(2))
+        cmd = m.group(1)
+
+    def keep_body(m: re.Match[str]) -> str:
+        bodies.append(m.group(3))
+        return "<<HEREDOC\n"
+
+    cmd = _HEREDOC.sub(keep_body, cmd)
+    steps = []
+    for seg in _SPLIT.split(cmd):
+        first = seg.split("|", 1)[0].strip()  # a pipeline is about its first step: `grep x f | head` is a grep
+        toks = _tokens(first)
+        while toks and (toks[0] in _PREFIXES or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", toks[0])):
+            toks = toks[1:]
+            while toks and (toks[0].startswith("-") or re.fullmatch(r"\d+[smh]?", toks[0])):
+                toks = toks[1:]
+        if toks and toks[0].rsplit("/", 1)[-1] not in _WRAPPERS:
+            steps.append(toks)
+    return steps, "\n".join(bodies)
+
+
+@lru_cache(maxsize=65536)
+def action(tool: str, args: str | None) -> Action:
+    command = command_text(args)
+    if command is not None:
+        steps, bodies = _steps(command)
+        programs, paths, exact, words = [], set(), [], [bodies]
+        search = False
+        for toks in steps:
+            program = toks[0].rsplit("/", 1)[-1]
+            if program == "git" and len(toks) > 1:
+                program = f"git-{toks[1]}"
+                toks = toks[1:]
+            programs.append(program)
+            is_search = program in _SEARCH_PROGRAMS or program == "git-grep"
+            search = search or is_search
+            for t in toks[1:]:
+                if t.startswith("-"):
+                    if "=" in t:  # --option=value: the value is part of what the call asks
+                        exact.append(t)
+                    continue
+                if _PATHLIKE.search(t) and " " not in t and len(t) < 300:
+                    paths.add(t.rstrip("/"))
+                elif is_search:
+                    exact.append(t)
+                else:
+                    words.append(t)
+        return Action(tool.lower(), "+".join(programs), frozenset(paths), tuple(exact), _words(" ".join(words)),
+                      search)
+    a = _args(args)
+    if isinstance(a, dict) and not any(k in a for k in _OBJECT_KEYS | _DRIFTING_KEYS):
+        code = next((a[k] for k in _CODE_KEYS if isinstance(a.get(k), str)), None)
+        if code is not None:  # run_ipython / python tools: the code is the action, and it may drift
+            return Action(tool.lower(), tool.lower(), frozenset(), (), _words(code), False)
+    if not isinstance(a, dict):
+        return Action(tool.lower(), tool.lower(), frozenset(), (orjson.dumps(a).decode(),), frozenset(), False)
+    exact, drifting, paths = [], [], []
+    for k in sorted(a):
+        v = a[k]
+        if k in _IGNORED_KEYS:
+            continue
+        if k in _DRIFTING_KEYS and isinstance(v, str):
+            drifting.append(v)
+        elif k in _OBJECT_KEYS and isinstance(v, str) and _PATHLIKE.search(v):
+            paths.append(v.rstrip("/"))
+        else:
+            exact.append(f"{k}={orjson.dumps(v, option=orjson.OPT_SORT_KEYS).decode()}")
+    search = tool.lower() in ("grep", "glob", "search", "find", "search_files", "grep_search", "file_search")
+    return Action(tool.lower(), tool.lower(), frozenset(paths), tuple(exact), _words(" ".join(drifting)), search)
+
+
+def same_object(a: Action, b: Action) -> bool:
+    """Two calls act on one object: the same tool and program, the same paths, the same exact parts (search
+    patterns: a different pattern is a different question), and drifting parts that are near-identical."""
+    if a.tool != b.tool or a.program != b.program or a.paths != b.paths or a.exact != b.exact:
+        return False
+    if a.drifting == b.drifting:
+        return True
+    return bool(a.drifting and b.drifting) and jaccard(a.drifting, b.drifting) >= SIMILARITY
+
+
+# -- what a result says --------------------------------------------------------------------------------------------
+
+_CASCADE = re.compile(r"Sibling tool call errored|Cancelled: parallel tool call|cancelled because another tool call|"
+                      r"InputValidationError|<tool_use_error>|Invalid tool parameters|tool input validation",
+                      re.I)
+_PLACEHOLDER = re.compile(r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
+                          r"\)?\s*$)", re.I)
+_EXIT = re.compile(r"(?:<returncode>|Exit code:?|exit code|exited with code|Process exited with code)\s*(-?\d+)", re.I)
+_OUTPUT_NOISE = re.compile(r"</?returncode>|</?output>|</?warning>|^\s*(?:Exit code|Wall time|Chunk ID|Original "
+                           r"token count|Output|Process exited with code)[^\n]*$|\[Command finished[^\]]*\]", re.I | re.M)
+_ERROR_TEXT = re.compile(r"^\s*\[?(?:Your proposed edit has introduced new syntax error|No replacement was performed|"
+                         r"ERROR:|Error:|error:|Traceback \(most recent call last\)|E999|SyntaxError|No such file or "
+                         r"directory|command not found|bash: .*: No such file|Element with index \d+ not found)", re.M)
+# A reply the harness refused before anything ran (mini-swe-agent's "EXACTLY ONE action", a parse error): the
+# "call" is the reply's format, not the command it quoted.
+_FORMAT_ERROR = re.compile(r"EXACTLY ONE action|found \d+ actions|Please format your (?:action|response)|"
+                           r"could not parse your (?:action|response)|Your (?:action|response) was not formatted", re.I)
+_NO_MATCH = re.compile(r"^\s*(?:No matches found|No files found|No results|Found 0 (?:files|matches)|0 matches)\b",
+                       re.I)
+
+
+def _exit_code(result: str | None) -> int | None:
+    if not result:
+        return None
+    m = _EXIT.search(result[:400])
+    return int(m.group(1)) if m else None
+
+
+def _body(result: str | None) -> str:
+    """A result without its envelope (return code tags, exit-code and timing lines)."""
+    return _OUTPUT_NOISE.sub("", normalize_result(result or "")).strip()
+
+
+def format_error(c: CallView) -> bool:
+    """The harness refused the reply's format: the quoted command never ran."""
+    return bool(c.result) and bool(_FORMAT_ERROR.search((c.result or "")[:400]))
+
+
+def is_placeholder(result: str | None) -> bool:
+    return bool(result) and bool(_PLACEHOLDER.match(result or ""))
+
+
+def is_answer(c: CallView) -> bool:
+    """A non-zero exit that answers the question: a search that found nothing, a test/diff that said "different"."""
+    act = action(c.tool, c.args)
+    body = _body(c.result)
+    if act.search or c.tool.lower() in ("grep", "glob"):
+        return not body or bool(_NO_MATCH.match(body))
+    if act.program.split("+")[0] in ("test", "[", "[[", "diff", "cmp", "git-diff") and _exit_code(c.result) in (1, None):
+        return True
+    return False
+
+
+def failed(c: CallView) -> bool:
+    """A real failure of the agent's own action: flagged as an error or ending with a non-zero exit or an error
+    message, and neither an answer, a cascade of another call's failure, an input-validation refusal nor a
+    placeholder."""
+    if c.result is None or is_placeholder(c.result):
+        return False
+    head = c.result[:600]
+    if _CASCADE.search(head):
+        return False
+    code = _exit_code(c.result)
+    flagged = bool(c.is_error) or (code is not None and code != 0) or bool(_ERROR_TEXT.search(head))
+    return flagged and not is_answer(c)
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def alike(a: CallView, b: CallView) -> bool | None:
+    """Whether two results say the same thing (ignoring numbers such as element indices, line numbers and ids);
+    None when either has no comparable result (none, or a placeholder)."""
+    if a.result is None or b.result is None or is_placeholder(a.result) or is_placeholder(b.result):
+        return None
+    ra, rb = _DIGITS.sub("#", _body(a.result)), _DIGITS.sub("#", _body(b.result))
+    if ra == rb:
+        return True
+    return jaccard(_words(ra), _words(rb)) >= 0.8 if len(ra) > 40 and len(rb) > 40 else False
+
+
+# -- changes of state ------------------------------------------------------------------------------------------------
+
+_WRITES = re.compile(
+    r"\bsed\s+(?:-[a-zA-Z]*\s+)*-[a-zA-Z]*i|\bperl\s+-[a-zA-Z]*i|(?:^|[^0-9&>])>{1,2}\s*(?!&|/dev/null)[\w./~$\"'-]"
+    r"|\btee\b|\bpatch\b|\bgit\s+(?:apply|am|checkout|restore|reset|stash|commit|merge|rebase|cherry-pick|rm|mv)\b"
+    r"|\b(?:rm|mv|cp|mkdir|touch|ln|chmod|install|truncate)\s|\b(?:pip|pip3|uv|npm|pnpm|yarn|cargo|apt|apt-get|brew)"
+    r"\s+(?:install|add|i)\b|\bcat\s*<<|\.write_text\(|\.write\(|open\([^)]*['\"][wa]['\"]|\bed\s|^\s*(?:edit|create)\s"
+    r"|\bstr_replace\b|\binsert\b|\bapply_patch\b", re.M)
+
+
+def changed_state(c: CallView) -> bool:
+    """A successful call that changed something: an edit/write tool, or a shell command that writes files or
+    installs (``sed -i``, a redirect, ``tee``, ``git checkout``, a heredoc, ``pip install`` …)."""
+    if failed(c) or c.result is None and c.is_error:
+        return False
+    if is_mutating(c.tool):
+        return True
+    cmd = command_text(c.args)
+    if cmd is None:
+        a = _args(c.args)
+        code = a.get("code") if isinstance(a, dict) else None
+        return isinstance(code, str) and bool(re.search(r"edit_file|create_file|append_file|insert_content|"
+                                                        r"\.write\(|open\([^)]*['\"][wa]", code))
+    return bool(_WRITES.search(cmd))
+
+
+# -- the judgement ---------------------------------------------------------------------------------------------------
+
+def _label(c: CallView, width: int = 60) -> str:
+    cmd = command_text(c.args)
+    s = f"{c.tool}: {cmd}" if cmd is not None else f"{c.tool} {c.args or ''}"
+    s = " ".join(s.split())
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _result_words(c: CallView) -> str:
+    if failed(c):
+        return "the same error"
+    body = _body(c.result)
+    return "the same empty result" if not body else "the same result"
+
+
+def judge_calls(kind: str, positions: Sequence[int], period: int | None, view: Callable[[int], CallView],
+                between: Callable[[int, int], Sequence[int]]) -> list[Judged]:
+    """The episodes a candidate of ``kind`` (streak, cycle, drift, failure, window, nested) really holds: none, one,
+    or (a failure run whose object changes) several. ``view(p)`` gives a call; ``between(a, b)`` the top-level
+    positions strictly between two of the candidate's calls in its user turn."""
+    calls = [view(p) for p in positions]
+    if kind == "failure":
+        return _failure_runs(positions, calls)
+    if kind == "drift":
+        return _drift_runs(positions, calls)
+    if kind == "window":
+        for a, b in zip(positions, positions[1:]):
+            if any(changed_state(view(q)) for q in between(a, b)):
+                return []
+    block = period or 1
+    stuck = _stuck(calls, block)
+    n = len(positions) // block if kind == "cycle" else len(positions)
+    if kind == "cycle":
+        why = (f"the block {' → '.join(_label(c, 40) for c in calls[:block])} repeated {n}×"
+               + (", with the same results each round" if stuck else ", and its results changed (progress)"))
+    elif kind == "nested":
+        why = f"{_label(calls[0])} repeated {n}× inside one script"
+    else:
+        spread = "in a row" if kind == "streak" else "within a few calls, with no change in between"
+        why = (f"the same {_label(calls[0])} {n}× {spread}, " +
+               (_result_words(calls[-1]) + " each time" if stuck else "but its result changed (progress)"))
+    return [Judged(list(positions), stuck, why)]
+
+
+def _stuck(calls: list[CallView], block: int) -> bool:
+    """No repeat made progress. The calls repeat identically (a streak, a window, a cycle's block), so a repeated
+    write changes nothing new: progress shows in the results. A single call repeated is stuck when each repeat got
+    the same result as the one before (numbers aside) or failed as it did; a cycle when every round ended the same
+    way (its last call's result). A repeat with no comparable result (none, a placeholder, or a reply refused for
+    its format, whose command never ran) is no evidence either way."""
+    evidence = False
+    for i in range(block, len(calls), 1 if block == 1 else block):
+        j = i + block - 1 if block > 1 else i
+        if j >= len(calls):
+            break
+        prev, cur = calls[j - block], calls[j]
+        if format_error(cur) or format_error(prev):
+            continue
+        if failed(cur) and failed(prev):
+            same = alike(prev, cur)
+            if same is False:
+                return False
+            evidence = True
+            continue
+        same = alike(prev, cur)
+        if same is None:
+            continue
+        if not same:
+            return False
+        evidence = True
+    return evidence
+
+
+def _pieces(positions: Sequence[int], calls: list[CallView], link: Callable[[CallView, CallView], bool]
+            ) -> list[tuple[list[int], list[CallView]]]:
+    out: list[tuple[list[int], list[CallView]]] = []
+    cur_p, cur_c = [positions[0]], [calls[0]]
+    for p, c in zip(positions[1:], calls[1:]):
+        if link(cur_c[-1], c):
+            cur_p.append(p)
+            cur_c.append(c)
+        else:
+            out.append((cur_p, cur_c))
+            cur_p, cur_c = [p], [c]
+    out.append((cur_p, cur_c))
+    return [(p, c) for p, c in out if len(p) >= MIN_REPEATS]
+
+
+def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]:
+    """The same action failing again and again: consecutive real failures on one object."""
+    def link(a: CallView, b: CallView) -> bool:
+        if format_error(a) or format_error(b):
+            # replies refused for their format, trying again to act on the same files (in varying commands)
+            return (format_error(a) and format_error(b)
+                    and bool(action(a.tool, a.args).paths & action(b.tool, b.args).paths))
+        return (failed(a) and failed(b) and same_object(action(a.tool, a.args), action(b.tool, b.args))
+                and bool(alike(a, b)))
+
+    out = []
+    for ps, cs in _pieces(positions, calls, link):
+        if format_error(cs[0]):
+            why = f"{len(ps)} replies in a row refused for their format (the same format error), no fix in between"
+        else:
+            why = f"{_label(cs[0])} failed {len(ps)}× in a row with the same error, no fix in between"
+        out.append(Judged(ps, True, why))
+    return out
+
+
+def _drift_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]:
+    """The same action with drifting arguments (flags, a wrapper, a retried edit's old text) answered alike."""
+    def link(a: CallView, b: CallView) -> bool:
+        if format_error(a) or format_error(b) or not same_object(action(a.tool, a.args), action(b.tool, b.args)):
+            return False
+        if failed(a) and failed(b):
+            return bool(alike(a, b))
+        return not failed(b) and not changed_state(b) and bool(alike(a, b))
+
+    out = []
+    for ps, cs in _pieces(positions, calls, link):
+        errors = all(failed(c) for c in cs[1:])
+        why = (f"{_label(cs[0])} retried {len(ps)}× with arguments barely changing, "
+               + ("failing the same way each time" if errors else "getting the same answer each time"))
+        out.append(Judged(ps, True, why))
+    return out
+
+
+# -- text --------------------------------------------------------------------------------------------------------------
+
+_FENCE_BLOCK = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
+_MARKUP_LINE = re.compile(r"^\s*(?:\|.*\||[-*_=]{3,}|#{1,6}\s.*|>\s?.*|<[^>]+>)\s*$")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+MIN_SENTENCE_CHARS = 16
+
+
+def prose(text: str) -> str:
+    """The text a person reads as thought: fenced code, tables, rules, headings, quotes and tags removed, list
+    markers stripped."""
+    body = _FENCE_BLOCK.sub("\n", text or "")
+    lines = []
+    for line in body.splitlines():
+        if _MARKUP_LINE.match(line):
+            continue
+        lines.append(_LIST_MARK.sub("", line))
+    return "\n".join(lines)
+
+
+def _norm(s: str) -> str:
+    return " ".join(s.lower().split())
+
+
+_CODE_CHARS = re.compile(r"[=(){}\[\];<>$\\|`#@*/_]")
+_CODE_START = re.compile(r"^\s*(?:def|class|import|from|return|elif|else|if|for|while|try|except|with|self\.|"
+                         r"print|sed|cat|echo|grep|python|\d+[:|]?\s)", re.I)
+
+
+def _code_like(unit: str) -> bool:
+    """A line of code, a command or a numbered listing line rather than a sentence of thought."""
+    if _CODE_START.match(unit):
+        return True
+    return len(_CODE_CHARS.findall(unit)) >= max(3, len(unit) // 12)
+
+
+def degenerate(text: str) -> tuple[int, str] | None:
+    """(repeats, the repeated unit) when one message repeats itself degenerately: one sentence or line of prose 3+
+    times back to back, or filling a third of the message; or one whole fenced block 3+ times. None otherwise."""
+    # one fenced block restated again and again, back to back (little or no prose between the copies)
+    run, prev, end = 1, None, 0
+    for m in _FENCE_BLOCK.finditer(text or ""):
+        body = _norm(m.group(1))
+        gap = len((text or "")[end:m.start()].strip())
+        run = run + 1 if body == prev and gap <= 200 else 1
+        prev, end = body, m.end()
+        if run >= MIN_REPEATS and len(body) >= MIN_SENTENCE_CHARS:
+            count = sum(1 for b in _FENCE_BLOCK.findall(text or "") if _norm(b) == body)
+            return count, body
+    units = [_norm(u) for u in _SENTENCE.split(prose(text))]
+    units = [u for u in units if len(u) >= MIN_SENTENCE_CHARS and not _code_like(u)]
+    if len(units) < MIN_REPEATS:
+        return None
+    runs: Counter[str] = Counter()
+    run = 1
+    for a, b in zip(units, units[1:]):
+        run = run + 1 if a == b else 1
+        if run >= MIN_REPEATS:
+            runs[b] = max(runs[b], run)
+    if runs:
+        unit = runs.most_common(1)[0][0]
+        return units.count(unit), unit
+    # not back to back, but filling the message: a third of it, and its last third
+    unit, count = Counter(units).most_common(1)[0]
+    tail = units[len(units) * 2 // 3:]
+    if count >= MIN_REPEATS and count * len(unit) >= len(" ".join(units)) / 3 and tail.count(unit) >= 2:
+        return count, unit
+    return None
+
+
+def same_reply(texts: Sequence[str]) -> bool:
+    """Consecutive replies that say the same thing: their prose near-identical (code and markup aside)."""
+    words = [_words(prose(t)) for t in texts]
+    if any(len(w) < 4 for w in words):
+        return False
+    return all(jaccard(a, b) >= 0.8 for a, b in zip(words, words[1:]))
+
+
+def judge_text(texts: Sequence[str], single: bool) -> tuple[int, str] | None:
+    """(repeats, why) when a candidate text loop is degenerate generation, else None."""
+    if single:
+        got = degenerate(texts[0])
+        if got is None:
+            return None
+        n, unit = got
+        snippet = unit if len(unit) <= 60 else unit[:59] + "…"
+        return n, f"one message repeats “{snippet}” {n}×"
+    if not same_reply(texts):
+        return None
+    first = " ".join(prose(texts[0]).split())
+    snippet = first if len(first) <= 60 else first[:59] + "…"
+    return len(texts), f"the same reply {len(texts)}× in a row: “{snippet}”"
