@@ -117,8 +117,13 @@ def _drift(family: list[dict[str, str]], n: int, result: tuple, text: str) -> tu
     return ("block", [(text, [("bash", family[i], result)], 100, 0.1) for i in range(n)], 1)
 
 
-def _failures(n: int) -> tuple:
-    commands = ["npm run build", "yarn build", "pnpm build", "npx vite build", "make all"]
+# Failing commands: five different build tools (exploration, not a loop), or one target with drifting flags (a
+# failure loop when three or more fail the same way).
+FAILING = [["npm run build", "yarn build", "pnpm build", "npx vite build", "make all"],
+           ["make all", "make -j2 all", "make -j4 all", "make -k all", "make -B all"]]
+
+
+def _failures(commands: list[str], n: int) -> tuple:
     return ("block", [("", [("bash", {"command": commands[i]}, ("error: exit 1", True))], 50, 0.2)
                       for i in range(n)], 1)
 
@@ -126,7 +131,7 @@ def _failures(n: int) -> tuple:
 session_st = st.lists(st.one_of(
     st.just(("user",)),
     st.builds(_drift, st.sampled_from(DRIFTS), st.integers(2, 5), st.sampled_from(RESULTS), st.sampled_from(TEXTS)),
-    st.builds(_failures, st.integers(2, 5)),
+    st.builds(_failures, st.sampled_from(FAILING), st.integers(2, 5)),
     message_item_st.map(lambda m: ("msg", m, 1)),
     st.tuples(message_item_st, st.integers(2, 5)).map(lambda m: ("msg", m[0], m[1])),
     st.tuples(st.lists(message_item_st, min_size=2, max_size=3), st.integers(2, 4))

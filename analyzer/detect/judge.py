@@ -133,7 +133,7 @@ def _tokens(segment: str) -> list[str]:
         return segment.split()
 
 
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n(.*?)(?:\n\2\s*(?:\n|$)|\Z)", re.S)
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n(.*?)(?:\n\2\s*(?:\n|$)|\Z)", re.S)
 
 
 def _unwrap(command: str) -> str:
@@ -162,8 +162,8 @@ def _steps(command: str) -> tuple[list[list[str]], str]:
         cmd = m.group(1)
 
     def keep_body(m: re.Match[str]) -> str:
-        bodies.append(m.group(3))
-        return "<<HEREDOC\n"
+        bodies.append(m.group(4))
+        return f"<<HEREDOC{m.group(3)}\n"
 
     cmd = _HEREDOC.sub(keep_body, cmd)
     steps = []
@@ -322,12 +322,38 @@ def alike(a: CallView, b: CallView) -> bool | None:
 
 # -- changes of state ------------------------------------------------------------------------------------------------
 
-_WRITES = re.compile(
-    r"\bsed\s+(?:-[a-zA-Z]*\s+)*-[a-zA-Z]*i|\bperl\s+-[a-zA-Z]*i|(?:^|[^0-9&>])>{1,2}\s*(?!&|/dev/null)[\w./~$\"'-]"
-    r"|\btee\b|\bpatch\b|\bgit\s+(?:apply|am|checkout|restore|reset|stash|commit|merge|rebase|cherry-pick|rm|mv)\b"
-    r"|\b(?:rm|mv|cp|mkdir|touch|ln|chmod|install|truncate)\s|\b(?:pip|pip3|uv|npm|pnpm|yarn|cargo|apt|apt-get|brew)"
-    r"\s+(?:install|add|i)\b|\bcat\s*<<|\.write_text\(|\.write\(|open\([^)]*['\"][wa]['\"]|\bed\s|^\s*(?:edit|create)\s"
-    r"|\bstr_replace\b|\binsert\b|\bapply_patch\b", re.M)
+_WRITE_PROGRAMS = frozenset({"rm", "mv", "cp", "mkdir", "touch", "ln", "chmod", "chown", "install", "truncate",
+                             "tee", "patch", "ed", "dd", "unzip", "tar", "rsync", "edit", "create", "apply_patch"})
+_WRITE_GIT = frozenset({"git-apply", "git-am", "git-checkout", "git-restore", "git-reset", "git-stash", "git-commit",
+                        "git-merge", "git-rebase", "git-cherry-pick", "git-rm", "git-mv", "git-switch", "git-pull"})
+_INSTALLERS = frozenset({"pip", "pip3", "uv", "npm", "pnpm", "yarn", "cargo", "apt", "apt-get", "brew", "conda",
+                         "go", "gem"})
+_CODE_WRITES = re.compile(r"\.write_text\(|\.write\(|open\([^)]*['\"][wa]b?\+?['\"]|edit_file|create_file|"
+                          r"append_file|insert_content|os\.(?:remove|rename|replace)|shutil\.")
+
+
+def _shell_writes(command: str) -> bool:
+    """A shell command that writes files or installs: a writing program, ``sed -i``, a redirect to a file, a
+    heredoc into a file, ``git checkout``/``apply``…, a package install, Python code that writes."""
+    steps, _ = _steps(command)
+    for toks in steps:
+        program = toks[0].rsplit("/", 1)[-1]
+        args = toks[1:]
+        if program in _WRITE_PROGRAMS or (program == "git" and args and f"git-{args[0]}" in _WRITE_GIT):
+            return True
+        if program in ("sed", "perl") and any(t.startswith("-") and "i" in t.lstrip("-") for t in args):
+            return True
+        if program in _INSTALLERS and any(t in ("install", "add", "i", "get") for t in args[:2]):
+            return True
+        if any((t in (">", ">>") and (k + 1 >= len(args) or args[k + 1] != "/dev/null"))
+               or (t.startswith(">") and t not in (">", ">>", ">&2") and "/dev/null" not in t)
+               or (">" in t and not t.startswith(("2>", "&>", "-")) and t.split(">", 1)[1][:1] not in ("&", "")
+                   and "/dev/null" not in t and "=" not in t.split(">", 1)[0] and not t.startswith(("'", '"')))
+               for k, t in enumerate(args)):
+            return True
+        if program.startswith("python") and "-c" in args and _CODE_WRITES.search(" ".join(args)):
+            return True
+    return False
 
 
 def changed_state(c: CallView) -> bool:
@@ -343,7 +369,7 @@ def changed_state(c: CallView) -> bool:
         code = a.get("code") if isinstance(a, dict) else None
         return isinstance(code, str) and bool(re.search(r"edit_file|create_file|append_file|insert_content|"
                                                         r"\.write\(|open\([^)]*['\"][wa]", code))
-    return bool(_WRITES.search(cmd))
+    return _shell_writes(cmd)
 
 
 # -- the judgement ---------------------------------------------------------------------------------------------------
@@ -438,15 +464,15 @@ def _pieces(positions: Sequence[int], calls: list[CallView], link: Callable[[Cal
 def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]:
     """The same action failing again and again: consecutive real failures on one object."""
     def link(a: CallView, b: CallView) -> bool:
-        if format_error(a) or format_error(b):
-            # replies refused for their format, trying again to act on the same files (in varying commands)
-            return (format_error(a) and format_error(b)
-                    and bool(action(a.tool, a.args).paths & action(b.tool, b.args).paths))
+        if format_error(a) or format_error(b):  # replies refused for their format: the reply is the action
+            return format_error(a) and format_error(b)
         return (failed(a) and failed(b) and same_object(action(a.tool, a.args), action(b.tool, b.args))
                 and bool(alike(a, b)))
 
     out = []
     for ps, cs in _pieces(positions, calls, link):
+        if format_error(cs[0]) and len(ps) < MIN_FORMAT_REFUSALS:
+            continue
         if format_error(cs[0]):
             why = f"{len(ps)} replies in a row refused for their format (the same format error), no fix in between"
         else:
@@ -480,6 +506,9 @@ _MARKUP_LINE = re.compile(r"^\s*(?:\|.*\||[-*_=]{3,}|#{1,6}\s.*|>\s?.*|<[^>]+>)\
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 MIN_SENTENCE_CHARS = 16
+# A harness's format refusal says exactly what to fix; a few resends while the model restructures a multi-step reply
+# are friction (the labelled real runs show 2-4, then a good reply). Refused again and again, it is stuck.
+MIN_FORMAT_REFUSALS = 5
 
 
 def prose(text: str) -> str:

@@ -238,6 +238,16 @@ class SessionBuilder:
         self.n_turns += 1
         self.current_turn_id = None
 
+    def harness_message(self, text: str, ts: Any, line: int) -> None:
+        """A message the harness sent in the user's place (an automatic "please continue"): recorded with role
+        ``harness``, and not a user prompt, so loop counting does not restart at it."""
+        if self._open:
+            self.flush_turns()
+        self._emit_turn(_Turn(f"h{self.n_turns}", self.n_turns, "harness", [text], None, ts, self.turn, False, None,
+                              None, line))
+        self.n_turns += 1
+        self.current_turn_id = None
+
     def assistant(
         self,
         turn_id: str | None,

@@ -73,7 +73,7 @@ TURNS = _t(
     ("session_id", "VARCHAR", "`sessions.session_id`."),
     ("turn_id", "VARCHAR", "The message's own id (Claude `message.id`, pi entry id); else a position-derived id."),
     ("turn_index", "INTEGER", "0-based position among the session's turns."),
-    ("role", "VARCHAR", "`user` (a prompt) or `assistant`."),
+    ("role", "VARCHAR", "`user` (a prompt), `assistant`, or `harness` (a message a harness sent in the user's place, such as an automatic \"please continue\": it does not start a user turn)."),
     ("text", "VARCHAR", "Visible text (thinking excluded)."),
     ("model", "VARCHAR", "Model that wrote an assistant message."),
     ("ts", "TIMESTAMP", "Timestamp, UTC."),

@@ -186,13 +186,17 @@ class _Builder:
         return [i for i in range(a + 1, b) if self.d.parent[i] is None]
 
     def calls(self, kind: str, calls: list[int], n_first: int, repeats: int, period: int | None,
-              label: str | None = None) -> None:
-        """Judge a candidate episode (``judge.judge_calls``) and emit what it really holds."""
+              label: str | None = None) -> list[int]:
+        """Judge a candidate episode (``judge.judge_calls``), emit what it really holds, and return the calls those
+        episodes hold (the others stay free for the kinds claimed after)."""
+        kept: list[int] = []
         for j in judge_calls(kind, calls, period, self.view, self.between):
             pos = j.positions
             n = len(pos) // period if kind == "cycle" and period else len(pos)
             self._emit(kind, pos, n_first, n, period, j.stuck, j.why,
                        label if label is not None and pos == calls else None)
+            kept.extend(pos)
+        return kept
 
     def _emit(self, kind: str, calls: list[int], n_first: int, repeats: int, period: int | None, stuck: bool,
               why: str, label: str | None) -> None:
@@ -255,10 +259,13 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
     scripts = b.scripts
     is_script = [d.call_id[i] in scripts for i in seg] if scripts else [False] * n
 
-    def claim(s: int, e: int) -> list[int]:
-        for j in range(s, e + 1):
-            claimed[j] = True
-        return [seg[j] for j in range(s, e + 1)]
+    where = {p: j for j, p in enumerate(seg)}
+
+    def claim(kind: str, s: int, e: int, n_first: int, repeats: int, period: int | None,
+              label: str | None = None) -> None:
+        """Offer seg[s..e] as a ``kind`` episode; the calls the judgement keeps are claimed."""
+        for p in b.calls(kind, [seg[j] for j in range(s, e + 1)], n_first, repeats, period, label):
+            claimed[where[p]] = True
 
     # cycles, smallest period first, so (A B) x 6 is one 2-cycle and not also a 4-cycle
     for k in range(2, 6):
@@ -274,15 +281,14 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
             for s, e in _unclaimed_pieces(j0 - k, j - 1, claimed):
                 reps = (e - s + 1) // k
                 if reps >= MIN_REPEATS:  # a trailing partial block repeats too, so it belongs to the episode
-                    calls = claim(s, e)
-                    label = " → ".join(b._label_call(i, 60) for i in calls[:k])
-                    b.calls("cycle", calls, k, reps, k, label)
+                    label = " → ".join(b._label_call(seg[i], 60) for i in range(s, s + k))
+                    claim("cycle", s, e, k, reps, k, label)
 
     def contiguous(kind: str, linked: list[bool], period: int | None) -> None:
         for s, e in _runs(linked):
             for ps, pe in _unclaimed_pieces(s, e, claimed):
                 if pe - ps + 1 >= MIN_REPEATS:
-                    b.calls(kind, claim(ps, pe), 1, pe - ps + 1, period)
+                    claim(kind, ps, pe, 1, pe - ps + 1, period)
 
     contiguous("streak", [j > 0 and keys[j] == keys[j - 1] for j in range(n)], 1)
     tok = d.tokens
@@ -311,9 +317,8 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
                 continue
             if len(chain) >= MIN_REPEATS and any(chain[x + MIN_REPEATS - 1] - chain[x] <= WINDOW
                                                  for x in range(len(chain) - MIN_REPEATS + 1)):
-                for q in chain:
-                    claimed[q] = True
-                b.calls("window", [seg[q] for q in chain], 1, len(chain), None)
+                for kept in b.calls("window", [seg[q] for q in chain], 1, len(chain), None):
+                    claimed[where[kept]] = True
             if p is not None:
                 chain = [p]
 

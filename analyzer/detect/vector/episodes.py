@@ -37,7 +37,8 @@ TurnsFn = Callable[[pl.DataFrame], pl.DataFrame]
 _HOT = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window_count", "drift_run", "fail_run")
 _EMPTY_STRINGS = pl.lit([], pl.List(pl.String))
 
-Emitted = tuple[int, str, "int | None", int, int, list[int]]  # seg, kind, period, n_first, repeats, positions
+# seg, kind, period, n_first, repeats, positions (in the segment), stuck, why: a judged top-level episode
+Emitted = tuple[int, str, "int | None", int, int, list[int], bool, str]
 # A judged call episode: kind, period, n_first, repeats, rows (of the calls frame), stuck, why.
 Judged = tuple[str, "int | None", int, int, list[int], bool, str]
 
@@ -62,7 +63,7 @@ def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.
     c = calls.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
     m = messages.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("mrow"))
     emitted, top = _top_level(c, heads)
-    judged = _judge(_candidates(emitted, top, _nested_clusters(c, nested_links)), c, heads)
+    judged = _judged(emitted, top, _nested_clusters(c, nested_links), c, heads)
     call_members, meta = _call_members(judged)
     groups, single = _text_groups(c, m, text_links, call_members)
     verdicts = [judge_text(m["text"].gather(g).fill_null("").to_list(), s) for g, s in zip(groups, single)]
@@ -132,7 +133,25 @@ def _top_level(c: pl.DataFrame, heads: HeadsFn) -> tuple[list[Emitted], pl.DataF
     if not runs_by_kind.height and not windows:
         return [], top
     seg_len = dict(top.group_by("seg").len().iter_rows())
-    return _claim(runs_by_kind, windows, seg_len), top
+    segs = set(runs_by_kind["seg"].to_list()) | set(windows)
+    where = {(s, j): r for s, j, r in top.filter(pl.col("seg").is_in(list(segs))).select("seg", "j", "row")
+             .iter_rows()}
+    need: set[int] = set()
+    for seg, first, last, _ in runs_by_kind.iter_rows():
+        need.update(where[(seg, j)] for j in range(first, last + 1))
+    for seg, keyed in windows.items():
+        for occ in keyed:
+            rows = [where[(seg, o[0])] for o in occ]
+            need.update(range(min(rows), max(rows) + 1))
+    views = _Views(c, heads, need)
+
+    def judge(seg: int, kind: str, period: int | None, positions: list[int]) -> list[tuple[list[int], bool, str]]:
+        rows = [where[(seg, j)] for j in positions]
+        back = {r: j for r, j in zip(rows, positions)}
+        return [([back[r] for r in v.positions], v.stuck, v.why)
+                for v in judge_calls(kind, rows, period, views.view, views.between)]
+
+    return _claim(runs_by_kind, windows, seg_len, judge), top
 
 
 def _results_alike(top: pl.DataFrame, heads: HeadsFn) -> pl.Series:
@@ -196,10 +215,14 @@ def _window_candidates(top: pl.DataFrame) -> dict[int, list[list[tuple[int, int,
     return out
 
 
-def _claim(runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]]]], seg_len: dict[int, int]
-           ) -> list[Emitted]:
+JudgeFn = Callable[[int, str, "int | None", list[int]], list[tuple[list[int], bool, str]]]
+
+
+def _claim(runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]]]], seg_len: dict[int, int],
+           judge: JudgeFn) -> list[Emitted]:
     """The reference's claiming, segment by segment: cycles by period, then streak, drift and failure runs, each
-    taking only unclaimed pieces long enough to count, then window chains over the calls left."""
+    offering only unclaimed pieces long enough to count, then window chains over the calls left. Each offer is
+    judged (``judge.judge_calls``); only the calls of the episodes it keeps are claimed."""
     by_seg: dict[int, list[tuple[int, int, int]]] = {}
     for seg, first, last, kind in runs.iter_rows():
         by_seg.setdefault(seg, []).append((kind, first, last))
@@ -212,20 +235,25 @@ def _claim(runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]
             for s, e in _unclaimed_pieces(first, last, claimed):
                 length = e - s + 1
                 if period is not None and length // period >= MIN_REPEATS:
-                    out.append((seg, "cycle", period, period, length // period, list(range(s, e + 1))))
+                    kind_name, n_first, per = "cycle", period, period
                 elif period is None and length >= MIN_REPEATS:
-                    out.append((seg, name, 1 if name == "streak" else None, 1, length, list(range(s, e + 1))))
+                    kind_name, n_first, per = name, 1, (1 if name == "streak" else None)
                 else:
                     continue
-                claimed[s:e + 1] = b"\x01" * length
+                for pos, stuck, why in judge(seg, kind_name, per, list(range(s, e + 1))):
+                    n = len(pos) // period if period else len(pos)
+                    out.append((seg, kind_name, per, n_first, n, pos, stuck, why))
+                    for q in pos:
+                        claimed[q] = 1
         for occurrences in windows.get(seg, ()):
             free = [o for o in occurrences if not claimed[o[0]]]
             if len(free) < MIN_REPEATS:
                 continue
             for chain in _window_chains(free):
-                for q in chain:
-                    claimed[q] = 1
-                out.append((seg, "window", None, 1, len(chain), chain))
+                for pos, stuck, why in judge(seg, "window", None, chain):
+                    out.append((seg, "window", None, 1, len(pos), pos, stuck, why))
+                    for q in pos:
+                        claimed[q] = 1
     return out
 
 
@@ -296,48 +324,44 @@ def _nested_clusters(c: pl.DataFrame, links: pl.DataFrame) -> list[list[int]]:
     return [cl for cl in _components(_same_turn_edges(links, c["user_turn"])) if len(cl) >= MIN_NESTED]
 
 
-def _candidates(emitted: list[Emitted], top: pl.DataFrame, nested: list[list[int]]
-                ) -> list[tuple[str, int | None, int, list[int]]]:
-    """Every candidate call episode as (kind, period, n_first, rows of the calls frame)."""
-    out: list[tuple[str, int | None, int, list[int]]] = []
+class _Views:
+    """The calls the judgement reads (``judge.CallView``), for a set of rows of the calls frame, read at once (the
+    result heads in one lookup)."""
+
+    def __init__(self, c: pl.DataFrame, heads: HeadsFn, rows: set[int]) -> None:
+        order = sorted(rows)
+        sub = c.select("session_id", "seq", "tool", "args", "result_key", "is_error", "parent_call_id")[order]
+        keys = sub.filter(pl.col("result_key").is_not_null()).select("session_id", "seq")
+        got = {(s, q): h for s, q, h in heads(keys).iter_rows()} if keys.height else {}
+        self.views: dict[int, CallView] = {}
+        self.top_level: dict[int, bool] = {}
+        for r, (sid, seq, tool, args, rkey, err, parent) in zip(order, sub.iter_rows()):
+            self.views[r] = CallView(tool, args, got.get((sid, seq)) if rkey is not None else None, err)
+            self.top_level[r] = parent is None
+
+    def view(self, row: int) -> CallView:
+        return self.views[row]
+
+    def between(self, a: int, b: int) -> list[int]:
+        return [r for r in range(a + 1, b) if self.top_level[r]]
+
+
+def _judged(emitted: list[Emitted], top: pl.DataFrame, nested: list[list[int]], c: pl.DataFrame,
+            heads: HeadsFn) -> list[Judged]:
+    """Every kept call episode, with rows of the calls frame: the judged top-level ones, then the nested ones
+    (judged here)."""
+    out: list[Judged] = []
     if emitted:
         segs = {e[0] for e in emitted}
         part = top.filter(pl.col("seg").is_in(list(segs))).select("seg", "j", "row")
         where = {(s, j): r for s, j, r in part.iter_rows()}
-        for s, kind, period, n_first, _, members in emitted:
-            out.append((kind, period, n_first, [where[(s, j)] for j in members]))
-    out.extend(("nested", None, 1, list(cluster)) for cluster in nested)
-    return out
-
-
-def _judge(cands: list[tuple[str, int | None, int, list[int]]], c: pl.DataFrame, heads: HeadsFn) -> list[Judged]:
-    """``judge.judge_calls`` over every candidate, with the calls (and, for windows, the calls between) read once."""
-    if not cands:
-        return []
-    need: set[int] = set()
-    for kind, _, _, rows in cands:
-        need.update(rows)
-        if kind == "window":
-            for a, b in zip(rows, rows[1:]):
-                need.update(range(a + 1, b))
-    order = sorted(need)
-    sub = c.select("session_id", "seq", "tool", "args", "result_key", "is_error", "parent_call_id")[order]
-    keys = sub.filter(pl.col("result_key").is_not_null()).select("session_id", "seq")
-    got = {(s, q): h for s, q, h in heads(keys).iter_rows()} if keys.height else {}
-    views: dict[int, CallView] = {}
-    top_level: dict[int, bool] = {}
-    for r, (sid, seq, tool, args, rkey, err, parent) in zip(order, sub.iter_rows()):
-        views[r] = CallView(tool, args, got.get((sid, seq)) if rkey is not None else None, err)
-        top_level[r] = parent is None
-
-    def between(a: int, b: int) -> list[int]:
-        return [r for r in range(a + 1, b) if top_level[r]]
-
-    out: list[Judged] = []
-    for kind, period, n_first, rows in cands:
-        for j in judge_calls(kind, rows, period, views.__getitem__, between):
-            n = len(j.positions) // period if kind == "cycle" and period else len(j.positions)
-            out.append((kind, period, n_first, n, j.positions, j.stuck, j.why))
+        for s, kind, period, n_first, repeats, members, stuck, why in emitted:
+            out.append((kind, period, n_first, repeats, [where[(s, j)] for j in members], stuck, why))
+    if nested:
+        views = _Views(c, heads, {r for cl in nested for r in cl})
+        for cluster in nested:
+            for v in judge_calls("nested", cluster, None, views.view, views.between):
+                out.append(("nested", None, 1, len(v.positions), v.positions, v.stuck, v.why))
     return out
 
 

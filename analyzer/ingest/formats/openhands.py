@@ -51,6 +51,9 @@ from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder
 
 FORMAT = "openhands"
+# OpenHands' evaluation harness answers an agent that stops without finishing in the user's place ("fake user
+# response"): a nudge, not a person's prompt, so it does not start a new user turn.
+_AUTO_CONTINUE = re.compile(r"\s*Please continue working on the task on whatever approach you think is suitable")
 ALIASES = ("open-hands", "oh", "openhands-ai")
 SNIFF_RANK = 40  # its output.jsonl rows before the loose OpenAI messages
 
@@ -235,7 +238,9 @@ class Parser:
                 thought = args.get("thought") if isinstance(args.get("thought"), str) else None
                 if action == "message":
                     text = args.get("content") if isinstance(args.get("content"), str) else text_of(ev.get("message"))
-                    if source == "user" or (source is None and not b.n_turns and not prompt):
+                    if source == "user" and _AUTO_CONTINUE.match(text or ""):
+                        b.harness_message(text or "", ts, line)
+                    elif source == "user" or (source is None and not b.n_turns and not prompt):
                         b.user_prompt(text or "", ts, line)
                     else:
                         self._assistant(b, ev, k, text or None, ts, line, run_cost, seen_responses)
@@ -310,7 +315,9 @@ class Parser:
                 extra = text_of(ev.get("extended_content"))
                 if extra:
                     text = f"{text}\n{extra}" if text else extra
-                if ev.get("source") == "user" or msg.get("role") == "user":
+                if (ev.get("source") == "user" or msg.get("role") == "user") and _AUTO_CONTINUE.match(text or ""):
+                    b.harness_message(text, ts, line)
+                elif ev.get("source") == "user" or msg.get("role") == "user":
                     b.user_prompt(text, ts, line)
                 else:
                     rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
