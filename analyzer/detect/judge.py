@@ -34,7 +34,7 @@ from typing import Any
 import orjson
 
 from analyzer.detect.keys import jaccard, normalize_result
-from analyzer.detect.rules import MIN_REPEATS, SIMILARITY, is_mutating
+from analyzer.detect.rules import MIN_REPEATS, SIMILARITY, WINDOW, is_mutating
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,15 +345,15 @@ def _shell_writes(command: str) -> bool:
             return True
         if program in _INSTALLERS and any(t in ("install", "add", "i", "get") for t in args[:2]):
             return True
-        if any((t in (">", ">>") and (k + 1 >= len(args) or args[k + 1] != "/dev/null"))
-               or (t.startswith(">") and t not in (">", ">>", ">&2") and "/dev/null" not in t)
-               or (">" in t and not t.startswith(("2>", "&>", "-")) and t.split(">", 1)[1][:1] not in ("&", "")
-                   and "/dev/null" not in t and "=" not in t.split(">", 1)[0] and not t.startswith(("'", '"')))
-               for k, t in enumerate(args)):
-            return True
         if program.startswith("python") and "-c" in args and _CODE_WRITES.search(" ".join(args)):
             return True
-    return False
+    bare = _QUOTED.sub("''", _HEREDOC.sub(lambda m: f"<<{m.group(2)}{m.group(3)}\n", _unwrap(command)))
+    return bool(_REDIRECT.search(bare))
+
+
+_QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
+# A redirect into a file (not 2>&1, >&2, >/dev/null), outside quoted text.
+_REDIRECT = re.compile(r"(?<![0-9&>-])>{1,2}\s*(?!&|/dev/null|\s*$)[\w./~$-]")
 
 
 def changed_state(c: CallView) -> bool:
@@ -399,9 +399,10 @@ def judge_calls(kind: str, positions: Sequence[int], period: int | None, view: C
     if kind == "drift":
         return _drift_runs(positions, calls)
     if kind == "window":
-        for a, b in zip(positions, positions[1:]):
-            if any(changed_state(view(q)) for q in between(a, b)):
-                return []
+        return [j for piece in _unfixed_pieces(positions, view, between)
+                for j in judge_calls("window-piece", piece, None, view, between)]
+    if kind == "window-piece":
+        kind = "window"
     block = period or 1
     stuck = _stuck(calls, block)
     n = len(positions) // block if kind == "cycle" else len(positions)
@@ -415,6 +416,22 @@ def judge_calls(kind: str, positions: Sequence[int], period: int | None, view: C
         why = (f"the same {_label(calls[0])} {n}× {spread}, " +
                (_result_words(calls[-1]) + " each time" if stuck else "but its result changed (progress)"))
     return [Judged(list(positions), stuck, why)]
+
+
+def _unfixed_pieces(positions: Sequence[int], view: Callable[[int], CallView],
+                    between: Callable[[int, int], Sequence[int]]) -> list[list[int]]:
+    """A recurring call's occurrences split where a change of state came between two of them (an edit, a write, a
+    ``sed -i`` between two runs of a test makes the second run the right move, not a loop); the pieces that still
+    hold 3 occurrences within one window."""
+    pieces, cur = [], [positions[0]]
+    for a, b in zip(positions, positions[1:]):
+        if any(changed_state(view(q)) for q in between(a, b)):
+            pieces.append(cur)
+            cur = []
+        cur.append(b)
+    pieces.append(cur)
+    return [p for p in pieces if len(p) >= MIN_REPEATS
+            and any(p[x + MIN_REPEATS - 1] - p[x] <= WINDOW for x in range(len(p) - MIN_REPEATS + 1))]
 
 
 def _stuck(calls: list[CallView], block: int) -> bool:
@@ -527,7 +544,7 @@ def _norm(s: str) -> str:
     return " ".join(s.lower().split())
 
 
-_CODE_CHARS = re.compile(r"[=(){}\[\];<>$\\|`#@*/_]")
+_CODE_CHARS = re.compile(r"[=(){}\[\];<>$\\|]")
 _CODE_START = re.compile(r"^\s*(?:def|class|import|from|return|elif|else|if|for|while|try|except|with|self\.|"
                          r"print|sed|cat|echo|grep|python|\d+[:|]?\s)", re.I)
 
@@ -536,7 +553,7 @@ def _code_like(unit: str) -> bool:
     """A line of code, a command or a numbered listing line rather than a sentence of thought."""
     if _CODE_START.match(unit):
         return True
-    return len(_CODE_CHARS.findall(unit)) >= max(3, len(unit) // 12)
+    return len(_CODE_CHARS.findall(unit)) >= max(3, len(unit) // 10)
 
 
 def degenerate(text: str) -> tuple[int, str] | None:
@@ -556,15 +573,14 @@ def degenerate(text: str) -> tuple[int, str] | None:
     units = [u for u in units if len(u) >= MIN_SENTENCE_CHARS and not _code_like(u)]
     if len(units) < MIN_REPEATS:
         return None
-    runs: Counter[str] = Counter()
-    run = 1
-    for a, b in zip(units, units[1:]):
-        run = run + 1 if a == b else 1
-        if run >= MIN_REPEATS:
-            runs[b] = max(runs[b], run)
-    if runs:
-        unit = runs.most_common(1)[0][0]
-        return units.count(unit), unit
+    # one sentence, or a paragraph of up to 8 of them, emitted again and again back to back
+    for k in range(1, 9):
+        run = 0
+        for i in range(k, len(units)):
+            run = run + 1 if units[i] == units[i - k] else 0
+            if run >= k * (MIN_REPEATS - 1):
+                unit = Counter(units[i - run - k + 1:i + 1]).most_common(1)[0][0]
+                return units.count(unit), unit
     # not back to back, but filling the message: a third of it, and its last third
     unit, count = Counter(units).most_common(1)[0]
     tail = units[len(units) * 2 // 3:]
