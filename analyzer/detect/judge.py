@@ -194,12 +194,17 @@ def action(tool: str, args: str | None) -> Action:
             programs.append(program)
             is_search = program in _SEARCH_PROGRAMS or program == "git-grep"
             search = search or is_search
+            pattern_first = is_search and program not in ("find", "fd", "locate")  # grep PATTERN [PATH...]
             for t in toks[1:]:
                 if t.startswith("-"):
                     if "=" in t:  # --option=value: the value is part of what the call asks
                         exact.append(t)
                     continue
-                if _PATHLIKE.search(t) and " " not in t and len(t) < 300:
+                if pattern_first:
+                    exact.append(t)
+                    pattern_first = False
+                    continue
+                if (_PATHLIKE.search(t) or is_search) and " " not in t and len(t) < 300:
                     paths.add(t.rstrip("/"))
                 elif is_search:
                     exact.append(t)
@@ -229,10 +234,22 @@ def action(tool: str, args: str | None) -> Action:
     return Action(tool.lower(), tool.lower(), frozenset(paths), tuple(exact), _words(" ".join(drifting)), search)
 
 
+def _nested_scope(a: frozenset[str], b: frozenset[str]) -> bool:
+    """One search scope inside the other (``django`` and ``django/core/management``): the same question asked of a
+    part of the same tree."""
+    if len(a) != 1 or len(b) != 1:
+        return False
+    (x,), (y,) = a, b
+    return x == y or y.startswith(x.rstrip("/") + "/") or x.startswith(y.rstrip("/") + "/")
+
+
 def same_object(a: Action, b: Action) -> bool:
-    """Two calls act on one object: the same tool and program, the same paths, the same exact parts (search
-    patterns: a different pattern is a different question), and drifting parts that are near-identical."""
-    if a.tool != b.tool or a.program != b.program or a.paths != b.paths or a.exact != b.exact:
+    """Two calls act on one object: the same tool and program, the same paths (for a search, the same pattern over
+    the same or a nested scope), the same exact parts (search patterns: a different pattern is a different
+    question), and drifting parts that are near-identical."""
+    if a.tool != b.tool or a.program != b.program or a.exact != b.exact:
+        return False
+    if a.paths != b.paths and not (a.search and b.search and _nested_scope(a.paths, b.paths)):
         return False
     if a.drifting == b.drifting:
         return True
@@ -247,7 +264,7 @@ _CASCADE = re.compile(r"Sibling tool call errored|Cancelled: parallel tool call|
 _PLACEHOLDER = re.compile(r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
                           r"\)?\s*$)", re.I)
 _EXIT = re.compile(r"(?:<returncode>|Exit code:?|exit code|exited with code|Process exited with code)\s*(-?\d+)", re.I)
-_OUTPUT_NOISE = re.compile(r"</?returncode>|</?output>|</?warning>|^\s*(?:Exit code|Wall time|Chunk ID|Original "
+_OUTPUT_NOISE = re.compile(r"<returncode>-?\d*</returncode>|</?returncode>|</?output>|</?warning>|^\s*(?:Exit code|Wall time|Chunk ID|Original "
                            r"token count|Output|Process exited with code)[^\n]*$|\[Command finished[^\]]*\]", re.I | re.M)
 _ERROR_TEXT = re.compile(r"^\s*\[?(?:Your proposed edit has introduced new syntax error|No replacement was performed|"
                          r"ERROR:|Error:|error:|Traceback \(most recent call last\)|E999|SyntaxError|No such file or "
@@ -420,12 +437,16 @@ def judge_calls(kind: str, positions: Sequence[int], period: int | None, view: C
 
 def _unfixed_pieces(positions: Sequence[int], view: Callable[[int], CallView],
                     between: Callable[[int, int], Sequence[int]]) -> list[list[int]]:
-    """A recurring call's occurrences split where a change of state came between two of them (an edit, a write, a
-    ``sed -i`` between two runs of a test makes the second run the right move, not a loop); the pieces that still
-    hold 3 occurrences within one window."""
+    """A recurring call's occurrences split where a fix came between two of them: a change of state (an edit, a
+    write, a ``sed -i`` between two runs of a test makes the second run the right move, not a loop), unless the next
+    or the previous gap made exactly the same change (restore, re-apply the same edit, look again: no new fix). The
+    pieces that still hold 3 occurrences within one window."""
+    gaps = [frozenset((c.tool, c.args) for c in (view(q) for q in between(a, b)) if changed_state(c))
+            for a, b in zip(positions, positions[1:])]
     pieces, cur = [], [positions[0]]
-    for a, b in zip(positions, positions[1:]):
-        if any(changed_state(view(q)) for q in between(a, b)):
+    for i, b in enumerate(positions[1:]):
+        retried = bool(gaps[i]) and ((i > 0 and gaps[i - 1] == gaps[i]) or (i + 1 < len(gaps) and gaps[i + 1] == gaps[i]))
+        if gaps[i] and not retried:
             pieces.append(cur)
             cur = []
         cur.append(b)
@@ -483,8 +504,10 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judge
     def link(a: CallView, b: CallView) -> bool:
         if format_error(a) or format_error(b):  # replies refused for their format: the reply is the action
             return format_error(a) and format_error(b)
-        return (failed(a) and failed(b) and same_object(action(a.tool, a.args), action(b.tool, b.args))
-                and bool(alike(a, b)))
+        if not same_object(action(a.tool, a.args), action(b.tool, b.args)) or not alike(a, b):
+            return False
+        # the same failure again, or the same question asked again and the same answer (a search's "no match")
+        return (failed(a) and failed(b)) or (is_answer(a) and is_answer(b))
 
     out = []
     for ps, cs in _pieces(positions, calls, link):
@@ -492,6 +515,9 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judge
             continue
         if format_error(cs[0]):
             why = f"{len(ps)} replies in a row refused for their format (the same format error), no fix in between"
+        elif is_answer(cs[0]):
+            why = (f"the same search {_label(cs[0])} asked {len(ps)}× in a row, the same "
+                   f"{'empty answer' if not _body(cs[0].result) else 'answer'} each time")
         else:
             why = f"{_label(cs[0])} failed {len(ps)}× in a row with the same error, no fix in between"
         out.append(Judged(ps, True, why))

@@ -470,7 +470,15 @@ def _error(ev: dict[str, Any], obs: Any, text: str) -> tuple[bool, str | None]:
         return True, "flag"
     if obs in ("edit", "read", "write") and text.lstrip().startswith("ERROR:"):
         return True, "text"
+    if obs == "run_ipython" and _REJECTED_EDIT.match(text):
+        return True, "text"
     return False, None
+
+
+# The agent skills' edit helpers (``edit_file_by_replace`` …, run through IPython) answer a refused edit with one of
+# these texts and leave the file as it was: a failed call, though IPython itself ran fine.
+_REJECTED_EDIT = re.compile(r"\s*\[(?:Your proposed edit has introduced new syntax error|No exact match found|"
+                            r"Error:|ERROR)")
 
 
 def _cost(value: Any) -> float | None:
