@@ -275,5 +275,6 @@ def describe(rec: Recorder, e: Episode, seqs: frozenset[int], steps: frozenset[i
         "kind": e.kind, "tools": tools, "period": e.period or (1 if e.kind == "streak" else None), "first_seq": calls[0].seq, "last_seq": calls[-1].seq,
         "calls": n, "repeats": repeats, "stuck": e.stuck, "user_turn": calls[0].user_turn,
         "seqs": [c.seq for c in calls], "call_ids": [c.call_id for c in calls], "parent_call_id": calls[0].parent_id,
-        "wasted_tokens": wasted, "also_fires": [k for k in kinds if k != e.kind], "note": e.note,
+        "repeat_tokens": wasted, "wasted_tokens": wasted if e.stuck else 0,
+        "also_fires": [k for k in kinds if k != e.kind], "note": e.note,
     }

@@ -696,8 +696,9 @@ def readme(exp: dict[str, Any]) -> str:
         "(cycle), calls (drift, failure, window), messages (text). `period`: the block length of a cycle, 1 for a "
         "streak.",
         "- `stuck`: the repeats made no progress (same result or same error). `wasted tokens`: the usage of the API "
-        "responses that issued the episode's calls after its first occurrence (after the first block for a cycle); "
-        "0 where the format records no usage (OpenAI messages) or all calls came from one response (nested).",
+        "responses that issued the episode's calls after its first occurrence (after the first block for a cycle), "
+        "for a stuck episode; 0 when its repeats made progress (their tokens are repeat tokens, not waste), where the "
+        "format records no usage (OpenAI messages) or all calls came from one response (nested).",
         "",
         "## Sessions",
         "",

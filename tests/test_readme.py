@@ -31,7 +31,7 @@ def test_setup_is_two_commands_and_ci_runs_the_test_one() -> None:
 
 def test_store_schema_section_is_current() -> None:
     start, end = README.index(START), README.index(END) + len(END)
-    assert README[start:end] == markdown(), "run `python -m analyzer.schema_doc --write`"
+    assert README[start:end] == markdown(), "run `python -m analyzer.store.schema_doc --write`"
     for table in ALL_TABLES:
         for column in table.columns:
             assert f"| `{column.name}` |" in README

@@ -17,10 +17,10 @@ from analyzer.scan import run as scan_mod
 from analyzer.detect import keys
 from analyzer.cli import app
 from analyzer.detect.stream.calls import Config
-from analyzer.scan.run import scan
+from analyzer.scan.run import DETECTOR_VERSION, scan
 
 CONTRACT = ["finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq", "repeats",
-            "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd"]
+            "stuck", "user_turn", "why", "wasted_tokens", "estimated_tokens", "cost_usd"]
 runner = CliRunner()
 
 
@@ -77,7 +77,8 @@ def test_other_options_or_full_rescan_everything(tmp_path: Path, db: Path) -> No
     assert scan(db, full=True).scanned == 2
     assert scan(db, Config(reset_on_user=False)).scanned == 2
     assert scan(db, Config(reset_on_user=False)).scanned == 0
-    assert query(db, "SELECT DISTINCT detector FROM scan_state") == [("v1;reset_on_user=0;sim=0.55;script=100;exempt=",)]
+    assert query(db, "SELECT DISTINCT detector FROM scan_state") == [
+        (f"v{DETECTOR_VERSION};reset_on_user=0;sim=0.55;script=100;exempt=",)]
 
 
 def test_small_groups_write_what_one_group_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -143,14 +144,14 @@ def test_cli_scan_findings_summary_and_sessions(tmp_path: Path, db: Path) -> Non
     assert bad.exit_code == 2 and "unknown kind" in bad.stderr and "Traceback" not in bad.output
 
     after = {r["session_id"]: r for r in orjson.loads(invoke("sessions", "--db", str(db), "-f", "json").stdout)}
-    assert (after["loopy"]["loops"], after["loopy"]["stuck_loops"], after["loopy"]["loop_tokens"]) == (1, 1, 4000)
-    assert (after["fine"]["loops"], after["fine"]["loop_tokens"]) == (0, 0)
+    assert (after["loopy"]["loops"], after["loopy"]["stuck_loops"], after["loopy"]["wasted_tokens"]) == (1, 1, 4000)
+    assert (after["fine"]["loops"], after["fine"]["wasted_tokens"]) == (0, 0)
 
     s = orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)
     t = s["totals"]
     assert (t["sessions"], t["sessions_with_loops"], t["loops"], t["stuck_loops"]) == (2, 1, 1, 1)
-    assert t["loop_tokens"] == 4000 and t["total_tokens"] == 8000 and t["loop_token_share"] == 0.5
-    assert [(k["kind"], k["loops"], k["loop_tokens"]) for k in s["by_kind"]] == [("streak", 1, 4000)]
+    assert t["wasted_tokens"] == 4000 and t["total_tokens"] == 8000 and t["wasted_token_share"] == 0.5
+    assert [(k["kind"], k["loops"], k["wasted_tokens"]) for k in s["by_kind"]] == [("streak", 1, 4000)]
     assert [(k["tool"], k["loops"]) for k in s["by_tool"]] == [("bash", 1)]
     text = invoke("summary", "--db", str(db))
     assert text.exit_code == 0 and "loops by kind" in text.stdout and "50.00%" in text.stdout
@@ -162,12 +163,11 @@ def test_summary_counts_a_turn_shared_by_two_findings_once(tmp_path: Path, db: P
     ingest_paths(db, looping("loopy", 4).write(tmp_path / "t"))
     scan(db)
     con = duckdb.connect(str(db))
-    con.execute("INSERT INTO findings SELECT 'extra', session_id, 'window', NULL, tools, call_ids, first_seq, "
-                "last_seq, repeats, stuck, user_turn, wasted_tokens, estimated_tokens, cost_usd, first_turn_index, "
-                "last_turn_index, turn_ids, repeated FROM findings")
+    con.execute("INSERT INTO findings BY NAME SELECT * REPLACE ('extra' AS finding_id, 'window' AS kind, "
+                "NULL AS period) FROM findings")
     con.close()
     s = orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)
-    assert s["totals"]["loops"] == 2 and s["totals"]["loop_tokens"] == 3000
+    assert s["totals"]["loops"] == 2 and s["totals"]["wasted_tokens"] == 3000
 
 
 def test_listing_on_a_store_without_scan_tables(tmp_path: Path, db: Path) -> None:
@@ -190,7 +190,7 @@ def test_cli_scan_options_and_errors(tmp_path: Path, db: Path) -> None:
     assert invoke("scan", "--db", str(db), "-q").stdout == ""
     again = invoke("scan", "--db", str(db), "--no-reset-on-user")
     assert again.exit_code == 0 and "1 scanned" in again.stdout
-    assert query(db, "SELECT detector FROM scan_state")[0][0].startswith("v1;reset_on_user=0")
+    assert query(db, "SELECT detector FROM scan_state")[0][0].startswith(f"v{DETECTOR_VERSION};reset_on_user=0")
 
 
 def test_a_store_with_argument_words_scans_the_same(tmp_path: Path) -> None:

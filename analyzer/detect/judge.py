@@ -60,21 +60,27 @@ class Judged:
 
 _SHELL_KEYS = ("command", "cmd", "script")
 _CODE_KEYS = ("code",)
+def _key(k: str) -> str:
+    """An argument name in one spelling: ``old_string``, ``oldString`` and ``old-string`` are one key."""
+    return k.lower().replace("_", "").replace("-", "")
+
+
 # Keys that name what a structured call is about; their values must be equal for two calls to act on one object.
-_OBJECT_KEYS = frozenset({
+_OBJECT_KEYS = frozenset(map(_key, (
     "file_path", "path", "filepath", "filename", "file", "notebook_path", "target_file", "target", "url", "uri",
     "directory", "dir", "folder", "pattern", "query", "regex", "glob", "search", "q", "selector", "index", "element",
     "element_id", "ref", "name", "npc", "recipient", "to", "id", "key", "offset", "limit", "line", "start_line",
-    "end_line", "view_range", "page", "range", "start", "end", "line_number", "insert_line", "old_str_line",
-})
+    "end_line", "view_range", "page", "range", "start", "end", "line_number", "insert_line", "old_str_line")))
 # Free text whose wording may drift while the action stays the same (a retried edit's old text, a restated message).
-_DRIFTING_KEYS = frozenset({"old_string", "old_str", "to_replace", "old", "search_text", "message", "content_old",
-                            "thought", "text", "prompt", "instruction", "question"})
+_DRIFTING_KEYS = frozenset(map(_key, (
+    "old_string", "old_str", "old_text", "to_replace", "old", "search_text", "message", "content_old", "thought",
+    "text", "prompt", "instruction", "question")))
 # What varies without changing the action: the fix being tried, presentation and limits.
-_IGNORED_KEYS = frozenset({"new_string", "new_str", "new_content", "content", "replacement", "replace", "new",
-                           "description", "timeout", "timeout_ms", "max_output", "max_output_tokens", "workdir",
-                           "cwd", "justification", "yield_time_ms", "with_escalated_permissions", "sandbox_permissions",
-                           "is_background", "run_in_background", "security_risk", "explanation", "summary"})
+_IGNORED_KEYS = frozenset(map(_key, (
+    "new_string", "new_str", "new_text", "new_content", "content", "replacement", "replace", "new", "description",
+    "timeout", "timeout_ms", "max_output", "max_output_tokens", "workdir", "cwd", "justification", "yield_time_ms",
+    "with_escalated_permissions", "sandbox_permissions", "is_background", "run_in_background", "security_risk",
+    "explanation", "summary")))
 _SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "git-grep", "glob"})
 _WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
 _PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
@@ -93,6 +99,7 @@ class Action:
     exact: tuple[str, ...]  # must be equal (search patterns, object keys, structured values)
     drifting: frozenset[str]  # words of the parts that may drift (code, old text, messages)
     search: bool
+    options: tuple[tuple[str, str], ...] = ()  # --name=value options: one name with two values asks two things
 
 
 def _args(args: str | None) -> Any:
@@ -185,6 +192,7 @@ def action(tool: str, args: str | None) -> Action:
     if command is not None:
         steps, bodies = _steps(command)
         programs, paths, exact, words = [], set(), [], [bodies]
+        options: list[tuple[str, str]] = []
         search = False
         for toks in steps:
             program = toks[0].rsplit("/", 1)[-1]
@@ -197,8 +205,11 @@ def action(tool: str, args: str | None) -> Action:
             pattern_first = is_search and program not in ("find", "fd", "locate")  # grep PATTERN [PATH...]
             for t in toks[1:]:
                 if t.startswith("-"):
-                    if "=" in t:  # --option=value: the value is part of what the call asks
-                        exact.append(t)
+                    if "=" in t:  # --option=value: the same option with another value asks another thing
+                        name, _, value = t.partition("=")
+                        options.append((name, value))
+                    continue
+                if re.fullmatch(r"\d+[smhkKMG%]?", t):  # a flag's number (--retry 5, -n 20): not the object
                     continue
                 if pattern_first:
                     exact.append(t)
@@ -211,17 +222,17 @@ def action(tool: str, args: str | None) -> Action:
                 else:
                     words.append(t)
         return Action(tool.lower(), "+".join(programs), frozenset(paths), tuple(exact), _words(" ".join(words)),
-                      search)
+                      search, tuple(sorted(options)))
     a = _args(args)
-    if isinstance(a, dict) and not any(k in a for k in _OBJECT_KEYS | _DRIFTING_KEYS):
+    if isinstance(a, dict) and not any(_key(k) in _OBJECT_KEYS | _DRIFTING_KEYS for k in a):
         code = next((a[k] for k in _CODE_KEYS if isinstance(a.get(k), str)), None)
         if code is not None:  # run_ipython / python tools: the code is the action, and it may drift
             return Action(tool.lower(), tool.lower(), frozenset(), (), _words(code), False)
     if not isinstance(a, dict):
         return Action(tool.lower(), tool.lower(), frozenset(), (orjson.dumps(a).decode(),), frozenset(), False)
     exact, drifting, paths = [], [], []
-    for k in sorted(a):
-        v = a[k]
+    for name in sorted(a):
+        v, k = a[name], _key(name)
         if k in _IGNORED_KEYS:
             continue
         if k in _DRIFTING_KEYS and isinstance(v, str):
@@ -249,6 +260,10 @@ def same_object(a: Action, b: Action) -> bool:
     question), and drifting parts that are near-identical."""
     if a.tool != b.tool or a.program != b.program or a.exact != b.exact:
         return False
+    if a.options and b.options:
+        mine = dict(a.options)
+        if any(mine.get(name, value) != value for name, value in b.options):
+            return False
     if a.paths != b.paths and not (a.search and b.search and _nested_scope(a.paths, b.paths)):
         return False
     if a.drifting == b.drifting:
@@ -331,10 +346,9 @@ def alike(a: CallView, b: CallView) -> bool | None:
     None when either has no comparable result (none, or a placeholder)."""
     if a.result is None or b.result is None or is_placeholder(a.result) or is_placeholder(b.result):
         return None
-    ra, rb = _DIGITS.sub("#", _body(a.result)), _DIGITS.sub("#", _body(b.result))
-    if ra == rb:
-        return True
-    return jaccard(_words(ra), _words(rb)) >= 0.8 if len(ra) > 40 and len(rb) > 40 else False
+    ra = " ".join(_DIGITS.sub("#", _body(a.result)).split())
+    rb = " ".join(_DIGITS.sub("#", _body(b.result)).split())
+    return ra == rb
 
 
 # -- changes of state ------------------------------------------------------------------------------------------------
@@ -504,7 +518,11 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judge
     def link(a: CallView, b: CallView) -> bool:
         if format_error(a) or format_error(b):  # replies refused for their format: the reply is the action
             return format_error(a) and format_error(b)
-        if not same_object(action(a.tool, a.args), action(b.tool, b.args)) or not alike(a, b):
+        x, y = action(a.tool, a.args), action(b.tool, b.args)
+        # an edit that keeps failing on one file is one blind retry, however its guessed old text changes
+        target = (is_mutating(a.tool) and a.tool == b.tool and bool(x.paths) and x.paths == y.paths
+                  and command_text(a.args) is None)
+        if not (target or same_object(x, y)) or not alike(a, b):
             return False
         # the same failure again, or the same question asked again and the same answer (a search's "no match")
         return (failed(a) and failed(b)) or (is_answer(a) and is_answer(b))
@@ -545,7 +563,9 @@ def _drift_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]
 # -- text --------------------------------------------------------------------------------------------------------------
 
 _FENCE_BLOCK = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
-_MARKUP_LINE = re.compile(r"^\s*(?:\|.*\||[-*_=]{3,}|#{1,6}\s.*|>\s?.*|<[^>]+>)\s*$")
+# Table rows, rules, headings (also a bold line or a short label standing as one), quotes and tags.
+_MARKUP_LINE = re.compile(r"^\s*(?:\|.*\||[-*_=]{3,}|#{1,6}\s.*|>\s?.*|<[^>]+>|\*\*[^*]+\*\*:?|__[^_]+__:?|"
+                          r"[^.!?]{1,40}:)\s*$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 MIN_SENTENCE_CHARS = 16

@@ -63,7 +63,7 @@ MIN_SHARED_WORDS = 2
 # Short filler ("Let me look.", "Next, the tests.") recurs in healthy work; a text loop needs a message with at least
 # this many shared-token words.
 MIN_TEXT_WORDS = 4
-RESULT_HEAD = 512  # characters of a result compared for drift (the scan reads no more)
+RESULT_HEAD = 4000  # characters of a result the findings rules compare (the scan reads no more, and only for candidates)
 
 
 # -- the tables the scan writes ---------------------------------------------------------------------------------------
@@ -163,22 +163,22 @@ FINDINGS = table(
      "the same way, on the same object, with no change of state in between. False for a poll whose result changed "
      "or for edits that each succeeded."),
     ("user_turn", "INTEGER", "The user turn the episode belongs to."),
+    ("why", "VARCHAR", "One line a person reads: what repeated, on what, and why it is (or is not) stuck."),
+    ("wasted_tokens", "BIGINT", "Measured: `repeat_tokens` (below) when the episode was stuck, 0 when its repeats "
+     "made progress: only stuck loops are waste."),
+    ("estimated_tokens", "BIGINT", "~4 characters per token of the repeated calls' arguments and results (of the "
+     "repeated messages' text), for transcripts without usage."),
+    ("cost_usd", "DOUBLE", "Cost of the turns counted in `wasted_tokens` (0 when not stuck)."),
     ("repeat_tokens", "BIGINT", "Measured, for every finding: the usage of the assistant turns that issued the "
      "episode's calls after its first occurrence (after the first full block of a cycle, after the first message of "
      "a text loop), each turn counted once and only its deduplicated usage (`turns.usage_counted`); turns that also "
      "issued the first occurrence are not counted."),
-    ("wasted_tokens", "BIGINT", "`repeat_tokens` when the episode was stuck, 0 when its repeats made progress: only "
-     "stuck loops are waste."),
-    ("estimated_tokens", "BIGINT", "~4 characters per token of the repeated calls' arguments and results (of the "
-     "repeated messages' text), for transcripts without usage."),
     ("repeat_cost_usd", "DOUBLE", "Cost of the turns counted in `repeat_tokens`."),
-    ("cost_usd", "DOUBLE", "Cost of the turns counted in `wasted_tokens` (0 when not stuck)."),
     ("first_turn_index", "INTEGER", "`turns.turn_index` of the first message involved."),
     ("last_turn_index", "INTEGER", "`turns.turn_index` of the last message involved."),
     ("turn_ids", "VARCHAR[]", "The turns counted in `wasted_tokens` (to deduplicate across findings)."),
     ("repeated", "VARCHAR", "What repeats: the first call (`tool` + arguments) or block of calls, or the message "
      "text; truncated to 160 characters."),
-    ("why", "VARCHAR", "One line a person reads: what repeated, on what, and why it is (or is not) stuck."),
 )
 
 SCAN_OUTPUT_TABLES = (SIGNALS, TEXT_SIGNALS, FINDINGS)

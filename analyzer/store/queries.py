@@ -12,31 +12,39 @@ from analyzer.store.db import frame, has_table
 
 SESSION_TABLE_COLUMNS = [
     "session_id", "format", "started_at", "cwd", "models", "user_turns", "calls", "error_calls", "total_tokens",
-    "cost_usd", "loops", "loop_tokens",
+    "cost_usd", "loops", "wasted_tokens",
 ]
 FINDING_TABLE_COLUMNS = [
     "session_id", "kind", "period", "repeats", "stuck", "first_seq", "last_seq", "tools", "wasted_tokens",
-    "cost_usd", "repeated",
+    "cost_usd", "why",
 ]
 
 # Per-session loop columns `loopscope sessions` adds (NULL for a session that was never scanned).
 SESSION_LOOP_COLUMNS = {
     "loops": "Findings (loop episodes) in the session.",
     "stuck_loops": "Findings whose repeats made no progress.",
-    "loop_tokens": "Tokens of the turns that repeated a loop (each turn once across the session's findings).",
-    "loop_cost_usd": "Cost of those turns.",
-    "loop_estimated_tokens": "Sum of the findings' estimated_tokens (for transcripts without usage).",
+    "wasted_tokens": "Tokens of the turns that repeated a stuck loop (each turn once across the session's findings).",
+    "wasted_cost_usd": "Cost of those turns.",
+    "progress_repeat_tokens": "Tokens of the turns that repeated a loop that made progress (a poll whose result "
+                              "changed, edits that succeeded): repeats, not waste.",
+    "loop_estimated_tokens": "Sum of the stuck findings' estimated_tokens (for transcripts without usage).",
 }
 
 
-def _wasted_turns(source: str, group: str | None) -> str:
-    """SQL: the counted usage of the distinct wasted turns of the findings in ``source``, per ``group`` column (or in
-    all). Findings can share a turn (two loops issued from one message); summing their wasted_tokens would count
-    it twice."""
+def _wasted_turns(source: str, group: str | None, stuck: bool = True) -> str:
+    """SQL: the counted usage of the distinct repeat turns of the stuck findings in ``source`` (``stuck=False``: of
+    the findings that made progress, less the turns a stuck finding already counts), per ``group`` column (or in
+    all). Findings can share a turn (two loops issued from one message); summing their tokens would count it
+    twice."""
+    g = f"{group}, " if group and group != "session_id" else ""
+    turns = f"SELECT DISTINCT {g}session_id, unnest(turn_ids) AS turn_id FROM {source} WHERE {'' if stuck else 'NOT '}stuck"
+    if not stuck:
+        turns = (f"SELECT * FROM ({turns}) p WHERE NOT EXISTS (SELECT 1 FROM (SELECT session_id, unnest(turn_ids) "
+                 f"AS turn_id FROM {source} WHERE stuck) q WHERE q.session_id = p.session_id "
+                 f"AND q.turn_id = p.turn_id)")
     return f"""
         SELECT {f"w.{group}, " if group else ""}sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
-        FROM (SELECT DISTINCT {f"{group}, " if group and group != "session_id" else ""}session_id,
-                     unnest(turn_ids) AS turn_id FROM {source}) w
+        FROM ({turns}) w
         JOIN turns t ON t.session_id = w.session_id AND t.turn_id = w.turn_id AND t.usage_counted
         {f"GROUP BY w.{group}" if group else ""}
     """
@@ -48,22 +56,26 @@ def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(
         sql = f"""
             WITH f AS (SELECT * FROM findings WHERE session_id IN (SELECT session_id FROM sessions s WHERE {where})),
             agg AS (SELECT session_id, count(*) AS loops, count(*) FILTER (WHERE stuck) AS stuck_loops,
-                           sum(estimated_tokens) AS est FROM f GROUP BY session_id),
-            wasted AS ({_wasted_turns('f', 'session_id')})
+                           sum(estimated_tokens) FILTER (WHERE stuck) AS est FROM f GROUP BY session_id),
+            wasted AS ({_wasted_turns('f', 'session_id')}),
+            progress AS ({_wasted_turns('f', 'session_id', stuck=False)})
             SELECT s.* EXCLUDE (file_id),
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.loops, 0) END::INTEGER AS loops,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.stuck_loops, 0) END::INTEGER
                        AS stuck_loops,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(wasted.tokens, 0) END::BIGINT
-                       AS loop_tokens,
+                       AS wasted_tokens,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(wasted.cost, 0) END::DOUBLE
-                       AS loop_cost_usd,
+                       AS wasted_cost_usd,
+                   CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(progress.tokens, 0) END::BIGINT
+                       AS progress_repeat_tokens,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.est, 0) END::BIGINT
                        AS loop_estimated_tokens
             FROM sessions s
             LEFT JOIN scan_state st ON st.session_id = s.session_id
             LEFT JOIN agg ON agg.session_id = s.session_id
             LEFT JOIN wasted ON wasted.session_id = s.session_id
+            LEFT JOIN progress ON progress.session_id = s.session_id
             WHERE {where}
             ORDER BY s.cost_usd DESC, s.total_tokens DESC, s.session_id
         """
@@ -134,24 +146,25 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
     try:
         totals = frame(con, f"""
             WITH w AS ({_wasted_turns('_sum_f', None)}),
-            ws AS ({_wasted_turns('(SELECT * FROM _sum_f WHERE stuck)', None)}),
+            pr AS ({_wasted_turns('_sum_f', None, stuck=False)}),
             s AS (SELECT count(*) AS sessions, count(*) FILTER (WHERE scanned) AS scanned_sessions,
                          coalesce(sum(total_tokens), 0) AS total_tokens, coalesce(sum(cost_usd), 0) AS total_cost
                   FROM _sum_s),
             f AS (SELECT count(DISTINCT session_id) AS with_loops, count(*) AS loops,
                          count(*) FILTER (WHERE stuck) AS stuck_loops,
                          coalesce(sum(len(call_ids)), 0) AS loop_calls,
-                         coalesce(sum(estimated_tokens), 0) AS est FROM _sum_f)
+                         coalesce(sum(estimated_tokens) FILTER (WHERE stuck), 0) AS est FROM _sum_f)
             SELECT s.sessions::BIGINT AS sessions, s.scanned_sessions::BIGINT AS scanned_sessions,
                    f.with_loops::BIGINT AS sessions_with_loops, f.loops::BIGINT AS loops,
                    f.stuck_loops::BIGINT AS stuck_loops, f.loop_calls::BIGINT AS loop_calls,
                    s.total_tokens::BIGINT AS total_tokens,
-                   coalesce((SELECT tokens FROM w), 0)::BIGINT AS loop_tokens,
-                   coalesce((SELECT tokens FROM w), 0) / nullif(s.total_tokens, 0) AS loop_token_share,
-                   coalesce((SELECT tokens FROM ws), 0)::BIGINT AS stuck_loop_tokens,
+                   coalesce((SELECT tokens FROM w), 0)::BIGINT AS wasted_tokens,
+                   coalesce((SELECT tokens FROM w), 0) / nullif(s.total_tokens, 0) AS wasted_token_share,
+                   coalesce((SELECT tokens FROM pr), 0)::BIGINT AS progress_repeat_tokens,
                    s.total_cost::DOUBLE AS total_cost_usd,
-                   coalesce((SELECT cost FROM w), 0)::DOUBLE AS loop_cost_usd,
-                   coalesce((SELECT cost FROM w), 0) / nullif(s.total_cost, 0) AS loop_cost_share,
+                   coalesce((SELECT cost FROM w), 0)::DOUBLE AS wasted_cost_usd,
+                   coalesce((SELECT cost FROM w), 0) / nullif(s.total_cost, 0) AS wasted_cost_share,
+                   coalesce((SELECT cost FROM pr), 0)::DOUBLE AS progress_repeat_cost_usd,
                    f.est::BIGINT AS estimated_tokens
             FROM s, f
         """)
@@ -165,15 +178,17 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
 
 def _grouped(con: duckdb.DuckDBPyConnection, source: str, col: str) -> pl.DataFrame:
     return frame(con, f"""
-        WITH w AS ({_wasted_turns(source, col)})
+        WITH w AS ({_wasted_turns(source, col)}), pr AS ({_wasted_turns(source, col, stuck=False)})
         SELECT g.{col}, g.loops::BIGINT AS loops, g.stuck_loops::BIGINT AS stuck_loops,
                g.sessions::BIGINT AS sessions, g.loop_calls::BIGINT AS loop_calls,
-               coalesce(w.tokens, 0)::BIGINT AS loop_tokens, coalesce(w.cost, 0)::DOUBLE AS loop_cost_usd,
+               coalesce(w.tokens, 0)::BIGINT AS wasted_tokens, coalesce(w.cost, 0)::DOUBLE AS wasted_cost_usd,
+               coalesce(pr.tokens, 0)::BIGINT AS progress_repeat_tokens,
                g.est::BIGINT AS estimated_tokens
         FROM (SELECT {col}, count(*) AS loops, count(*) FILTER (WHERE stuck) AS stuck_loops,
                      count(DISTINCT session_id) AS sessions, sum(len(call_ids)) AS loop_calls,
-                     sum(estimated_tokens) AS est
+                     sum(estimated_tokens) FILTER (WHERE stuck) AS est
               FROM {source} GROUP BY {col}) g
         LEFT JOIN w ON w.{col} = g.{col}
-        ORDER BY loop_tokens DESC, loops DESC, g.{col}
+        LEFT JOIN pr ON pr.{col} = g.{col}
+        ORDER BY wasted_tokens DESC, loops DESC, g.{col}
     """)

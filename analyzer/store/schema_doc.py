@@ -1,7 +1,7 @@
-"""The README's store section, generated from analyzer/schema.py so the documentation cannot drift from the tables.
+"""The README's store section, generated from the table declarations (store/schema.py, detect/rules.py) so the documentation cannot drift from the tables.
 
     python -m analyzer.schema_doc            # print the section
-    python -m analyzer.schema_doc --write    # replace it in README.md between the markers
+    python -m analyzer.store.schema_doc --write    # replace it in README.md between the markers
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def replace_in(text: str) -> str:
 
 def main(argv: list[str]) -> None:
     if "--write" in argv:
-        readme = Path(__file__).resolve().parents[1] / "README.md"
+        readme = Path(__file__).resolve().parents[2] / "README.md"
         readme.write_text(replace_in(readme.read_text()))
     else:
         print(markdown())

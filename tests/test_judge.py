@@ -1,0 +1,111 @@
+"""The judgement of candidate loop episodes (analyzer/detect/judge.py), on the patterns seen on real sessions: each
+benign one yields no stuck finding, each real loop one does, with a reason a person reads."""
+
+from __future__ import annotations
+
+import orjson
+
+from analyzer.detect.judge import CallView, action, degenerate, judge_calls, judge_text, same_object
+
+
+def bash(cmd: str, result: str = "", error: bool = False) -> CallView:
+    return CallView("bash", orjson.dumps({"command": cmd}).decode(), result, error)
+
+
+def tool(name: str, args: dict, result: str = "ok", error: bool = False) -> CallView:
+    return CallView(name, orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode(), result, error)
+
+
+def judged(kind: str, calls: list[CallView], period: int | None = None):
+    views = dict(enumerate(calls))
+    return judge_calls(kind, list(range(len(calls))), period, views.__getitem__,
+                       lambda a, b: list(range(a + 1, b)))
+
+
+def test_four_different_greps_with_no_match_are_debugging_not_a_failure_loop() -> None:
+    calls = [bash(f"grep -rn {p} src", "Exit code: 1", True) for p in ("foo", "bar", "baz", "qux")]
+    assert judged("failure", calls) == []
+
+
+def test_git_push_recovery_steps_are_not_a_loop() -> None:
+    calls = [bash("git commit -am fix && git push", "error: failed to push some refs", True),
+             bash("git push", "error: failed to push some refs", True),
+             bash("git pull --rebase", "error: cannot pull with rebase: You have unstaged changes.", True)]
+    assert judged("failure", calls) == []
+
+
+def test_the_same_failing_command_is_a_failure_loop() -> None:
+    err = "Traceback (most recent call last):\n  File x.py, line 3\nImportError: cannot import name 'f'"
+    calls = [bash("python -m pytest tests/test_x.py", err, True), bash("python -m pytest -x tests/test_x.py", err, True),
+             bash("python -m pytest tests/test_x.py -q", err, True)]
+    [j] = judged("failure", calls)
+    assert j.stuck and j.positions == [0, 1, 2]
+    assert "failed 3× in a row with the same error" in j.why
+
+
+def test_the_same_search_asked_again_with_the_same_empty_answer_is_a_loop() -> None:
+    none = "<returncode>1</returncode>\n<output>\n</output>"
+    calls = [bash('grep -r "parse_option" django', none, True), bash('grep -r "parse_option" django/core', none, True),
+             bash('grep -r "parse_option" django', none, True)]
+    [j] = judged("failure", calls)
+    assert j.stuck and "the same search" in j.why
+
+
+def test_sed_paging_over_different_files_is_not_drift() -> None:
+    calls = [bash(f"sed -n '1,200p' src/{f}.py", f"contents of {f}") for f in ("a", "b", "c")]
+    assert judged("drift", calls) == []
+    assert not same_object(action("bash", calls[0].args), action("bash", calls[1].args))
+
+
+def test_distinct_sed_fixes_on_different_files_are_not_drift() -> None:
+    calls = [bash(f"sed -i 's/old/new/' src/{f}.py") for f in ("a", "b", "c", "d")]
+    assert judged("drift", calls) == []
+
+
+def test_todo_updates_whose_statuses_progress_are_progress() -> None:
+    items = [{"content": "write tests", "status": s} for s in ("pending", "in_progress", "completed")]
+    calls = [tool("TodoWrite", {"todos": [item]}, "Todos have been modified") for item in items]
+    assert judged("drift", calls) == []
+
+
+def test_a_poll_whose_output_changes_is_not_stuck() -> None:
+    calls = [tool("write_stdin", {"session_id": 7, "chars": ""}, "Process running with session ID 7") for _ in range(5)]
+    calls.append(tool("write_stdin", {"session_id": 7, "chars": ""}, "Process exited with code 0\nbuild ok"))
+    [j] = judged("streak", calls)
+    assert not j.stuck and "progress" in j.why
+
+
+def test_a_rerun_after_an_edit_is_the_right_move_not_a_window_loop() -> None:
+    calls = [bash("npm test", "1 failing"), bash("sed -i 's/a/b/' src/x.ts"), bash("npm test", "1 failing"),
+             tool("Edit", {"file_path": "src/y.ts", "old_string": "a", "new_string": "b"}, "edited"),
+             bash("npm test", "1 failing")]
+    views = dict(enumerate(calls))
+    out = judge_calls("window", [0, 2, 4], None, views.__getitem__, lambda a, b: list(range(a + 1, b)))
+    assert out == []
+
+
+def test_a_parallel_batch_cascade_is_not_a_failure_loop() -> None:
+    calls = [tool("Read", {"file_path": f"/p/{n}.py"}, "<tool_use_error>Sibling tool call errored</tool_use_error>",
+                  True) for n in "abc"]
+    assert judged("failure", calls) == []
+
+
+def test_a_plan_with_repeated_structure_is_not_a_text_loop() -> None:
+    plan = "\n".join(f"## Step {n}\n---\n**Acceptance Criteria**\n- tests pass\n```python\nassert run()\n```\n"
+                     f"| file | change |\n|---|---|\n| a.py | edit |" for n in range(6))
+    assert degenerate(plan) is None
+    assert judge_text([plan], single=True) is None
+
+
+def test_a_sentence_emitted_again_and_again_is_a_text_loop() -> None:
+    text = "Let me fix the import. " + "Wait, I want to add preserve_dtypes.\n(no change)\n" * 40
+    n, why = judge_text([text], single=True)
+    assert n >= 40 and "preserve_dtypes" in why
+
+
+def test_the_same_reply_in_consecutive_messages_is_a_text_loop_and_different_replies_are_not() -> None:
+    same = ["I will keep waiting for the build to finish before I continue."] * 3
+    assert judge_text(same, single=False) is not None
+    different = ["I will read the config first to see the defaults.", "Now the tests: they fail on the import path.",
+                 "The import path is fixed; running the whole suite now."]
+    assert judge_text(different, single=False) is None
