@@ -348,7 +348,24 @@ def alike(a: CallView, b: CallView) -> bool | None:
         return None
     ra = " ".join(_DIGITS.sub("#", _body(a.result)).split())
     rb = " ".join(_DIGITS.sub("#", _body(b.result)).split())
-    return ra == rb
+    if ra == rb:
+        return True
+    # two failures say the same thing when their error says the same thing, whatever code or output they echo
+    return failed(a) and failed(b) and _error_signature(a.result) == _error_signature(b.result) != ""
+
+
+_ERROR_LINE = re.compile(r"error|exception|failed|fatal|not found|no such|cannot|could not|invalid|denied|refused",
+                         re.I)
+
+
+def _error_signature(result: str | None) -> str:
+    """What an error says: its first line and its first line naming an error, numbers and quoted text masked."""
+    lines = [ln.strip() for ln in _body(result).splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    named = next((ln for ln in lines if _ERROR_LINE.search(ln)), "")
+    sig = f"{lines[0]}\n{named}"
+    return _DIGITS.sub("#", re.sub(r"(['\"`]).*?\1", "…", sig))
 
 
 # -- changes of state ------------------------------------------------------------------------------------------------
