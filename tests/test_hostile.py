@@ -1,0 +1,327 @@
+"""The hostile-input battery: input and faults a careful user would try, each checked for its exit code, a one-line
+message (never a traceback), and that every good line of every file is in the store.
+
+Each case is one regression test of the promises in the README's reliability section. The heavy cases (20,000 tiny
+files, a 60 MB line) are sized to keep the whole battery well under three minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from analyzer.cli import app
+from analyzer.errors import NothingToIngestError, StoreError, UsageError
+from helpers import ingest_paths, query
+
+RUNNER = CliRunner()
+
+
+# -- building blocks -----------------------------------------------------------------------------------------------
+def pi_records(sid: str, n_calls: int = 3, usage: dict | None = None, cwd: str = "/repo") -> list[dict]:
+    recs: list[dict] = [
+        {"type": "session", "version": 3, "id": sid, "timestamp": "2026-03-01T10:00:00Z", "cwd": cwd},
+        {"type": "message", "id": "u1", "timestamp": "2026-03-01T10:00:01Z",
+         "message": {"role": "user", "content": "run the tests"}},
+    ]
+    for i in range(n_calls):
+        recs.append({"type": "message", "id": f"a{i}", "timestamp": f"2026-03-01T10:01:{i:02d}Z",
+                     "message": {"role": "assistant", "model": "claude-sonnet-4-5",
+                                 "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash",
+                                              "arguments": {"command": f"pytest -k t{i}"}}],
+                                 "usage": dict(usage or {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0})}})
+        recs.append({"type": "message", "id": f"r{i}", "timestamp": f"2026-03-01T10:01:{i:02d}.5Z",
+                     "message": {"role": "toolResult", "toolCallId": f"c{i}", "toolName": "bash",
+                                 "content": [{"type": "text", "text": f"{i} passed"}], "isError": False}})
+    return recs
+
+
+def pi_lines(sid: str, n_calls: int = 3, **kw: object) -> list[bytes]:
+    return [orjson.dumps(r) for r in pi_records(sid, n_calls, **kw)]  # type: ignore[arg-type]
+
+
+def write(path: Path, lines: list[bytes], end: bytes = b"\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"\n".join(lines) + end)
+    return path
+
+
+def cli(*args: str) -> tuple[int, str]:
+    """Run the CLI in-process; (exit code, stderr+stdout). A traceback fails the test."""
+    result = RUNNER.invoke(app, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise AssertionError(f"traceback from {args}: {result.exception!r}") from result.exception
+    return result.exit_code, result.output
+
+
+def one_line_error(code: int, output: str, expected_code: int, *needles: str) -> None:
+    assert code == expected_code, output
+    assert "Traceback" not in output, output
+    errs = [ln for ln in output.splitlines() if ln.startswith("error:")]
+    assert len(errs) == 1, output
+    for n in needles:
+        assert n in errs[0], output
+
+
+def calls_of(db: Path, sid: str) -> list[str]:
+    return [r[0] for r in query(db, "SELECT call_id FROM calls WHERE session_id = ? ORDER BY seq", [sid])]
+
+
+def ingest_errors(db: Path) -> list[tuple]:
+    return query(db, "SELECT path, line, reason, excerpt FROM ingest_errors ORDER BY path, line")
+
+
+# -- 1. token counts no column holds ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("value", [9223372036854775808, "18446744073709551616", 2**63 - 1, 10**30])
+def test_huge_token_count_is_one_bad_value(tmp_path: Path, db: Path, value: object) -> None:
+    lines = pi_lines("big", 3)
+    rec = orjson.loads(lines[2])
+    rec["message"]["usage"]["input"] = value
+    lines[2] = json.dumps(rec).encode()
+    write(tmp_path / "c" / "big.jsonl", lines)
+    write(tmp_path / "c" / "ok.jsonl", pi_lines("ok", 2))
+    ingest_paths(db, tmp_path / "c")
+    ingest_paths(db, tmp_path / "c")  # and every re-run works too
+    assert calls_of(db, "big") == ["c0", "c1", "c2"] and calls_of(db, "ok") == ["c0", "c1"]
+    (path, line, reason, _), = ingest_errors(db)
+    assert path.endswith("big.jsonl") and line == 3 and "input" in reason
+    row = query(db, "SELECT input_tokens, output_tokens, total_tokens FROM turns WHERE session_id = 'big' "
+                    "AND turn_id = 'a0'")
+    assert row == [(None, 5, None)]
+    assert query(db, "SELECT total_tokens FROM sessions WHERE session_id = 'big'") == [(30,)]
+
+
+@pytest.mark.parametrize("cost", ["NaN", "Infinity", "-Infinity", "1e400"])
+def test_non_finite_cost_is_an_invalid_value(tmp_path: Path, db: Path, cost: str) -> None:
+    lines = pi_lines("nan", 2)
+    lines[2] = lines[2].replace(b'"cacheWrite":0}', b'"cacheWrite":0,"cost":{"total":' + cost.encode() + b'}}')
+    write(tmp_path / "nan.jsonl", lines)
+    ingest_paths(db, tmp_path)
+    assert calls_of(db, "nan") == ["c0", "c1"]
+    (_, line, reason, _), = ingest_errors(db)
+    assert line == 3 and "cost" in reason
+    (cost_usd,), = query(db, "SELECT cost_usd FROM sessions")
+    assert cost_usd is not None and cost_usd == cost_usd and abs(cost_usd) < 1e6  # finite
+    code, output = cli("summary", "--db", str(db))
+    assert code == 0 and "nan" not in output.lower().replace("nan)", "")
+
+
+# -- 2. a file name that is not UTF-8 -------------------------------------------------------------------------------
+def test_file_name_that_is_not_utf8(tmp_path: Path, db: Path) -> None:
+    folder = tmp_path / "c"
+    folder.mkdir()
+    name = os.fsdecode(b"x\xff.jsonl")
+    write(folder / name, pi_lines("badname", 2))
+    write(folder / "ok.jsonl", pi_lines("ok", 2))
+    ingest_paths(db, folder)
+    assert calls_of(db, "badname") == ["c0", "c1"] and calls_of(db, "ok") == ["c0", "c1"]
+    paths = [r[0] for r in query(db, "SELECT path FROM files ORDER BY path")]
+    assert any(p.endswith("x\\xff.jsonl") for p in paths)
+    summary = ingest_paths(db, folder)
+    assert summary.files_unchanged == 2  # the escaped name is matched again next run
+    code, output = cli("sessions", "--db", str(db))
+    assert code == 0
+
+
+# -- 3. one line a parser chokes on costs that line ------------------------------------------------------------------
+@pytest.mark.parametrize("bad", [
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"a": ' + b"9" * 5000 + b"}",
+    b'{"type": "message", "id": "x", "message": {"role": "assistant", "content": [], "usage": {"input": 1e400}}}',
+    b'{"type": "message", "id": "y", "message": {"role": "assistant", "content": ['
+    + b'{"type": "toolCall", "id": "deep", "name": "bash", "arguments": ' + b"[" * 5000 + b"]" * 5000 + b"}]}}",
+])
+def test_a_line_the_parser_chokes_on_costs_only_that_line(tmp_path: Path, db: Path, bad: bytes) -> None:
+    lines = pi_lines("s", 3)
+    lines.insert(3, bad)
+    write(tmp_path / "s.jsonl", lines)
+    ingest_paths(db, tmp_path)
+    assert calls_of(db, "s")[-3:] == ["c0", "c1", "c2"] or set(calls_of(db, "s")) >= {"c0", "c1", "c2"}
+    assert any(line == 4 for _, line, _, _ in ingest_errors(db))
+    assert len(query(db, "SELECT 1 FROM calls WHERE result_text IS NOT NULL")) >= 3
+
+
+# -- 4. a file that could not be opened is retried -----------------------------------------------------------------
+def test_file_that_could_not_be_opened_is_retried(tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer.ingest import parse
+
+    write(tmp_path / "a.jsonl", pi_lines("a", 2))
+    target = write(tmp_path / "b.jsonl", pi_lines("b", 2))
+    real_open = open
+
+    def failing_open(path: object, *args: object, **kw: object):  # type: ignore[no-untyped-def]
+        if str(path) == str(target):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kw)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(parse, "open", failing_open, raising=False)
+    summary = ingest_paths(db, tmp_path)
+    assert summary.skipped and "cannot open" in summary.skipped[0][1]
+    monkeypatch.undo()
+    summary = ingest_paths(db, tmp_path)  # same size, same mtime: read again all the same
+    assert summary.files_ingested == 1 and calls_of(db, "b") == ["c0", "c1"]
+    assert ingest_paths(db, tmp_path).files_unchanged == 2
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file; the monkeypatched test covers it")
+def test_chmod_unreadable_file_is_retried(tmp_path: Path, db: Path) -> None:
+    write(tmp_path / "a.jsonl", pi_lines("a", 2))
+    b = write(tmp_path / "b.jsonl", pi_lines("b", 2))
+    b.chmod(0)
+    ingest_paths(db, tmp_path)
+    b.chmod(0o644)
+    ingest_paths(db, tmp_path)
+    assert calls_of(db, "b") == ["c0", "c1"]
+
+
+# -- 6. a byte-order mark ---------------------------------------------------------------------------------------------
+def test_utf8_bom_does_not_cost_line_one(tmp_path: Path, db: Path) -> None:
+    lines = pi_lines("bom", 2, cwd="/home/me/proj")
+    lines[0] = b"\xef\xbb\xbf" + lines[0]
+    write(tmp_path / "bom.jsonl", lines)
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT session_id, cwd FROM sessions") == [("bom", "/home/me/proj")]
+    assert ingest_errors(db) == []
+
+
+# -- inputs that already held: keep them holding ---------------------------------------------------------------------
+def test_empty_binary_truncated_invalid_utf8_glued(tmp_path: Path, db: Path) -> None:
+    c = tmp_path / "c"
+    c.mkdir()
+    (c / "empty.jsonl").write_bytes(b"")
+    (c / "binary.jsonl").write_bytes(bytes(range(256)) * 64)
+    write(c / "trunc.jsonl", pi_lines("trunc", 2) + [pi_lines("x", 1)[2][:40]], end=b"")
+    bad = pi_lines("utf8", 2)
+    bad.insert(2, b'{"type": "custom", "note": "\xff\xfe"}')
+    write(c / "utf8.jsonl", bad)
+    glued = pi_lines("glued", 2)
+    glued[2:4] = [glued[2] + glued[3]]
+    write(c / "glued.jsonl", glued)
+    ingest_paths(db, c)
+    assert calls_of(db, "trunc") == ["c0", "c1"]
+    assert calls_of(db, "utf8") == ["c0", "c1"]
+    assert calls_of(db, "glued") == ["c0", "c1"]
+    reasons = dict(query(db, "SELECT regexp_extract(path, '[a-z0-9]+\\.jsonl$'), reason FROM files "
+                             "WHERE status = 'skipped'"))
+    assert reasons["empty.jsonl"] == "empty file" and "binary" in reasons["binary.jsonl"]
+
+
+def test_sixty_megabyte_line(tmp_path: Path, db: Path) -> None:
+    lines = pi_lines("huge", 2)
+    rec = orjson.loads(lines[3])
+    rec["message"]["content"][0]["text"] = "x" * (60 << 20)
+    lines[3] = orjson.dumps(rec)
+    write(tmp_path / "huge.jsonl", lines)
+    ingest_paths(db, tmp_path)
+    assert calls_of(db, "huge") == ["c0", "c1"]
+    assert query(db, "SELECT length(result_text) FROM calls WHERE call_id = 'c0'") == [(60 << 20,)]
+
+
+def test_symlink_loop_and_dangling_link(tmp_path: Path, db: Path) -> None:
+    c = tmp_path / "c"
+    write(c / "ok.jsonl", pi_lines("ok", 2))
+    (c / "loop").symlink_to(c)
+    (c / "a").symlink_to(c / "b")
+    (c / "b").symlink_to(c / "a")
+    (c / "dangling.jsonl").symlink_to(c / "nowhere")
+    ingest_paths(db, c)
+    assert calls_of(db, "ok") == ["c0", "c1"]
+
+
+def test_twenty_thousand_tiny_files(tmp_path: Path, db: Path) -> None:
+    c = tmp_path / "c"
+    c.mkdir()
+    header = orjson.dumps(pi_records("t", 0)[0])
+    for i in range(20_000):
+        (c / f"{i:05d}.jsonl").write_bytes(header.replace(b'"t"', f'"t{i}"'.encode()) + b"\n")
+    t0 = time.perf_counter()
+    ingest_paths(db, c, workers=2)
+    assert query(db, "SELECT count(*) FROM sessions") == [(20_000,)]
+    assert time.perf_counter() - t0 < 90
+
+
+def test_fifo_named_on_the_command_line(tmp_path: Path, db: Path) -> None:
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(UsageError, match="FIFO"):
+        ingest_paths(db, fifo)
+    code, output = cli("ingest", str(fifo), "--db", str(db))
+    one_line_error(code, output, 2, "FIFO")
+    (tmp_path / "sub").mkdir()
+    os.mkfifo(tmp_path / "sub" / "p.jsonl")  # inside a folder: not a file, not read, never blocks
+    write(tmp_path / "sub" / "ok.jsonl", pi_lines("ok", 1))
+    ingest_paths(db, tmp_path / "sub")
+    assert calls_of(db, "ok") == ["c0"]
+
+
+def test_nothing_readable_is_one_line(tmp_path: Path, db: Path) -> None:
+    (tmp_path / "x.jsonl").write_bytes(b"\x00\x01")
+    with pytest.raises(NothingToIngestError):
+        ingest_paths(db, tmp_path)
+    code, output = cli("ingest", str(tmp_path), "--db", str(tmp_path / "other.duckdb"))
+    one_line_error(code, output, 4)
+
+
+# -- the store: damaged, foreign, busy, killed -----------------------------------------------------------------------
+STORE_COMMANDS = [["sessions"], ["summary"], ["findings"], ["scan"], ["calibrate"], ["replay", "--policy", "cline"]]
+
+
+@pytest.fixture(scope="module")
+def good_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("store")
+    for i in range(30):
+        write(d / "c" / f"s{i}.jsonl", pi_lines(f"s{i}", 6))
+    db = d / "good.duckdb"
+    ingest_paths(db, d / "c")
+    return db
+
+
+def _damaged(kind: str, good: Path, tmp_path: Path) -> Path:
+    target = tmp_path / f"{kind}.duckdb"
+    data = good.read_bytes()
+    if kind == "truncated":
+        target.write_bytes(data[:20000])
+    elif kind == "garbage":
+        target.write_bytes(os.urandom(len(data)))
+    elif kind == "foreign":
+        con = duckdb.connect(str(target))
+        con.execute("CREATE TABLE sessions (session_id VARCHAR)")
+        con.close()
+    elif kind == "text":
+        target.write_text("hello, not a database\n")
+    return target
+
+
+@pytest.mark.parametrize("kind", ["truncated", "garbage", "foreign", "text"])
+@pytest.mark.parametrize("command", STORE_COMMANDS + [["ingest", "IN"], ["report", "--out", "OUT"]],
+                         ids=lambda c: c[0])
+def test_a_store_that_is_not_one_is_one_line(good_store: Path, tmp_path: Path, kind: str, command: list[str]) -> None:
+    db = _damaged(kind, good_store, tmp_path)
+    write(tmp_path / "in" / "s.jsonl", pi_lines("s", 1))
+    args = [str(tmp_path / "in") if a == "IN" else str(tmp_path / "out") if a == "OUT" else a for a in command]
+    before = db.read_bytes()
+    code, output = cli(*args, "--db", str(db))
+    one_line_error(code, output, 2, str(db.name))
+    assert db.read_bytes() == before  # never written into
+
+
+def test_a_store_being_created_when_killed_is_no_store(tmp_path: Path) -> None:
+    """The store file appears only with its schema (created under another name, then renamed)."""
+    db = tmp_path / "new.duckdb"
+    write(tmp_path / "c" / "s.jsonl", pi_lines("s", 1))
+    ingest_paths(db, tmp_path / "c")
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".new")] == []
+    con = duckdb.connect(str(tmp_path / "empty.duckdb"))  # what an older loopscope killed at creation left
+    con.close()
+    ingest_paths(tmp_path / "empty.duckdb", tmp_path / "c")
+    assert query(tmp_path / "empty.duckdb", "SELECT count(*) FROM sessions") == [(1,)]
