@@ -325,3 +325,117 @@ def test_a_store_being_created_when_killed_is_no_store(tmp_path: Path) -> None:
     con.close()
     ingest_paths(tmp_path / "empty.duckdb", tmp_path / "c")
     assert query(tmp_path / "empty.duckdb", "SELECT count(*) FROM sessions") == [(1,)]
+
+
+# -- where output goes ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("target", ["/nonexistent/x.json", "DIR", "/proc/x.json"])
+def test_output_that_cannot_be_written_fails_first(good_store: Path, tmp_path: Path, target: str) -> None:
+    out = str(tmp_path) if target == "DIR" else target
+    for command in (["sessions"], ["findings"], ["summary"], ["calibrate", "--no-save"]):
+        code, output = cli(*command, "--db", str(good_store), "--output", out)
+        one_line_error(code, output, 2, "--output" if target != "/proc/x.json" else "cannot write")
+
+
+@pytest.mark.parametrize("args", [["--out", "/proc/report"], ["--single-file", "--out", "/proc/r.html"],
+                                  ["--single-file", "--out", "/etc/hostname/x/r.html"]])
+def test_report_to_a_place_that_cannot_be_written(good_store: Path, args: list[str]) -> None:
+    code, output = cli("report", "--db", str(good_store), *args)
+    assert code == 2 and "Traceback" not in output and output.startswith("error:"), output
+
+
+def test_read_only_folder_is_found_before_any_work(good_store: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real = tempfile.NamedTemporaryFile
+
+    def refuse(*a: object, **kw: object):  # type: ignore[no-untyped-def]
+        if str(kw.get("dir")) == str(ro):
+            raise PermissionError(13, "Permission denied")
+        return real(*a, **kw)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", refuse)
+    code, output = cli("report", "--db", str(good_store), "--out", str(ro / "rep"))
+    assert code == 0 or "cannot write" in output  # ro/rep does not exist: its parent is probed
+    code, output = cli("report", "--db", str(good_store), "--out", str(ro))
+    one_line_error(code, output, 2, "cannot write")
+    db = tmp_path / "a.duckdb"
+    write(tmp_path / "c" / "s.jsonl", pi_lines("s", 1))
+    code, output = cli("analyze", str(tmp_path / "c"), "--db", str(db), "--out", str(ro))
+    one_line_error(code, output, 2, "cannot write")
+    assert not db.exists()  # nothing was ingested before finding out
+
+
+def test_report_refuses_the_current_folder_and_foreign_folders(good_store: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, output = cli("report", "--db", str(good_store), "--out", "")
+    one_line_error(code, output, 2, "current folder")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text("my own page")
+    code, output = cli("report", "--db", str(good_store), "--out", str(site))
+    one_line_error(code, output, 2, "--force")
+    assert (site / "index.html").read_text() == "my own page"
+    code, output = cli("report", "--db", str(good_store), "--out", str(site), "--force")
+    assert code == 0, output
+    code, output = cli("report", "--db", str(good_store), "--out", str(site))  # now a loopscope report: fine
+    assert code == 0, output
+
+
+@pytest.mark.parametrize("args", [["findings", "--min-repeats", "-3"], ["findings", "--limit", "-1"],
+                                  ["sessions", "--limit", "-5"], ["scan", "--workers", "0"],
+                                  ["replay", "--policy", "cline", "--halt", "-1"],
+                                  ["calibrate", "--target-false-halt-rate", "2"], ["ingest", "--workers", "-2"]])
+def test_out_of_range_option_values_are_rejected(good_store: Path, args: list[str]) -> None:
+    code, output = cli(*args, "--db", str(good_store))
+    assert code == 2 and "Traceback" not in output and "range" in output or "greater" in output or "less" in output
+
+
+def test_disk_full_while_ingesting_is_one_line_and_the_store_stays(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer.ingest import land
+
+    db = tmp_path / "s.duckdb"
+    write(tmp_path / "c1" / "a.jsonl", pi_lines("a", 2))
+    ingest_paths(db, tmp_path / "c1")
+    write(tmp_path / "c2" / "b.jsonl", pi_lines("b", 2))
+    real = land.load_chunk
+
+    def full(con, outcomes, spool):  # type: ignore[no-untyped-def]
+        con.execute("BEGIN TRANSACTION")
+        con.execute("DELETE FROM calls")
+        con.execute("ROLLBACK")
+        raise OSError(28, "No space left on device", str(db))
+
+    monkeypatch.setattr(land, "load_chunk", full)
+    code, output = cli("ingest", str(tmp_path / "c2"), "--db", str(db))
+    one_line_error(code, output, 2, "No space left on device")
+
+    def duck_full(con, outcomes, spool):  # type: ignore[no-untyped-def]
+        raise duckdb.TransactionException("TransactionContext Error: Failed to commit: No space left on device")
+
+    monkeypatch.setattr(land, "load_chunk", duck_full)
+    code, output = cli("ingest", str(tmp_path / "c2"), "--db", str(db))
+    one_line_error(code, output, 2, "No space left on device")
+    monkeypatch.setattr(land, "load_chunk", real)
+    assert calls_of(db, "a") == ["c0", "c1"]
+    ingest_paths(db, tmp_path / "c2")
+    assert calls_of(db, "b") == ["c0", "c1"]
+
+
+def test_disk_full_while_writing_a_report(good_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pathlib import Path as P
+
+    real = P.write_text
+
+    def full(self, *a, **kw):  # type: ignore[no-untyped-def]
+        if self.suffix == ".html":
+            raise OSError(28, "No space left on device", str(self))
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(P, "write_text", full)
+    code, output = cli("report", "--db", str(good_store), "--out", str(tmp_path / "rep"))
+    one_line_error(code, output, 2, "No space left on device")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from analyzer.errors import StoreError
+from analyzer.commands.common import check_output_file
 from analyzer.commands.output import OutputFormat
 from analyzer.commands.common import (
     AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors,
@@ -37,7 +38,7 @@ def calibrate(
         "--labels", help="CSV or JSON labels (session_id, label stuck|benign, optional first_call_id/last_call_id "
                          "or finding_id) that override the scan's stuck/progress proxy.", show_default=False)] = None,
     target: Annotated[float, typer.Option(
-        "--target-false-halt-rate", help="Share of sessions allowed a false halt (0.01 = 1%).")] = 0.01,
+        "--target-false-halt-rate", min=0.0, max=1.0, help="Share of sessions allowed a false halt (0.01 = 1%).")] = 0.01,
     warn_range: Annotated[str, typer.Option(
         "--warn-range", help="Warning thresholds to sweep: 2-15, 3,5,8 or both (2-5,8).")] = "2-15",
     halt_range: Annotated[str, typer.Option(
@@ -55,7 +56,7 @@ def calibrate(
         "--save/--no-save", help="Record the run in the store (calibration_runs, calibration_sweep) for the "
                                  "report; --no-save opens the store read-only.")] = True,
     workers: Annotated[Optional[int], typer.Option(
-        "--workers", help="Processes for the exact replay. Default: by store size.", show_default=False)] = None,
+        "--workers", min=1, help="Processes for the exact replay. Default: by store size.", show_default=False)] = None,
     db: DbOpt = None,
     format: FormatOpt = OutputFormat.table,
     output: OutputOpt = None,
@@ -78,6 +79,8 @@ def calibrate(
     from analyzer.guards.policies import ALIASES
 
     flt = session_filter(since, until, agent, project)
+    if output is not None:
+        check_output_file(output)
     grid = Grid(parse_range(warn_range, "--warn-range"), parse_range(halt_range, "--halt-range"),
                 parse_windows(windows) if windows else None,
                 parse_similarities(similarities) if similarities else None)
