@@ -439,3 +439,93 @@ def test_disk_full_while_writing_a_report(good_store: Path, tmp_path: Path, monk
     monkeypatch.setattr(P, "write_text", full)
     code, output = cli("report", "--db", str(good_store), "--out", str(tmp_path / "rep"))
     one_line_error(code, output, 2, "No space left on device")
+
+
+# -- secrets ----------------------------------------------------------------------------------------------------------
+AWS = "AKIA" + "Q3EGRW7N5JXZ2PLM"
+GHP = "ghp_" + "R8sK2mQ7vX1nT4bY9cW3eZ6aF0hJ5uL8dP2g"
+
+SECRET_FAMILIES = {
+    "cloud (AWS)": (f"aws_access_key_id {AWS} here", AWS),
+    "cloud (Azure)": ("AccountKey=" + "a" * 86 + "==;", "a" * 86),
+    "cloud (Google)": ("key AIza" + "SyD3x9Zq1WvB7nC5mK2jH8gF4dS6aP0oL1u" + " end", "SyD3x9Zq1WvB7nC5mK2jH8gF4dS6aP0oL1u"),
+    "vcs (GitHub)": (f"git clone https://{GHP}@github.com/x", GHP[4:]),
+    "vcs (GitLab)": ("glpat-" + "Zx8Kp2Qm7Vn4Tb9Rc3We" + " x", "Zx8Kp2Qm7Vn4Tb9Rc3We"),
+    "chat (Slack)": ("xoxb-" + "123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
+    "chat (Discord)": ("MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs x", "ZnCjm1XVW7vRze4b7Cq4se7kKWs"),
+    "chat (Telegram)": ("bot 123456789:" + "AAHk2Jd8sQ1vX4nB7mC0pL5rT9wZ3yF6eGu" + " x", "AAHk2Jd8sQ1vX4nB7mC0pL5rT9wZ3yF6eGu"),
+    "payment (Stripe)": ("sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    "payment (Square)": ("sq0csp-" + "A" * 43, "A" * 43),
+    "jwt": ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+            "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    "private key": ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7b9Q\nZmFrZWtleWJvZHk=\n-----END RSA PRIVATE KEY-----",
+                    "MIIEowIBAAKCAQEA7b9Q"),
+    "password=": ("password=hunter2", "hunter2"),
+    "json password": ('{"password": "correct horse battery"}', "correct horse"),
+    "passwd": ("passwd: 'Tr0ub4dor&3'", "Tr0ub4dor"),
+    "secret": ("secret=9f8e7d6c5b4a", "9f8e7d6c5b4a"),
+    "token": ("token=abcd1234efgh5678", "abcd1234efgh5678"),
+    "api_key": ("api_key = 'zq8w7e6r5t4y'", "zq8w7e6r5t4y"),
+    "connection string": ("postgres://admin:s3cr3tpass@db.internal:5432/app", "s3cr3tpass"),
+    "bearer": ("curl -H 'Authorization: Bearer abc123def456ghi789jkl' x", "abc123def456ghi789jkl"),
+}
+
+
+@pytest.mark.parametrize("family", list(SECRET_FAMILIES))
+def test_each_secret_family_is_redacted(family: str) -> None:
+    from reports.redact import redact
+
+    text, secret = SECRET_FAMILIES[family]
+    out = redact(text) or ""
+    assert secret not in out and "[REDACTED" in out, out
+
+
+def test_detect_secrets_plugins_are_used() -> None:
+    from reports.redact import DETECT_SECRETS_RULES
+
+    families = {r.family for r in DETECT_SECRETS_RULES}
+    assert {"aws-key", "github-token", "slack-token", "stripe-key", "url-password"} <= families
+
+
+def test_pem_block_crossing_the_window_edge_is_redacted_whole() -> None:
+    from reports.redact import redact_cut
+
+    body = "\n".join("QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2" for _ in range(30))
+    text = "cat key.pem\n-----BEGIN OPENSSH PRIVATE KEY-----\n" + body + "\n-----END OPENSSH PRIVATE KEY-----\n"
+    for limit in (40, 60, 100, 500):
+        shown = redact_cut(text, limit) or ""
+        assert "QUJDREVG" not in shown and "BEGIN" not in shown.replace("[REDACTED private-key]", "")
+
+
+def test_ingest_error_excerpt_keeps_a_secret_whole_for_redaction(tmp_path: Path, db: Path) -> None:
+    from reports.redact import redact
+
+    lines = pi_lines("s", 1)
+    lines.insert(2, b"{not json " + b"x" * 178 + b" " + AWS.encode() + b" more}")  # the key straddles char 200
+    write(tmp_path / "s.jsonl", lines)
+    ingest_paths(db, tmp_path)
+    (_, _, _, excerpt), = ingest_errors(db)
+    shown = (redact(excerpt) or "")[:200]
+    assert AWS[:10] not in shown
+
+
+def test_secret_in_a_session_id_never_reaches_the_report(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    sid = f"run-{AWS}-{GHP}"
+    recs = pi_records(sid, 6)
+    for r in recs[2::2]:  # the same call six times: a loop, so the session gets a page
+        r["message"]["content"][0]["arguments"] = {"command": "pytest"}
+    write(tmp_path / "c" / f"2026_{sid}.jsonl", [orjson.dumps(r) for r in recs])
+    ingest_paths(db, tmp_path / "c")
+    code, output = cli("scan", "--db", str(db))
+    assert code == 0, output
+    for args in (["--out", str(tmp_path / "rep")], ["--single-file", "--out", str(tmp_path / "one.html")]):
+        code, output = cli("report", "--db", str(db), *args)
+        assert code == 0, output
+    written = [p for p in (tmp_path / "rep").rglob("*") if p.is_file()] + [tmp_path / "one.html"]
+    assert any(p.parent.name == "sessions" for p in written)
+    for p in written:
+        assert AWS not in p.name and GHP not in p.name
+        if p.suffix in (".html", ".json"):
+            data = p.read_text(errors="replace")
+            assert AWS not in data and GHP not in data, p

@@ -12,6 +12,7 @@ spool is loaded (``ingest/land.py``).
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -470,8 +471,20 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:20] + f"…({len(text)} chars)"
 
 
+# An excerpt is never cut inside a word: a secret cut short (18 of a key's 20 characters) is one no redaction rule
+# recognises any more. The cut moves on to the end of the word, up to this many characters more.
+_WORD_END = re.compile(r"[^\s\"'`,;&|<>(){}\[\]]{0,%d}" % (4 * MAX_EXCERPT))
+
+
 def excerpt(text: str | bytes, limit: int = MAX_EXCERPT) -> str:
+    """The start of a bad record, for ``ingest_errors``: about ``limit`` characters, never ending inside a word (so
+    the report, which redacts before it cuts to ``limit``, sees every secret whole)."""
     if isinstance(text, bytes):
-        text = text[: limit * 4].decode("utf-8", "replace")
+        text = text[: limit * 8].decode("utf-8", "replace")
+    else:
+        text = text[: limit * 8]
     text = text.replace("\n", "\\n")
-    return text if len(text) <= limit else text[:limit] + "…"
+    if len(text) <= limit:
+        return text
+    end = _WORD_END.match(text, limit).end()  # type: ignore[union-attr]
+    return text[:end] + ("…" if end < len(text) else "")
