@@ -529,3 +529,95 @@ def test_secret_in_a_session_id_never_reaches_the_report(tmp_path: Path) -> None
         if p.suffix in (".html", ".json"):
             data = p.read_text(errors="replace")
             assert AWS not in data and GHP not in data, p
+
+
+# -- processes --------------------------------------------------------------------------------------------------------
+def _children(pid: int) -> set[int]:
+    kids: set[int] = set()
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids.update(int(x) for x in f.read().split())
+    except OSError:
+        pass
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _big_corpus(folder: Path, n_files: int = 700, result_chars: int = 20_000) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n_files):
+        recs = pi_records(f"k{i}", 4)
+        for r in recs[3::2]:
+            r["message"]["content"][0]["text"] = "y" * result_chars
+        write(folder / f"{i:04d}.jsonl", [orjson.dumps(r) for r in recs])
+    return folder
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_exit_when_the_ingest_is_killed(tmp_path: Path) -> None:
+    corpus = _big_corpus(tmp_path / "c")
+    db = tmp_path / "s.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db),
+                             "--workers", "2", "--quiet"])
+    workers: set[int] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        workers = {k for k in _children(proc.pid) if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text()} \
+            if _children(proc.pid) else set()
+        if len(workers) >= 1:
+            break
+        time.sleep(0.02)
+    if proc.poll() is not None:
+        pytest.skip("the ingest finished before its workers could be seen")
+    time.sleep(0.3)
+    workers |= {k for k in _children(proc.pid) if _alive(k)}
+    os.kill(proc.pid, signal.SIGKILL)  # the parent only, as `kill -9 PID` does
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(w) for w in workers):
+        time.sleep(0.1)
+    assert not [w for w in workers if _alive(w)], "workers outlived their parent"
+    # The spool the killed run left (beside the store) is removed by the next run, which completes the store.
+    ingest_paths(db, corpus)
+    assert not list(tmp_path.glob("s.duckdb.spool-*"))
+    assert query(db, "SELECT count(*) FROM sessions") == [(700,)]
+
+
+def test_two_concurrent_writers(tmp_path: Path) -> None:
+    corpus = _big_corpus(tmp_path / "c", n_files=300, result_chars=2000)
+    db = tmp_path / "s.duckdb"
+    cmd = [sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db), "--quiet"]
+    a = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    b = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    ra, rb = a.wait(), b.wait()
+    errs = (a.stderr.read() if a.stderr else "") + (b.stderr.read() if b.stderr else "")
+    assert {ra, rb} <= {0, 3} and 0 in (ra, rb), errs
+    assert "Traceback" not in errs
+    if 3 in (ra, rb):
+        assert "in use" in errs
+    assert query(db, "SELECT count(*) FROM sessions") == [(300,)]
+
+
+def test_kill_mid_ingest_then_reingest_equals_a_clean_ingest(tmp_path: Path) -> None:
+    corpus = _big_corpus(tmp_path / "c", n_files=600, result_chars=4000)
+    clean = tmp_path / "clean.duckdb"
+    ingest_paths(clean, corpus)
+    snap = "SELECT session_id, calls, turns, total_tokens FROM sessions ORDER BY session_id"
+    expected = query(clean, snap)
+    db = tmp_path / "killed.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db),
+                             "--workers", "2", "--quiet"], start_new_session=True)
+    time.sleep(1.5)
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    ingest_paths(db, corpus)
+    assert query(db, snap) == expected

@@ -95,7 +95,14 @@ def _create(path: Path) -> None:
         finally:
             con.close()
         Path(f"{tmp}.wal").unlink(missing_ok=True)
-        os.replace(tmp, path)
+        try:
+            os.link(tmp, path)  # never replaces: a store another run created meanwhile is kept and opened
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.rename(tmp, path)
+        tmp.unlink(missing_ok=True)
     except (OSError, duckdb.Error) as exc:
         tmp.unlink(missing_ok=True)
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else _first_line(exc)
