@@ -11,6 +11,7 @@ spool is loaded (``ingest/land.py``).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections import deque
@@ -114,6 +115,26 @@ def _safe(value: Any) -> Any:
     return value
 
 
+def _coerce(value: Any, typ: Any) -> Any:
+    """One value as ``typ`` wants it, where an adapter passed the transcript's value through unchecked (a number as
+    ``cwd``, an object as a model name): text columns get the value as JSON text, others NULL."""
+    import pyarrow as pa
+
+    try:
+        pa.array([value], type=typ)
+        return value
+    except (pa.ArrowInvalid, OverflowError, TypeError, ValueError, UnicodeEncodeError):
+        pass
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        try:
+            return json.dumps(value, default=str, ensure_ascii=True)
+        except (TypeError, ValueError, RecursionError):
+            return repr(type(value))
+    if pa.types.is_list(typ) and isinstance(value, (list, tuple)):
+        return [_coerce(v, typ.value_type) for v in value]
+    return None
+
+
 def _clean(values: list[Any]) -> list[Any]:
     """Strings with lone surrogates (from ``\\ud800`` escapes) cannot be UTF-8; replace them rather than drop rows."""
     return [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else _safe(v) for v in values]
@@ -155,7 +176,10 @@ class RowSink:
                 try:
                     arrays.append(pa.array(values, type=fld.type))
                 except (pa.ArrowInvalid, UnicodeEncodeError, OverflowError, TypeError, ValueError):
-                    arrays.append(pa.array(_clean(list(values)), type=fld.type))
+                    try:
+                        arrays.append(pa.array(_clean(list(values)), type=fld.type))
+                    except (pa.ArrowInvalid, OverflowError, TypeError, ValueError):
+                        arrays.append(pa.array([_coerce(v, fld.type) for v in _clean(list(values))], type=fld.type))
             batch = pa.Table.from_arrays(arrays, schema=schema)
             writer = self._writers.get(name)
             if writer is None:
