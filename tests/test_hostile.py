@@ -101,6 +101,38 @@ def test_huge_token_count_is_one_bad_value(tmp_path: Path, db: Path, value: obje
     assert query(db, "SELECT total_tokens FROM sessions WHERE session_id = 'big'") == [(30,)]
 
 
+def test_huge_claude_count(tmp_path: Path, db: Path) -> None:
+    from test_ingest_claude import assistant, tool_use, usage, user
+
+    recs = [user(0, "go"),
+            assistant(1, "m1", "r1", [tool_use("t1", "Bash", {"command": "ls"})], usage(2**63 - 1, 5)),
+            assistant(2, "m2", "r2", [tool_use("t2", "Bash", {"command": "pwd"})], usage(10, 5))]
+    write(tmp_path / "claude.jsonl", [orjson.dumps(r) for r in recs])
+    ingest_paths(db, tmp_path)
+    assert [r[0] for r in query(db, "SELECT call_id FROM calls ORDER BY seq")] == ["t1", "t2"]
+    (_, line, reason, _), = ingest_errors(db)
+    assert line == 2 and "input" in reason
+    assert query(db, "SELECT input_tokens FROM turns WHERE role = 'assistant' ORDER BY turn_index") == [(None,), (10,)]
+
+
+@pytest.mark.parametrize("count", ["18446744073709551615", 18446744073709551615])
+def test_huge_codex_count(tmp_path: Path, db: Path, count: object) -> None:
+
+    src = (Path(__file__).parent / "fixtures" / "codex" / "ccusage_session-alpha.jsonl").read_bytes()
+    lines = src.rstrip(b"\n").split(b"\n")
+    rec = orjson.loads(lines[1])
+    rec["payload"]["info"]["last_token_usage"]["output_tokens"] = count
+    rec["payload"]["info"]["total_token_usage"]["output_tokens"] = count
+    lines[1] = json.dumps(rec).encode()
+    write(tmp_path / "rollout.jsonl", lines)
+    ingest_paths(db, tmp_path)
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT count(*) FROM sessions") == [(1,)]
+    assert any("output" in r[2] for r in ingest_errors(db))
+    (tokens,), = query(db, "SELECT total_tokens FROM sessions")
+    assert tokens is not None and 0 <= tokens < 10**12
+
+
 @pytest.mark.parametrize("cost", ["NaN", "Infinity", "-Infinity", "1e400"])
 def test_non_finite_cost_is_an_invalid_value(tmp_path: Path, db: Path, cost: str) -> None:
     lines = pi_lines("nan", 2)
