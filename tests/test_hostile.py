@@ -653,3 +653,17 @@ def test_kill_mid_ingest_then_reingest_equals_a_clean_ingest(tmp_path: Path) -> 
     proc.wait()
     ingest_paths(db, corpus)
     assert query(db, snap) == expected
+
+
+def test_a_worker_that_dies_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures.process import BrokenProcessPool
+
+    from analyzer.ingest import pipeline
+
+    def broken(*a: object, **kw: object) -> None:
+        raise BrokenProcessPool("A process in the process pool was terminated abruptly")
+
+    monkeypatch.setattr(pipeline, "_ingest_files", broken)
+    write(tmp_path / "c" / "s.jsonl", pi_lines("s", 1))
+    code, output = cli("ingest", str(tmp_path / "c"), "--db", str(tmp_path / "s.duckdb"))
+    one_line_error(code, output, 1, "worker")

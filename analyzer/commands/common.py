@@ -81,6 +81,12 @@ def handle_errors(fn: F) -> F:
             err.print(f"[bold red]error:[/] {escape(os_error_text(exc))}", soft_wrap=True)
             raise typer.Exit(2) from None
         except Exception as exc:  # noqa: BLE001 - DuckDB's errors (disk full inside a transaction, a damaged page)
+            from concurrent.futures.process import BrokenProcessPool
+
+            if isinstance(exc, BrokenProcessPool):  # a worker killed (out of memory, a signal)
+                err.print("[bold red]error:[/] a worker process died (out of memory, or killed); the store keeps "
+                          "every chunk that finished, run the command again", soft_wrap=True)
+                raise typer.Exit(1) from None
             if not type(exc).__module__.startswith(("duckdb", "_duckdb")):
                 raise
             from rich.markup import escape
