@@ -38,7 +38,7 @@ def calibrate(
         "--labels", help="CSV or JSON labels (session_id, label stuck|benign, optional first_call_id/last_call_id "
                          "or finding_id) that override the scan's stuck/progress proxy.", show_default=False)] = None,
     target: Annotated[float, typer.Option(
-        "--target-false-halt-rate", min=0.0, max=1.0, help="Share of sessions allowed a false halt (0.01 = 1%).")] = 0.01,
+        "--target-false-halt-rate", help="Share of sessions allowed a false halt (0.01 = 1%).")] = 0.01,
     warn_range: Annotated[str, typer.Option(
         "--warn-range", help="Warning thresholds to sweep: 2-15, 3,5,8 or both (2-5,8).")] = "2-15",
     halt_range: Annotated[str, typer.Option(
