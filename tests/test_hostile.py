@@ -668,3 +668,21 @@ def test_a_worker_that_dies_is_one_line(tmp_path: Path, monkeypatch: pytest.Monk
     write(tmp_path / "c" / "s.jsonl", pi_lines("s", 1))
     code, output = cli("ingest", str(tmp_path / "c"), "--db", str(tmp_path / "s.duckdb"))
     one_line_error(code, output, 1, "worker")
+
+
+def test_a_read_error_mid_file_is_retried(tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer.ingest import reader
+
+    write(tmp_path / "a.jsonl", pi_lines("a", 3))
+    real = reader.iter_lines
+
+    def failing(f, stats, progress=None):  # type: ignore[no-untyped-def]
+        yield from list(real(f, stats, progress))[:3]
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(reader, "iter_lines", failing)
+    with pytest.raises(NothingToIngestError, match="cannot read"):
+        ingest_paths(db, tmp_path)
+    monkeypatch.undo()
+    ingest_paths(db, tmp_path)  # same size and mtime, read again
+    assert calls_of(db, "a") == ["c0", "c1", "c2"]

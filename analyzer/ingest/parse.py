@@ -195,6 +195,10 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                     out.sessions = parser.close()
                 except Exception:  # noqa: BLE001
                     pass
+            if isinstance(exc, OSError):  # the disk failed mid-file: what was read is kept, and it is read again
+                out.status, out.reason = "skipped", f"cannot read: {exc.strerror or exc} (rows up to here kept)"
+                out.content_hash = None
+                return out
             _drain_hash(f, stats, progress)
     out.size = stats.bytes_read
     out.content_hash = stats.content_hash
