@@ -112,7 +112,7 @@ def session_tables(sessions: pl.DataFrame, links: Links, redact: Redactor) -> tu
             "Share of session", "Loop cost")
     rows = []
     for r in sessions.head(LISTED_SESSIONS).iter_rows(named=True):
-        rows.append((Link(r["session_id"], links.session(r["session_id"])), r["format"] or "—",
+        rows.append((Link(redact(r["session_id"]) or "", links.session(r["session_id"])), r["format"] or "—",
                      project_label(redact(r["cwd"])), when(r["started_at"]), num(r["calls"]), num(r["episodes"]),
                      num(r["stuck_episodes"]), num(r["wasted_tokens"]),
                      pct(share(r["wasted_tokens"] or 0, r["total_tokens"] or 0)), usd(r["loop_cost_usd"])))
@@ -235,11 +235,11 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
         ("file", redact(s.get("source_path")) or "—"),
     ]
     if s.get("parent_session_id"):
-        facts.append(("spawned by", s["parent_session_id"]))
+        facts.append(("spawned by", redact(s["parent_session_id"])))
     guards = _guard_table(replay, seq_of)
     first, rest = _episode_tables(findings, anchors)
     return SessionContext(
-        meta=meta, session_id=sid, facts=facts,
+        meta=meta, session_id=redact(sid) or "", facts=facts,
         timeline=Chart(f"{prefix}-timeline", "Call timeline", timeline_fig, note=timeline_note, wide=True),
         tokens=(Chart(f"{prefix}-tokens", "Cumulative tokens", tokens_fig, wide=True) if tokens_fig else None),
         episodes=episodes, episode_table=first, more_episodes=rest,

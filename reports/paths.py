@@ -3,7 +3,7 @@
 A session id is whatever the transcript says (``../../x``, ``CON``, 300 characters of emoji): it never becomes a path
 as is. ``session_slug`` keeps letters, digits, ``_`` and ``-`` (no dot, so no ``..``), cuts the length, and appends a
 short hash of the full id, so two ids that differ only in dropped characters (or in case, on a case-insensitive disk)
-still get two pages.
+still get two pages. An id that holds a secret (``redact`` would change it) gets a name that is a hash alone.
 """
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analyzer.errors import LoopscopeError
+from reports.redact import has_secret
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def session_slug(session_id: str) -> str:
-    base = _UNSAFE.sub("-", session_id).strip("-_")[:48] or "session"
     digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    if has_secret(session_id):  # an id that holds a key must not put it in a file name or a link
+        return f"session-{hashlib.blake2b(session_id.encode('utf-8', 'surrogatepass'), digest_size=8).hexdigest()}"
+    base = _UNSAFE.sub("-", session_id).strip("-_")[:48] or "session"
     return f"{base}-{digest}"
 
 

@@ -20,16 +20,21 @@ MARK = "[REDACTED {}]"
 @dataclass(frozen=True)
 class Rule:
     """One family of secrets. ``keep`` is the regex group kept verbatim before the marker (a header or variable
-    name), so ``API_KEY=abc`` becomes ``API_KEY=[REDACTED assignment]``."""
+    name), so ``API_KEY=abc`` becomes ``API_KEY=[REDACTED assignment]``. ``only`` is the group that is the secret
+    when the match holds more than it (``postgres://user:PASS@host``): just that group is replaced."""
 
     family: str
     pattern: re.Pattern[str]
     keep: int | None = None
+    only: int | None = None
 
 
 # A value inside shell text or a JSON string: stops at whitespace, quotes, a backslash (JSON escapes) and separators.
 _VAL = r"[^\s\"'`\\,;&|<>(){}\[\]]"
-_NAME = r"[A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)"
+_NAME = (r"(?:[A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD)|password|passwd|pwd|secret|token|api_?key"
+         r"|access_?key|auth_?token|client_?secret|private_?key)")
+# A value that is a call (``token = get_token()``) is code, not a secret.
+_NOT_CALL = r"(?!" + _VAL + r"+\()"
 
 RULES: tuple[Rule, ...] = (
     # PEM first: its body would otherwise be cut up by the token rules. A key truncated before its END line (a
@@ -55,6 +60,8 @@ RULES: tuple[Rule, ...] = (
     Rule("authorization", re.compile(
         r"((?:proxy-)?authorization(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?(?:(?:bearer|basic|token|digest|bot)\s+)?)"
         r"(?!\[REDACTED)[^\s\"'\\]+", re.I), keep=1),
+    # A bearer token outside an Authorization header (``curl -H "Bearer …"`` split by quoting, a log line).
+    Rule("bearer-token", re.compile(r"(\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/=-]{16,}", re.I), keep=1),
     Rule("cookie", re.compile(
         r"((?:set-)?cookie(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?)(?!\[REDACTED)[^\"'\\\r\n]+", re.I), keep=1),
     # NAME_KEY=value, "db_password": "...", api_token: 8f3a... — the name is kept, the value goes. A reference to
@@ -62,7 +69,7 @@ RULES: tuple[Rule, ...] = (
     # it, text like "x-x-x-..." would make the match quadratic.
     Rule("assignment", re.compile(
         r"(\b" + _NAME + r"(?:\\?[\"'])?\s*(?:=\s*(?:\\?[\"'])?|:\s*\\?[\"']))"
-        r"(?![$%{]|\[REDACTED)" + _VAL + "+", re.I), keep=1),
+        r"(?![$%{]|\[REDACTED)" + _NOT_CALL + _VAL + "+", re.I), keep=1),
     # An unquoted "name: value" is as often code as config (``refresh_token: str`` in a Python signature), so there
     # the value must look like a secret: 8+ characters with a digit, or 16+.
     Rule("assignment", re.compile(
@@ -71,17 +78,90 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# detect-secrets (Yelp's maintained detector set) knows more token formats than the list above, and learns new ones
+# in its releases: every plugin whose patterns match the secret itself is used, as is. Its keyword, entropy and
+# private-key plugins judge whole lines and files, not spans of text to cut out, so the rules above do those jobs; so
+# do ours for OpenAI keys and JWTs, whose detect-secrets patterns backtrack quadratically on text like "sk-sk-sk-…".
+# ``group``: the pattern's group that is the secret (None: the whole match).
+_DETECT_SECRETS: tuple[tuple[str, str, str, int | None], ...] = (
+    ("aws", "AWSKeyDetector", "aws-key", None),
+    ("azure_storage_key", "AzureStorageKeyDetector", "azure-key", None),
+    ("basic_auth", "BasicAuthDetector", "url-password", 1),
+    ("discord", "DiscordBotTokenDetector", "discord-token", None),
+    ("github_token", "GitHubTokenDetector", "github-token", None),
+    ("gitlab_token", "GitLabTokenDetector", "gitlab-token", None),
+    ("mailchimp", "MailchimpDetector", "mailchimp-key", None),
+    ("npm", "NpmDetector", "npm-token", 1),
+    ("pypi_token", "PypiTokenDetector", "pypi-token", None),
+    ("sendgrid", "SendGridDetector", "sendgrid-key", None),
+    ("slack", "SlackDetector", "slack-token", None),
+    ("square_oauth", "SquareOAuthDetector", "square-key", None),
+    ("stripe", "StripeDetector", "stripe-key", None),
+    ("telegram_token", "TelegramBotTokenDetector", "telegram-token", None),
+    ("twilio", "TwilioKeyDetector", "twilio-key", None),
+)
+
+
+def _detect_secrets_rules() -> tuple[Rule, ...]:
+    """Rules from detect-secrets' plugins (a pinned dependency); none if it cannot be imported."""
+    import importlib
+
+    rules: list[Rule] = []
+    for module, cls, family, group in _DETECT_SECRETS:
+        try:
+            plugin = getattr(importlib.import_module(f"detect_secrets.plugins.{module}"), cls)
+        except (ImportError, AttributeError):
+            continue
+        for pattern in plugin.denylist:
+            if group is not None and pattern.groups < group:
+                continue
+            # A pattern with groups of its own but none named as the secret: the whole match is the secret.
+            rules.append(Rule(family, pattern, only=group))
+    return tuple(rules)
+
+
+DETECT_SECRETS_RULES = _detect_secrets_rules()
+
+
+def _sub_group(rule: Rule, marker: str, text: str) -> str:
+    g = rule.only or 0
+
+    def repl(m: re.Match[str]) -> str:
+        whole, start, end = m.group(0), m.start(g) - m.start(), m.end(g) - m.start()
+        if start < 0 or m.group(g).startswith("[REDACTED") or "[REDACTED" in m.group(g):
+            return whole
+        return whole[:start] + marker + whole[end:]
+
+    return rule.pattern.sub(repl, text)
+
+
 def redact(text: str | None) -> str | None:
     """``text`` with every secret replaced by a marker naming its family."""
     if not text:
         return text
-    for rule in RULES:
-        if rule.keep is None:
-            text = rule.pattern.sub(MARK.format(rule.family), text)
+    for rule in RULES + DETECT_SECRETS_RULES:
+        marker = MARK.format(rule.family)
+        if rule.only is not None:
+            text = _sub_group(rule, marker, text)
+        elif rule.keep is None:
+            text = rule.pattern.sub(marker, text)
         else:
-            marker = MARK.format(rule.family)
             text = rule.pattern.sub(lambda m, k=rule.keep, mk=marker: m.group(k) + mk, text)
     return text
+
+
+def has_secret(text: str | None) -> bool:
+    """Whether ``redact`` would change ``text``."""
+    return bool(text) and redact(text) != text
+
+
+def redact_cut(text: str | None, limit: int) -> str | None:
+    """``text`` redacted, then cut to ``limit`` characters: cutting first would leave part of a secret that no rule
+    recognises any more (18 characters of a 20-character key)."""
+    text = redact(text)
+    if text is None or len(text) <= limit:
+        return text
+    return text[:limit]
 
 
 MARKER = re.compile(r"\[REDACTED [a-z-]+\]")

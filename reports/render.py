@@ -230,7 +230,8 @@ def _pages(data: ReportSource, replay: Replay | None,
             if per["sessions"].height == 0:
                 continue
             replay_rows = rp.get(sid, in_scope.head(0)) if in_scope is not None else None
-            ctx = pages.session_page(meta(f"Session {sid}", section_id(sid), 1), per, replay_rows, redactor)
+            ctx = pages.session_page(meta(f"Session {redactor(sid)}", section_id(sid), 1), per, replay_rows,
+                                     redactor)
             state.session_pages += 1
             yield Page(session_page_path(sid), "session.html", ctx)
             if progress is not None:

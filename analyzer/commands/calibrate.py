@@ -10,6 +10,7 @@ import typer
 
 from analyzer.errors import StoreError
 from analyzer.guards import ENGINES, SweepSpec, aliases, sweepable
+from analyzer.commands.common import check_output_file
 from analyzer.commands.output import OutputFormat
 from analyzer.commands.common import (
     AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors,
@@ -68,7 +69,7 @@ def calibrate(
         "--save/--no-save", help="Record the run in the store (calibration_runs, calibration_sweep) for the "
                                  "report; --no-save opens the store read-only.")] = True,
     workers: Annotated[Optional[int], typer.Option(
-        "--workers", help="Processes for the exact replay. Default: by store size.", show_default=False)] = None,
+        "--workers", min=1, help="Processes for the exact replay. Default: by store size.", show_default=False)] = None,
     db: DbOpt = None,
     format: FormatOpt = OutputFormat.table,
     output: OutputOpt = None,
@@ -90,6 +91,8 @@ def calibrate(
     from analyzer.calibrate.recommend import Grid, calibrate_store, parse_range, parse_similarities, parse_windows
 
     flt = session_filter(since, until, agent, project)
+    if output is not None:
+        check_output_file(output)
     grid = Grid(parse_range(warn_range, "--warn-range"), parse_range(halt_range, "--halt-range"),
                 parse_windows(windows) if windows else None,
                 parse_similarities(similarities) if similarities else None)

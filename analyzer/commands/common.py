@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 import typer
 from rich.console import Console
 
-from analyzer.errors import LoopscopeError
+from analyzer.errors import LoopscopeError, UsageError
 from analyzer.ingest import formats
 from analyzer.store.filters import SessionFilter
 from analyzer.commands.output import OutputFormat
@@ -47,6 +47,8 @@ UntilOpt = Annotated[Optional[str], typer.Option(
     "--until", help="Only sessions started on or before this date (YYYY-MM-DD, UTC).", show_default=False)]
 AgentOpt = Annotated[Optional[str], typer.Option(
     "--agent", help=f"Only this agent's sessions: {', '.join(formats.names())}.", show_default=False)]
+ForceOpt = Annotated[bool, typer.Option(
+    "--force", help="Write the report even into the current folder or a folder that holds other files.")]
 ProjectOpt = Annotated[Optional[str], typer.Option(
     "--project", help="Only sessions whose working directory contains this text.", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")]
@@ -73,11 +75,101 @@ def handle_errors(fn: F) -> F:
         except LoopscopeError as exc:
             err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:  # disk full, a folder gone, permission: the system's own words, one line
+            from rich.markup import escape
+
+            err.print(f"[bold red]error:[/] {escape(os_error_text(exc))}", soft_wrap=True)
+            raise typer.Exit(2) from None
+        except Exception as exc:  # noqa: BLE001 - DuckDB's errors (disk full inside a transaction, a damaged page)
+            from concurrent.futures.process import BrokenProcessPool
+
+            if isinstance(exc, BrokenProcessPool):  # a worker killed (out of memory, a signal)
+                err.print("[bold red]error:[/] a worker process died (out of memory, or killed); the store keeps "
+                          "every chunk that finished, run the command again", soft_wrap=True)
+                raise typer.Exit(1) from None
+            if not type(exc).__module__.startswith(("duckdb", "_duckdb")):
+                raise
+            from rich.markup import escape
+
+            err.print(f"[bold red]error:[/] store: {escape(_first_line(exc))}", soft_wrap=True)
+            raise typer.Exit(2) from None
         except KeyboardInterrupt:
             err.print("interrupted; the store keeps every chunk that finished")
             raise typer.Exit(130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def os_error_text(exc: OSError) -> str:
+    """``[Errno 28] No space left on device: 'x'`` as a sentence: what failed and where."""
+    what = exc.strerror or _first_line(exc)
+    where = exc.filename if exc.filename is not None else None
+    return f"{what}: {where}" if where else what
+
+
+def _probe_folder(folder: Path) -> None:
+    """Create and remove a file in ``folder``: the only test of writability that holds for root, read-only mounts
+    and full disks alike."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".loopscope-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"cannot write in {folder}: {exc.strerror or _first_line(exc)}") from None
+
+
+def _existing_ancestor(path: Path) -> Path:
+    p = path.absolute()
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_output_file(path: Path) -> None:
+    """Fail before any work when ``--output`` cannot be written: its folder missing, it is a folder, or the folder is
+    read-only."""
+    if str(path) in ("", "."):
+        raise UsageError("--output needs a file name")
+    if path.is_dir():
+        raise UsageError(f"--output {path} is a folder; give a file name")
+    parent = path.absolute().parent
+    if not parent.is_dir():
+        raise UsageError(f"--output {path}: folder {parent} does not exist")
+    if path.exists() and not path.is_file():
+        raise UsageError(f"--output {path} is not a regular file")
+    _probe_folder(parent)
+
+
+def check_report_target(out_dir: Path, single_file: bool, force: bool) -> None:
+    """Fail before any work when the report cannot be written where ``--out`` says, or would overwrite what is not a
+    loopscope report: the current folder (``--out ''``), or a folder of other files, need ``--force``."""
+    from reports.render import MANIFEST
+
+    if str(out_dir) in ("", ".") and not force:
+        raise UsageError("--out names the current folder; give the report a folder of its own (or pass --force)")
+    html_file = single_file and out_dir.suffix.lower() in (".html", ".htm")
+    folder = out_dir.absolute().parent if html_file else out_dir
+    if html_file and out_dir.is_dir():
+        raise UsageError(f"--out {out_dir} is a folder, not an .html file")
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"--out {folder} exists and is not a folder")
+    if not folder.exists():
+        base = _existing_ancestor(folder)
+        if not base.is_dir():
+            raise UsageError(f"cannot create {folder}: {base} is not a folder")
+        _probe_folder(base)
+        return
+    if not force and not html_file and any(folder.iterdir()) and not (folder / MANIFEST).is_file():
+        raise UsageError(f"--out {out_dir} is a folder that holds other files, not an earlier loopscope report; "
+                         "choose another folder (or pass --force to write into it)")
+    if html_file and out_dir.exists() and not force and not out_dir.is_file():
+        raise UsageError(f"--out {out_dir} is not a regular file")
+    _probe_folder(folder)
 
 
 def with_progress(label: str, quiet: bool, job: Callable[[Callable[[int, int], None] | None], Any],
@@ -144,6 +236,8 @@ def _adding_options(fn: F, name: str, options: tuple[tuple[str, Any, Any], ...],
     def wrapper(**kwargs: Any) -> Any:
         values = {n: kwargs.pop(n) for n, _, _ in options}
         flt = session_filter(values.pop("since"), values.pop("until"), values.pop("agent"), values.pop("project"))
+        if values.get("output") is not None:
+            check_output_file(values["output"])
         kwargs[name] = make(db=db_path(values.pop("db")), filter=flt, **values)
         return fn(**kwargs)
 
@@ -163,7 +257,7 @@ def listing(fn: F) -> F:
 
 
 __all__ = [
-    "AgentOpt", "DbOpt", "FormatOpt", "Listing", "OutputFormat", "OutputOpt", "ProjectOpt", "QuietOpt", "Scope",
+    "AgentOpt", "DbOpt", "ForceOpt", "check_output_file", "check_report_target", "FormatOpt", "Listing", "OutputFormat", "OutputOpt", "ProjectOpt", "QuietOpt", "Scope",
     "SinceOpt", "UntilOpt", "db_path", "err", "handle_errors", "listing", "out", "scoped", "session_filter",
     "with_progress",
 ]

@@ -18,7 +18,7 @@ def ingest(
     db: DbOpt = None,
     quiet: QuietOpt = False,
     workers: Annotated[Optional[int], typer.Option(
-        "--workers", help="Parser processes. Default: one per core.", show_default=False)] = None,
+        "--workers", min=1, help="Parser processes. Default: one per core.", show_default=False)] = None,
 ) -> None:
     """Load every transcript under PATHS into the DuckDB store.
 
@@ -54,7 +54,7 @@ def print_ingest_summary(s: Any) -> None:
 @listing
 def sessions(
     listing: Listing,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many rows.", show_default=False)] = None,
 ) -> None:
     """List sessions with their totals, most expensive first."""
     from analyzer.store.queries import SESSION_TABLE_COLUMNS

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from analyzer.commands.common import QuietOpt, Scope, err, out, scoped
+from analyzer.commands.common import ForceOpt, QuietOpt, Scope, check_report_target, err, out, scoped
 from analyzer.commands.report import NoRedactOpt, OutDirOpt, SingleFileOpt
 
 
@@ -21,8 +21,9 @@ def analyze(
     single_file: SingleFileOpt = False,
     no_redact: NoRedactOpt = False,
     workers: Annotated[Optional[int], typer.Option(
-        "--workers", help="Processes for parsing and scanning. Default: one per core.", show_default=False)] = None,
+        "--workers", min=1, help="Processes for parsing and scanning. Default: one per core.", show_default=False)] = None,
     quiet: QuietOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Ingest, scan, calibrate and report in one go, then print where the report is.
 
@@ -33,6 +34,7 @@ def analyze(
 
     from analyzer.analyze import analyze as run_analyze
 
+    check_report_target(out_dir, single_file, force)  # before the ingest, not after it
     bars = None if quiet or not sys.stderr.isatty() else _Bars()
     try:
         result = run_analyze(paths or None, scope.db, out_dir, flt=scope.filter, single_file=single_file,

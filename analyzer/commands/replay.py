@@ -101,11 +101,11 @@ def replay(
     policy: PolicyOpt = None,
     policy_file: PolicyFileOpt = None,
     sets: SetOpt = None,
-    warn: Annotated[Optional[int], typer.Option("--warn", help="Shortcut for --set warn=N.",
+    warn: Annotated[Optional[int], typer.Option("--warn", min=1, help="Shortcut for --set warn=N.",
                                                 show_default=False)] = None,
-    halt: Annotated[Optional[int], typer.Option("--halt", help="Shortcut for --set halt=N.",
+    halt: Annotated[Optional[int], typer.Option("--halt", min=1, help="Shortcut for --set halt=N.",
                                                 show_default=False)] = None,
-    window: Annotated[Optional[int], typer.Option("--window", help="Shortcut for --set window=N.",
+    window: Annotated[Optional[int], typer.Option("--window", min=1, help="Shortcut for --set window=N.",
                                                   show_default=False)] = None,
     scope: Annotated[Scope, typer.Option(
         "--scope", help="What a halt saves: the rest of its run, up to the next user prompt (run), or the rest of the "
@@ -115,7 +115,7 @@ def replay(
     calls: Annotated[bool, typer.Option("--calls", help="One row per call the policy warned or halted (its verdict, "
                                                         "action and reason) instead of one per session.")] = False,
     workers: Annotated[Optional[int], typer.Option(
-        "--workers", help="Processes. Default: one, or one per core for large stores.", show_default=False)] = None,
+        "--workers", min=1, help="Processes. Default: one, or one per core for large stores.", show_default=False)] = None,
 ) -> None:
     """Replay loop guards over the stored sessions: where each would warn and halt, and what a halt saves.
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from analyzer.commands.common import QuietOpt, Scope, out, scoped, with_progress
+from analyzer.commands.common import ForceOpt, QuietOpt, Scope, check_report_target, out, scoped, with_progress
 
 OutDirOpt = Annotated[Path, typer.Option(
     "--out", help="Folder to write the report into (or, with --single-file, a .html file).")]
@@ -25,6 +25,7 @@ def report(
     single_file: SingleFileOpt = False,
     no_redact: NoRedactOpt = False,
     quiet: QuietOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Write a static HTML report: overview, one page per session with loops, calibration.
 
@@ -34,6 +35,7 @@ def report(
     """
     from analyzer.analyze import write_report
 
+    check_report_target(out_dir, single_file, force)
     with scope.store() as store:
         result = with_progress("report", quiet, lambda cb: write_report(
             store.con, out_dir, scope.filter, single_file=single_file, redact=not no_redact, progress=cb),

@@ -27,7 +27,7 @@ def scan(
     db: DbOpt = None,
     quiet: QuietOpt = False,
     workers: Annotated[Optional[int], typer.Option(
-        "--workers", help="Threads for reading and landing (the detectors run vectorised in polars, which uses "
+        "--workers", min=1, help="Threads for reading and landing (the detectors run vectorised in polars, which uses "
                           "every core). Default: one per core.", show_default=False)] = None,
     reset_on_user: Annotated[bool, typer.Option(
         "--reset-on-user/--no-reset-on-user",
@@ -63,12 +63,12 @@ def findings(
     kind: Annotated[Optional[str], typer.Option(
         "--kind", help=f"Only this kind: {', '.join(KINDS)}.", show_default=False)] = None,
     min_repeats: Annotated[Optional[int], typer.Option(
-        "--min-repeats", help="Only episodes that repeated at least N times.", show_default=False)] = None,
+        "--min-repeats", min=1, help="Only episodes that repeated at least N times.", show_default=False)] = None,
     session: Annotated[Optional[str], typer.Option(
         "--session", help="Only this session's findings.", show_default=False)] = None,
     stuck: Annotated[Optional[bool], typer.Option(
         "--stuck/--progress", help="Only stuck loops, or only loops that made progress.", show_default=False)] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
+    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many rows.", show_default=False)] = None,
 ) -> None:
     """List loop episodes, in the order they happened."""
     from analyzer.store.queries import FINDING_TABLE_COLUMNS

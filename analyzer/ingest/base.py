@@ -13,7 +13,7 @@ from typing import Any, Callable, Protocol
 
 import orjson
 
-from analyzer.ingest.rows import RowSink, SessionBuilder, excerpt
+from analyzer.ingest.rows import RowSink, SessionBuilder, display_path, excerpt
 
 
 @dataclass
@@ -24,7 +24,8 @@ class FileContext:
     on_error: Callable[[int | None, str, "str | bytes"], None]
 
     def builder(self, format: str, session_id: str, **kw: Any) -> SessionBuilder:
-        return SessionBuilder(self.sink, self.file_id, str(self.path), format, session_id, **kw)
+        kw.setdefault("on_error", self.error)
+        return SessionBuilder(self.sink, self.file_id, display_path(str(self.path)), format, session_id, **kw)
 
     def error(self, line: int | None, reason: str, record: Any = "") -> None:
         if not isinstance(record, (str, bytes)):

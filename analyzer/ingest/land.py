@@ -216,9 +216,17 @@ def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+# Reasons of a skip that says nothing about the file's content: such a file is read again on the next run even when
+# its size and mtime are unchanged (``chmod`` does not change mtime).
+RETRY_REASONS = ("cannot open", "cannot read")
+
+
 def file_states(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int, int, str | None]]:
-    """path -> (file_id, size, mtime_ns, content_hash) of every file the store has seen."""
-    rows = con.execute("SELECT path, file_id, size, mtime_ns, content_hash FROM files").fetchall()
+    """path -> (file_id, size, mtime_ns, content_hash) of every file the store has seen. A file skipped because it
+    could not be read has size -1, so it never looks unchanged."""
+    retry = " OR ".join(f"starts_with(coalesce(reason, ''), '{r}')" for r in RETRY_REASONS)
+    rows = con.execute(f"SELECT path, file_id, CASE WHEN status = 'skipped' AND ({retry}) THEN -1 ELSE size END, "
+                       "mtime_ns, content_hash FROM files").fetchall()
     return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
 

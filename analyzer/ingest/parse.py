@@ -16,8 +16,8 @@ import orjson
 
 from analyzer.ingest import formats
 from analyzer.ingest.base import FileContext
-from analyzer.ingest.reader import ReadStats, iter_records
-from analyzer.ingest.rows import MAX_ERRORS_PER_FILE, RowSink, excerpt
+from analyzer.ingest.reader import BOM, ReadStats, iter_records
+from analyzer.ingest.rows import MAX_ERRORS_PER_FILE, RowSink, display_path, excerpt
 
 ADAPTERS: dict[str, ModuleType] = formats.adapters()
 SNIFF_ORDER = formats.with_hook("sniff")  # JSON-lines formats, strict shapes first
@@ -108,13 +108,14 @@ def _load_document(path: str, size: int) -> tuple[bool, Any]:
         return False, None
     try:
         with open(path, "rb") as f:
-            return True, orjson.loads(f.read())
+            data = f.read()
+        return True, orjson.loads(data[len(BOM):] if data.startswith(BOM) else data)
     except (OSError, orjson.JSONDecodeError):
         return False, None
 
 
 def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | None = None) -> FileOutcome:
-    out = FileOutcome(task.file_id, task.path, task.size, task.mtime_ns)
+    out = FileOutcome(task.file_id, display_path(task.path), task.size, task.mtime_ns)
     path = Path(task.path)
     stats = ReadStats()
     try:
@@ -125,6 +126,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
     with f:
         head = f.read(65536)
         f.seek(0)
+        if head.startswith(BOM):
+            head = head[len(BOM):]
         if not head.strip():
             out.status, out.reason = "skipped", "empty file"
             out.size = len(head)
@@ -186,9 +189,9 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
             for line, reason, text in early_errors:
                 out.add_error(line, reason, text)
             for line, rec in buffered:
-                parser.feed(rec, line)
+                _feed(parser, rec, line, out)
             for line, rec in records:
-                parser.feed(rec, line)
+                _feed(parser, rec, line, out)
             out.sessions = parser.close()
             out.calls = sink.counts["calls"] - calls_before
         except Exception as exc:  # noqa: BLE001 - an adapter bug must not lose the rest of the corpus
@@ -199,10 +202,35 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                     out.sessions = parser.close()
                 except Exception:  # noqa: BLE001
                     pass
+            if isinstance(exc, OSError):  # the disk failed mid-file: what was read is kept, and it is read again
+                out.status, out.reason = "skipped", f"cannot read: {exc.strerror or exc} (rows up to here kept)"
+                out.content_hash = None
+                return out
             _drain_hash(f, stats, progress)
     out.size = stats.bytes_read
     out.content_hash = stats.content_hash
     return out
+
+
+def _feed(parser: Any, rec: Any, line: int, out: FileOutcome) -> None:
+    """One record into the adapter. A record the adapter chokes on (nested too deep for it, a number no column
+    holds) costs that record, reported with its line; the records after it are read."""
+    try:
+        parser.feed(rec, line)
+    except Exception as exc:  # noqa: BLE001 - one bad record costs one record
+        out.add_error(line, f"record could not be read ({type(exc).__name__}: {_first_line(exc)}); skipped",
+                      _safe_excerpt(rec))
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [""])[0][:200]
+
+
+def _safe_excerpt(rec: Any) -> str:
+    try:
+        return orjson.dumps(rec, option=orjson.OPT_NON_STR_KEYS).decode()
+    except Exception:  # noqa: BLE001 - an excerpt is best effort (too deep, a huge int)
+        return f"<{type(rec).__name__} that cannot be shown>"
 
 
 def _single_value(head: bytes) -> bool:

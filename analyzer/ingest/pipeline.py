@@ -5,6 +5,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import shutil
+import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -18,6 +19,7 @@ from analyzer.ingest import formats, land
 from analyzer.store import db as store
 from analyzer.errors import NothingToIngestError, UsageError
 from analyzer.ingest.reader import ReadStats
+from analyzer.ingest.rows import display_path
 
 if TYPE_CHECKING:  # the parsers (and pyarrow) load only when a file needs parsing: a no-change re-ingest skips them
     from analyzer.ingest.parse import FileOutcome, FileTask
@@ -79,14 +81,28 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
 
     for root in paths:
         root = Path(root).expanduser()
-        if root.is_file():
+        try:
+            st = os.stat(root)
+        except OSError as exc:
+            if isinstance(exc, FileNotFoundError) or not os.path.lexists(root):
+                raise UsageError(f"no such file or folder: {display_path(str(root))}") from None
+            raise UsageError(f"cannot read {display_path(str(root))}: {exc.strerror or exc}") from None
+        if stat.S_ISREG(st.st_mode):
             rp = str(root.resolve())
             add(rp, os.stat(rp))
-        elif root.is_dir():
+        elif stat.S_ISDIR(st.st_mode):
             walk(str(root.resolve()))
         else:
-            raise UsageError(f"no such file or folder: {root}")
+            raise UsageError(f"{display_path(str(root))} is {_kind(st.st_mode)}, not a transcript file or folder")
     return [found[k] for k in sorted(found)]
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 @dataclass
@@ -105,6 +121,13 @@ class IngestSummary:
     @property
     def anything_read(self) -> bool:
         return self.files_ingested > 0 or self.files_unchanged > 0
+
+
+def clean_stale_spools(db: Path) -> None:
+    """Remove the spool folders (``<store>.spool-<pid>``, beside the store) a killed run left. Called with the store's
+    write lock held, so no live run is using them."""
+    for stale in Path(db).parent.glob(f"{Path(db).name}.spool-*"):
+        shutil.rmtree(stale, ignore_errors=True)
 
 
 def _chunks(tasks: Sequence[FileTask]) -> list[list[FileTask]]:
@@ -131,9 +154,39 @@ def _chunks(tasks: Sequence[FileTask]) -> list[list[FileTask]]:
 _progress_counter = None
 
 
-def _init_worker(counter: "mp.sharedctypes.Synchronized[int] | None") -> None:
+def _init_worker(counter: "mp.sharedctypes.Synchronized[int] | None", parent: int | None = None) -> None:
     global _progress_counter
     _progress_counter = counter
+    if parent is not None:
+        die_with_parent(parent)
+
+
+def die_with_parent(parent: int) -> None:
+    """Make this worker exit when the ingest that started it dies, even by ``kill -9`` (which runs no cleanup): on
+    Linux the kernel sends it SIGKILL (``PR_SET_PDEATHSIG``); elsewhere, and as a second line, a daemon thread
+    checks every second that the parent is still there."""
+    import signal
+    import sys
+    import threading
+
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(1.0)
+
+    if os.getppid() != parent:  # the parent died before the signal was armed
+        os._exit(1)
+    threading.Thread(target=watch, name="loopscope-parent-watch", daemon=True).start()
 
 
 def _bump(n: int) -> None:
@@ -188,6 +241,7 @@ def ingest(
     summary = IngestSummary(files_seen=len(files))
     con = store.connect(db)
     try:
+        clean_stale_spools(db)
         store.tune_for_bulk_load(con)
         _ingest_files(con, files, db, summary, workers, progress)
         con.execute("CHECKPOINT")
@@ -215,7 +269,7 @@ def _ingest_files(
     tasks: list[FileTask] = []
     touched: list[tuple[int, int, int]] = []
     for f in files:
-        old = known.get(f.path)
+        old = known.get(display_path(f.path))
         if old is not None:
             fid, size, mtime, chash = old
             if size == f.size and mtime == f.mtime_ns:
@@ -238,8 +292,6 @@ def _ingest_files(
     total = sum(t.size for t in tasks)
     summary.bytes = total
     spool = Path(f"{db}.spool-{os.getpid()}")
-    for stale in Path(db).parent.glob(f"{Path(db).name}.spool-*"):
-        shutil.rmtree(stale, ignore_errors=True)  # left by a killed run; we hold the lock, so it is not in use
     spool.mkdir(parents=True, exist_ok=True)
     try:
         chunks = _chunks(tasks)
@@ -280,7 +332,7 @@ def _parse_parallel(
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)
     with ProcessPoolExecutor(max_workers=min(n_workers, len(chunks)), mp_context=ctx,
-                             initializer=_init_worker, initargs=(counter,)) as pool:
+                             initializer=_init_worker, initargs=(counter, os.getpid())) as pool:
         pending: set[Future] = {pool.submit(parse_chunk, c, str(spool), f"c{i}") for i, c in enumerate(chunks)}
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)

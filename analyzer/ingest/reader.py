@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 import orjson
 
 BLOCK = 4 << 20
+BOM = b"\xef\xbb\xbf"
 _decoder = json.JSONDecoder()
 
 ErrorSink = Callable[[int | None, str, "str | bytes"], None]
@@ -86,7 +87,13 @@ def decode_line(raw: bytes, line_no: int, on_error: ErrorSink, is_last_untermina
             break
         try:
             value, end = _decoder.raw_decode(text, pos)
-        except json.JSONDecodeError as exc:
+        except (RecursionError, ValueError) as exc:  # JSONDecodeError is a ValueError
+            if not isinstance(exc, json.JSONDecodeError):
+                # Nested past the recursion limit, or an integer past Python's 4,300-digit limit: this value is lost,
+                # the line after it is read.
+                what = "nested too deep" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
+                on_error(line_no, f"JSON value that cannot be read ({what})", text[pos:])
+                break
             if is_last_unterminated and not values:
                 reason = "truncated last line (the file may still be being written)"
             elif values:
@@ -113,6 +120,8 @@ def iter_records(
     prev: bytes | None = None
     # One line of look-ahead, so the last line can be told apart when it has no trailing newline.
     for raw in iter_lines(f, stats, progress):
+        if line_no == 0 and prev is None and raw.startswith(BOM):
+            raw = raw[len(BOM):]  # a UTF-8 byte-order mark is not part of line 1's JSON
         if prev is not None:
             line_no += 1
             try:

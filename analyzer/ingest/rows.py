@@ -11,7 +11,11 @@ spool is loaded (``ingest/land.py``).
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -70,21 +74,70 @@ def parse_ts(value: Any) -> datetime | None:
     return dt
 
 
-def as_int(value: Any) -> int:
-    """Token counts arrive as ints, floats, strings or nulls."""
+def as_int(value: Any) -> int | float:
+    """Token counts arrive as ints, floats, strings or nulls. A count no integer can hold (``1e400``, ``NaN``, 5,000
+    digits) comes back as NaN, which stays NaN through any sum: ``valid_count`` then turns it into NULL."""
     if isinstance(value, bool) or value is None:
         return 0
     if isinstance(value, int):
         return value
     try:
-        return int(float(value))
-    except (TypeError, ValueError):
-        return 0
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0 if not isinstance(value, str) or not value.strip().lstrip("+-").isdigit() else math.nan
+    return int(number) if math.isfinite(number) else math.nan
+
+
+# The largest token count or cost taken as a real value: a quadrillion tokens (or dollars) in one response is a
+# corrupt record, and such values overflow the store's BIGINT columns and every sum over them.
+MAX_COUNT = 10**15
+
+
+def valid_count(value: Any) -> bool:
+    """A token count the store can hold and add up: an integer of magnitude below ``MAX_COUNT``."""
+    return type(value) is int and -MAX_COUNT < value < MAX_COUNT
+
+
+def valid_cost(value: Any) -> bool:
+    """A cost the store can add up: a finite number of magnitude below ``MAX_COUNT``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return -MAX_COUNT < value < MAX_COUNT  # False for NaN too
+
+
+def _safe(value: Any) -> Any:
+    """A value Arrow can write: an integer too large for 64 bits or a non-finite float becomes NULL. The last line of
+    defence; ``SessionBuilder`` reports the values it knows about before they get here."""
+    if isinstance(value, int) and not isinstance(value, bool) and not -(1 << 63) <= value < 1 << 63:
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _coerce(value: Any, typ: Any) -> Any:
+    """One value as ``typ`` wants it, where an adapter passed the transcript's value through unchecked (a number as
+    ``cwd``, an object as a model name): text columns get the value as JSON text, others NULL."""
+    import pyarrow as pa
+
+    try:
+        pa.array([value], type=typ)
+        return value
+    except (pa.ArrowInvalid, OverflowError, TypeError, ValueError, UnicodeEncodeError):
+        pass
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        try:
+            return json.dumps(value, default=str, ensure_ascii=True)
+        except (TypeError, ValueError, RecursionError):
+            return repr(type(value))
+    if pa.types.is_list(typ) and isinstance(value, (list, tuple)):
+        return [_coerce(v, typ.value_type) for v in value]
+    return None
 
 
 def _clean(values: list[Any]) -> list[Any]:
     """Strings with lone surrogates (from ``\\ud800`` escapes) cannot be UTF-8; replace them rather than drop rows."""
-    return [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else v for v in values]
+    return [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else _safe(v) for v in values]
 
 
 class RowSink:
@@ -122,8 +175,11 @@ class RowSink:
             for values, fld in zip(columns, schema):
                 try:
                     arrays.append(pa.array(values, type=fld.type))
-                except (pa.ArrowInvalid, UnicodeEncodeError):
-                    arrays.append(pa.array(_clean(list(values)), type=fld.type))
+                except (pa.ArrowInvalid, UnicodeEncodeError, OverflowError, TypeError, ValueError):
+                    try:
+                        arrays.append(pa.array(_clean(list(values)), type=fld.type))
+                    except (pa.ArrowInvalid, OverflowError, TypeError, ValueError):
+                        arrays.append(pa.array([_coerce(v, fld.type) for v in _clean(list(values))], type=fld.type))
             batch = pa.Table.from_arrays(arrays, schema=schema)
             writer = self._writers.get(name)
             if writer is None:
@@ -200,6 +256,7 @@ class SessionBuilder:
     parent_session_id: str | None = None
     agent_version: str | None = None
     max_open_turns: int = 256
+    on_error: Callable[[int | None, str, str], None] | None = None
 
     user_turn: int = field(default=-1, init=False)
     n_turns: int = field(default=0, init=False)
@@ -310,12 +367,7 @@ class SessionBuilder:
         texts = turn.texts
         text = (texts[0] if len(texts) == 1 else "\n".join(x for x in texts if x)) if texts else None
         if u is not None:
-            if u.cost is not None:
-                cost, source = u.cost, "transcript"
-            else:
-                cost, source = price_usage(turn.model, u)
-            usage = (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens, cost, source,
-                     turn.usage_key, turn.usage_key is None)
+            usage = self._usage_row(turn, u)
         else:
             usage = (0, 0, 0, 0, 0, 0.0, None, turn.usage_key, False)
         self.sink.add("turns", (
@@ -323,6 +375,40 @@ class SessionBuilder:
             turn.user_turn if turn.user_turn > 0 else 0, turn.is_sidechain, *usage, self.file_id,
             turn.line if turn.line >= 0 else None,
         ), 96 + (len(text) if text else 0))
+
+    def _usage_row(self, turn: _Turn, u: Usage) -> tuple[Any, ...]:
+        """The usage columns of a turn. A count or cost that is not a real value (NaN, infinite, past ``MAX_COUNT``)
+        is stored as NULL and reported with its field; the turn and its other values are kept."""
+        counts = {"input": u.input, "output": u.output, "cache_read": u.cache_read, "cache_write": u.cache_write}
+        bad = [k for k, v in counts.items() if not valid_count(v)]
+        if u.total is not None and not valid_count(u.total):
+            bad.append("total")
+        if u.cost is not None and not valid_cost(u.cost):
+            bad.append("cost")
+        if not bad:
+            if u.cost is not None:
+                cost, source = u.cost, "transcript"
+            else:
+                cost, source = price_usage(turn.model, u)
+            return (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens, cost, source,
+                    turn.usage_key, turn.usage_key is None)
+        if self.on_error is not None:
+            values = {**counts, "total": u.total, "cost": u.cost}
+            shown = ", ".join(f"{k}={_short(values[k])}" for k in bad)
+            self.on_error(turn.line if turn.line >= 0 else None,
+                          f"invalid usage value ({shown}): stored as NULL, the rest of the message kept",
+                          f"usage.{bad[0]} = {_short(values[bad[0]])}")
+        vals = [v if valid_count(v) else None for v in counts.values()]
+        total = u.total_tokens if "total" not in bad and all(v is not None for v in vals) else None
+        if total is not None and not valid_count(total):
+            total = None
+        if u.cost is not None:
+            cost, source = (u.cost, "transcript") if "cost" not in bad else (None, None)
+        elif all(v is not None for v in vals):
+            cost, source = price_usage(turn.model, u)
+        else:
+            cost, source = None, None
+        return (*vals, total, cost, source, turn.usage_key, turn.usage_key is None)
 
     # -- calls --------------------------------------------------------------------------------------------------------
     def call(
@@ -398,8 +484,41 @@ class SessionBuilder:
         ))
 
 
+def display_path(path: str) -> str:
+    """A file name as the store keeps it. A name that is not valid UTF-8 (``x\\xff.jsonl``) reaches Python with its
+    bad bytes as lone surrogates, which no UTF-8 column can hold: they are written as ``\\xff`` escapes, so the name
+    stays readable and distinct (a name that already holds such an escape literally is the one ambiguity)."""
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        try:
+            return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate that did not come from a byte
+            return path.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"<a {len(str(abs(value))) if value.bit_length() < 13000 else 'huge'}-digit integer>"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:20] + f"…({len(text)} chars)"
+
+
+# An excerpt is never cut inside a word: a secret cut short (18 of a key's 20 characters) is one no redaction rule
+# recognises any more. The cut moves on to the end of the word, up to this many characters more.
+_WORD_END = re.compile(r"[^\s\"'`,;&|<>(){}\[\]]{0,%d}" % (4 * MAX_EXCERPT))
+
+
 def excerpt(text: str | bytes, limit: int = MAX_EXCERPT) -> str:
+    """The start of a bad record, for ``ingest_errors``: about ``limit`` characters, never ending inside a word (so
+    the report, which redacts before it cuts to ``limit``, sees every secret whole)."""
     if isinstance(text, bytes):
-        text = text[: limit * 4].decode("utf-8", "replace")
+        text = text[: limit * 8].decode("utf-8", "replace")
+    else:
+        text = text[: limit * 8]
     text = text.replace("\n", "\\n")
-    return text if len(text) <= limit else text[:limit] + "…"
+    if len(text) <= limit:
+        return text
+    end = _WORD_END.match(text, limit).end()  # type: ignore[union-attr]
+    return text[:end] + ("…" if end < len(text) else "")

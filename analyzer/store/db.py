@@ -57,38 +57,17 @@ def connect(db: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnectio
         # Row order in the tables carries no meaning (every query orders by seq/turn_index), and letting DuckDB
         # insert in parallel makes loading a chunk about a third faster.
         con.execute("SET preserve_insertion_order = false")
-        if read_only:
-            _check_schema(con, path)
-        else:
+        _check_schema(con, path, read_only)
+        if not read_only:
             ensure_schema(con)
+        _probe(con)
     except duckdb.Error as exc:
         con.close()
-        raise StoreError(f"{path} is not a loopscope store: {str(exc).splitlines()[0]}") from None
+        raise StoreError(f"{path} is not a loopscope store (or it is damaged): {_first_line(exc)}") from None
     except StoreError:
         con.close()
         raise
     return con
-
-
-def _create(path: Path) -> None:
-    """A new store appears whole: its schema is written to a temporary file that is renamed into place, so a process
-    killed while creating it leaves no store rather than one without tables."""
-    tmp = path.with_name(f".{path.name}.new-{os.getpid()}")
-    try:
-        con = duckdb.connect(str(tmp))
-        try:
-            ensure_schema(con)
-        finally:
-            con.close()
-        os.replace(tmp, path)
-    except (OSError, duckdb.Error) as exc:
-        raise StoreError(f"cannot create the store {path}: {str(exc).splitlines()[0]}") from None
-    finally:
-        for leftover in (tmp, tmp.with_name(tmp.name + ".wal")):
-            try:
-                leftover.unlink()
-            except OSError:
-                pass
 
 
 def tune_for_bulk_load(con: duckdb.DuckDBPyConnection) -> None:
@@ -99,10 +78,57 @@ def tune_for_bulk_load(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("SET memory_limit = '512MB'")
 
 
-def _check_schema(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def _create(path: Path) -> None:
+    """Create a new store whole: the schema is written to a temporary file that is then renamed into place, so a run
+    killed while creating it leaves no store rather than an empty DuckDB file that is not one."""
+    tmp = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    try:
+        tmp.unlink(missing_ok=True)
+        con = duckdb.connect(str(tmp))
+        try:
+            ensure_schema(con)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        Path(f"{tmp}.wal").unlink(missing_ok=True)
+        try:
+            os.link(tmp, path)  # never replaces: a store another run created meanwhile is kept and opened
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.rename(tmp, path)
+        tmp.unlink(missing_ok=True)
+    except (OSError, duckdb.Error) as exc:
+        tmp.unlink(missing_ok=True)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else _first_line(exc)
+        raise StoreError(f"cannot create the store {path}: {reason}") from None
+
+
+def _check_schema(con: duckdb.DuckDBPyConnection, path: Path, read_only: bool) -> None:
+    """A loopscope store has ``loopscope_meta``; any other DuckDB file (one with a ``sessions`` table of its own, say)
+    is refused rather than read or written into. An empty file DuckDB made (a store whose creation was killed by an
+    older loopscope) is taken as a new store when opened for writing."""
     row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'loopscope_meta'")
-    if not row or not row[0]:
+    if row and row[0]:
+        return
+    others = one(con, "SELECT count(*) FROM information_schema.tables")
+    if others and others[0]:
+        raise StoreError(f"{path} is not a loopscope store: a DuckDB file with other tables (no loopscope_meta)")
+    if read_only:
         raise StoreError(f"{path} is not a loopscope store (no loopscope_meta table)")
+
+
+def _probe(con: duckdb.DuckDBPyConnection) -> None:
+    """Read every table's row count, so a truncated or damaged file fails here, as one error, rather than in the
+    middle of a command."""
+    for table in ALL_TABLES:
+        if has_table(con, table.name):
+            con.execute(f"SELECT count(*) FROM {table.name}").fetchall()
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:

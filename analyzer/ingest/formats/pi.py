@@ -104,7 +104,7 @@ class Parser:
             usage = Usage(
                 input=as_int(u.get("input")), output=as_int(u.get("output")),
                 cache_read=as_int(u.get("cacheRead")), cache_write=as_int(u.get("cacheWrite")),
-                cost=float(total_cost) if isinstance(total_cost, (int, float)) else None,
+                cost=total_cost if type(total_cost) in (int, float) else None,
             )
         tid = b.assistant(rec.get("id") or f"L{line}", text, ts, line, model=msg.get("model"), usage=usage)
         for block in blocks:
