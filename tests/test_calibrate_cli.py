@@ -32,7 +32,7 @@ def db(scanned: Path, tmp_path: Path) -> Path:
 
 def test_table_shows_frontier_recommendation_both_figures_and_settings(db: Path, tmp_path: Path) -> None:
     out = tmp_path / "cal.txt"
-    res = runner.invoke(app, ["calibrate", "--db", str(db), "-o", str(out)])
+    res = runner.invoke(app, ["calibrate", "--db", str(db), "--force-recommendation", "-o", str(out)])
     assert res.exit_code == 0, res.output
     text = out.read_text()
     assert text.index("frontier") < text.index("recommended for a false-halt rate of at most 1.00%: warn 7, halt 7")
@@ -50,7 +50,7 @@ def test_table_shows_frontier_recommendation_both_figures_and_settings(db: Path,
 
 
 def test_json_is_one_object_with_every_sweep_row(db: Path) -> None:
-    res = runner.invoke(app, ["calibrate", "--db", str(db), "--format", "json", "--target-false-halt-rate", "0.25"])
+    res = runner.invoke(app, ["calibrate", "--db", str(db), "--force-recommendation", "--format", "json", "--target-false-halt-rate", "0.25"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data["base_policy"] == "open-codesign" and data["sessions"] == 4 and data["stuck_episodes"] == 2
@@ -62,7 +62,7 @@ def test_json_is_one_object_with_every_sweep_row(db: Path) -> None:
 
 
 def test_csv_rows_with_flags_and_ranges(db: Path) -> None:
-    res = runner.invoke(app, ["calibrate", "--db", str(db), "-f", "csv", "--warn-range", "2-4",
+    res = runner.invoke(app, ["calibrate", "--db", str(db), "--force-recommendation", "-f", "csv", "--warn-range", "2-4",
                               "--halt-range", "3,5,7", "--no-verify", "--no-save"])
     assert res.exit_code == 0, res.output
     df = pl.read_csv(io.StringIO(res.stdout))
@@ -80,7 +80,7 @@ def test_csv_rows_with_flags_and_ranges(db: Path) -> None:
 def test_pi_with_labels_and_filters(db: Path, tmp_path: Path) -> None:
     labels = tmp_path / "l.csv"
     labels.write_text("session_id,label\npoll,stuck\n")
-    res = runner.invoke(app, ["calibrate", "--db", str(db), "-p", "pi", "--labels", str(labels), "--agent", "pi",
+    res = runner.invoke(app, ["calibrate", "--db", str(db), "--force-recommendation", "-p", "pi", "--labels", str(labels), "--agent", "pi",
                               "--windows", "10", "--similarities", "off,0.55", "--format", "json", "--quiet"])
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
@@ -100,7 +100,7 @@ def test_pi_with_labels_and_filters(db: Path, tmp_path: Path) -> None:
     (["--since", "yesterday"], 2, "--since"),
 ])
 def test_bad_options_exit_with_one_line(db: Path, args: list[str], code: int, msg: str) -> None:
-    res = runner.invoke(app, ["calibrate", "--db", str(db), *args])
+    res = runner.invoke(app, ["calibrate", "--db", str(db), "--force-recommendation", *args])
     assert res.exit_code == code
     assert msg in res.stderr and "Traceback" not in res.stderr
 

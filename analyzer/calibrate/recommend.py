@@ -24,6 +24,7 @@ sweep's figures can be checked against the real guard's — both are printed. Th
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -51,6 +52,10 @@ if TYPE_CHECKING:
 
 DEFAULT_BASE = "open-codesign"  # the sweep that matches its guard exactly on the recorded calls
 DEFAULT_TARGET = 0.01
+# Below these, a sweep's recommendation is noise: a false-halt rate of r cannot be told from 0 over fewer than 1/r
+# healthy sessions, and a catch rate over fewer than 20 stuck loops is not worth the name. Calibration then keeps the
+# guard's shipped defaults and says why, with the counts.
+MIN_STUCK_LOOPS = 20
 DEFAULT_RANGE = tuple(range(2, 16))
 SIMILARITY_OFF = "off"
 PROXY_TEXT = "the scan's findings (a halt in a stuck finding is right; in a progressing one or in none, false)"
@@ -200,6 +205,7 @@ class CalibrationResult:
     verification: Verification | None = None
     sweep_seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    too_few: str = ""  # why the corpus cannot support the target (the defaults are kept), or ""
 
     @property
     def frontier(self) -> pl.DataFrame:
@@ -248,6 +254,8 @@ class CalibrationResult:
         where = "".join(f", {k} {r[k]:g}" for k in ("window", "similarity") if r[k] is not None)
         within = (f"within the {_pct(self.target)} target" if self.qualified
                   else f"no setting meets the {_pct(self.target)} target")
+        if self.too_few:
+            within = "the shipped defaults, kept: too few loops to calibrate"
         exact = ""
         if self.verification is not None:
             exact = (f"; exact replay {self.verification.tokens_saved:,} tokens at "
@@ -350,10 +358,11 @@ def policy_for(base: Policy, row: dict[str, Any]) -> Policy:
 def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
                     flt: SessionFilter = SessionFilter(), labels: Path | str | LabelSpans | None = None,
                     target: float = DEFAULT_TARGET, grid: Grid | None = None, verify: bool = True,
-                    save: bool = True, workers: int | None = None) -> CalibrationResult:
+                    save: bool = True, workers: int | None = None, enough: bool = True) -> CalibrationResult:
     """Sweep ``base``'s thresholds over the scanned sessions matching ``flt``, recommend a setting for ``target``,
     verify it with one exact replay (``verify``) and record the run in the store (``save``; needs a writable
-    connection)."""
+    connection). With ``enough`` (the default), a corpus too small to support the target keeps the guard's
+    defaults (``CalibrationResult.too_few`` says why); ``enough=False`` recommends from any corpus."""
     if not 0 <= target <= 1:
         raise UsageError(f"--target-false-halt-rate must lie between 0 and 1 (0.01 = 1%), got {target}")
     pol = base_policy(base)
@@ -370,12 +379,15 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
         raise UsageError(f"no scanned sessions {what}in the store: run `loopscope scan` first")
     sweep = sweep_frames(pol, frames, grid)
     sweep, qualified = rank(sweep, target, pol.params, pol.engine)
+    too_few = _too_few(frames, target) if enough else ""
+    if too_few:
+        sweep, qualified = _keep_defaults(sweep, pol), False
     seconds = time.perf_counter() - t0
     res = CalibrationResult(
         run_id=uuid.uuid4().hex[:16], base=pol.name, computed_at=datetime.now(timezone.utc).replace(tzinfo=None),
         scope=_scope_text(flt), target=target, grid=grid, sweep=sweep, sessions=frames.sessions,
         unscanned=frames.unscanned, stuck_episodes=frames.episodes.height, total_tokens=frames.total_tokens,
-        total_cost=frames.total_cost, labels=spans, qualified=qualified, sweep_seconds=seconds)
+        total_cost=frames.total_cost, labels=spans, qualified=qualified, sweep_seconds=seconds, too_few=too_few)
     _notes(res, frames, fixed_false_halts(frames, pol.engine, pol.params))
     rec_rows = sweep.filter(pl.col("recommended")).drop("on_frontier", "recommended").to_dicts()
     if rec_rows:
@@ -390,6 +402,28 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
     if save:
         save_calibration(con, res)
     return res
+
+
+def _too_few(frames: Frames, target: float) -> str:
+    """Why the corpus cannot support a recommendation for ``target``, with the counts; "" when it can."""
+    stuck = frames.episodes.height
+    sick = frames.episodes["sidx"].n_unique() if stuck else 0
+    healthy = frames.sessions - sick
+    needed = math.ceil(1 / target) if target > 0 else None
+    short = []
+    if needed is not None and healthy < needed:
+        short.append(f"{healthy:,} sessions without a stuck loop (measuring a {_pct(target)} false-halt rate needs "
+                     f"{needed:,})")
+    if stuck < MIN_STUCK_LOOPS:
+        short.append(f"{stuck:,} stuck loops (a catch rate needs {MIN_STUCK_LOOPS})")
+    return " and ".join(short)
+
+
+def _keep_defaults(sweep: pl.DataFrame, pol: Policy) -> pl.DataFrame:
+    """Mark the row of the guard's own defaults as the recommendation (none when the grid does not hold them)."""
+    rows = sweep.drop("on_frontier", "recommended").to_dicts()
+    mine = [i for i, r in enumerate(rows) if policy_for(pol, r).params == pol.params]
+    return sweep.with_columns(pl.Series("recommended", [i == (mine[0] if mine else -1) for i in range(len(rows))]))
 
 
 def _scope_text(flt: SessionFilter) -> str:
@@ -419,6 +453,18 @@ def _pct(x: float | None) -> str:
 
 def _rationale(res: CalibrationResult, n: int) -> str:
     r = res.recommended or {}
+    if res.too_few:
+        what = (f"Too few loops to calibrate for a {_pct(res.target)} false-halt rate: {res.too_few}. Keeping "
+                f"{res.base}'s shipped defaults; here they would save {r['tokens_saved']:,} tokens "
+                f"(${r['dollars_saved']:,.2f})")
+        text = (f"{what}, with {r['false_halt_sessions']:,} of {res.sessions:,} sessions halted falsely "
+                f"({_pct(r['false_halt_rate'])}) and {r['stuck_caught']:,} of {res.stuck_episodes:,} stuck episodes "
+                f"caught; {n:,} settings of {res.base} swept.")
+        v = res.verification
+        if v is not None:
+            text += (f" Exact replay of the defaults: {v.tokens_saved:,} tokens (${v.dollars_saved:,.2f}) saved, "
+                     f"{v.false_halt_sessions:,} sessions with a false halt ({_pct(v.false_halt_rate)}).")
+        return text
     what = (f"Saves the most tokens ({r['tokens_saved']:,}, ${r['dollars_saved']:,.2f}) of the settings whose "
             f"false-halt rate is at most {_pct(res.target)}" if res.qualified else
             f"No setting keeps the false-halt rate at or under {_pct(res.target)}; this one has the lowest "

@@ -63,6 +63,10 @@ def calibrate(
     similarities: Annotated[Optional[str], typer.Option(
         "--similarities", help=f"{WINDOWED_TEXT} near-identical bars, `off` for exact arguments only. "
                                "Default: off,0.55,0.7,0.85.", show_default=False)] = None,
+    force: Annotated[bool, typer.Option(
+        "--force-recommendation", help="Recommend the sweep's best setting even when the corpus has too few loops "
+                                       "to support the target (by default the guard's shipped defaults are kept, "
+                                       "and the output says why).")] = False,
     verify: Annotated[bool, typer.Option(
         "--verify/--no-verify", help="Replay the recommended setting exactly and print both figures.")] = True,
     save: Annotated[bool, typer.Option(
@@ -108,7 +112,8 @@ def calibrate(
         raise StoreError(f"no store at {path}: run `loopscope ingest` and `loopscope scan` first (or pass --db)")
     con = store.connect(path, read_only=not save)
     try:
-        res = calibrate_store(con, policy, flt, labels, target, grid, verify=verify, save=save, workers=workers)
+        res = calibrate_store(con, policy, flt, labels, target, grid, verify=verify, save=save, workers=workers,
+                              enough=not force)
     finally:
         con.close()
     if not quiet:
