@@ -79,7 +79,7 @@ def test_findings_json_contract(analyzed: tuple[Path, subprocess.CompletedProces
     rows = json.loads(proc.stdout)
     contract = ["finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq", "repeats",
                 "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd"]
-    assert len(rows) == 11 and all(list(r)[:len(contract)] == contract for r in rows)
+    assert len(rows) == 15 and all(list(r)[:len(contract)] == contract for r in rows)
     assert {r["kind"] for r in rows} == {"streak", "cycle", "drift", "failure", "window", "text", "nested"}
     poll = [r for r in rows if not r["stuck"]]
     assert len(poll) == 1 and poll[0]["kind"] == "streak"  # the CI poll whose status changes
