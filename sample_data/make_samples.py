@@ -816,6 +816,8 @@ def opencode_samples() -> list[Sample]:
                  edit("src/billing/tax.py", '        return Decimal("0.0")', '        return Decimal("0.00")')),
             step("", runs[3]),
             step("", sh("ruff check src/billing/tax.py", "All checks passed!", desc="Lint tax.py", secs=0.3)),
+            step("", sh("git diff --stat", " src/billing/tax.py | 6 ++++--\n 1 file changed, 4 insertions(+), 2 "
+                        "deletions(-)", desc="Show what changed", secs=0.2)),
             step("`tax.py` now rounds to cents and returns 0.00 for countries without a rate; the 4 tax tests "
                  "pass and ruff is clean."),
         ])], title="Fix tax rounding", version="0.15.8", seed=507)

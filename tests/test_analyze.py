@@ -48,7 +48,7 @@ def test_running_it_again_is_incremental(analyzed: tuple[Path, subprocess.Comple
     assert first.returncode == 0, first.stderr
     proc = loopscope("analyze", str(SAMPLE_DATA), cwd=work)
     assert proc.returncode == 0, proc.stderr
-    assert "0 files ingested, 70 unchanged" in proc.stdout
+    assert "0 files ingested, 74 unchanged" in proc.stdout
     assert "0 sessions scanned (25 unchanged)" in proc.stdout
 
 
