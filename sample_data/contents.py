@@ -418,3 +418,181 @@ RUN pip install uv && uv sync --frozen
 COPY . .
 CMD ["uv", "run", "gunicorn", "acme.wsgi"]
 """
+
+
+# --- SWE-agent (EnIGMA) CTF: repeating-key XOR ---------------------------------------------------------------------------
+
+CTF_LS = """total 20
+drwxr-xr-x 2 root root 4096 Mar 10 08:00 .
+drwxr-xr-x 1 root root 4096 Mar 10 08:00 ..
+-rw-r--r-- 1 root root  212 Mar 10 08:00 challenge.txt
+-rw-r--r-- 1 root root  301 Mar 10 08:00 encrypt.py"""
+CTF_CHALLENGE = """We intercepted this message. Whoever sent it XORed it with a short key they reuse everywhere.
+
+ciphertext (hex): 0d0a05031c190a1d0b0c3e051113101b07001f3e1e0d1e3b1a0c3a0b0b1b08"""
+CTF_ENCRYPT = """import sys
+from itertools import cycle
+
+KEY = open("key.txt", "rb").read().strip()
+
+
+def xor(data: bytes, key: bytes) -> bytes:
+    return bytes(a ^ b for a, b in zip(data, cycle(key)))
+
+
+if __name__ == "__main__":
+    flag = sys.stdin.buffer.read().strip()
+    print(xor(flag, KEY).hex())"""
+CTF_KEY4 = "key (from the known prefix 'flag'): b'kfdd'\nflag{rEpeatiNg_kEy_xoR_iS_wEak}"
+CTF_WRONG = "Wrong flag!"
+CTF_KEY5 = "key length 5: b'kfdd{' -> flag{ok}xEl{C_rqzh$hb\\x7fk^ldPeb\nkey length 6: b'kfdd{\\x1e' -> flag{bsRe`kii~E_gv{Q\\x1a"
+
+# --- mini-swe-agent: ISO week parsing -----------------------------------------------------------------------------------
+
+MINI_LS = "__init__.py\nformats.py\nparser.py\ntz.py"
+MINI_FORMATS_PY = '''"""strftime patterns the parser tries, most specific first."""
+
+ISO_WEEK = "%Y-W%W-%u"
+ISO_DATE = "%Y-%m-%d"
+PATTERNS = (ISO_WEEK, ISO_DATE, "%d/%m/%Y")
+
+
+def week_pattern() -> str:
+    return ISO_WEEK'''
+MINI_TEST_FAIL = """F...                                                                     [100%]
+=================================== FAILURES ===================================
+__________________________ test_iso_week_2026_w01 ___________________________
+
+    def test_iso_week_2026_w01():
+>       assert parse("2026-W01-1") == date(2025, 12, 29)
+E       AssertionError: assert datetime.date(2026, 1, 5) == datetime.date(2025, 12, 29)
+
+tests/test_formats.py:14: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_formats.py::test_iso_week_2026_w01 - AssertionError: assert...
+1 failed, 3 passed in 0.04s"""
+MINI_TEST_PASS = "....                                                                     [100%]\n4 passed in 0.03s"
+MINI_ALL_PASS = """........................................................................ [ 76%]
+......................                                                   [100%]
+94 passed in 0.61s"""
+MINI_DIFF = """diff --git a/src/dateparse/formats.py b/src/dateparse/formats.py
+index 4be0d1c..9f3a7e2 100644
+--- a/src/dateparse/formats.py
++++ b/src/dateparse/formats.py
+@@ -1,6 +1,6 @@
+ \"\"\"strftime patterns the parser tries, most specific first.\"\"\"
+
+-ISO_WEEK = "%Y-W%W-%u"
++ISO_WEEK = "%G-W%V-%u"
+ ISO_DATE = "%Y-%m-%d"
+ PATTERNS = (ISO_WEEK, ISO_DATE, "%d/%m/%Y")
+"""
+
+# --- OpenHands: coupon expiry ------------------------------------------------------------------------------------------
+
+OH_LS = "applyCoupon.ts\nexpiry.test.ts\nexpiry.ts\nindex.ts\ntypes.ts"
+OH_GREP = """src/coupons/applyCoupon.ts:3:import { isExpired } from "./expiry";
+src/coupons/applyCoupon.ts:12:  if (isExpired(coupon, now)) {
+src/coupons/expiry.ts:3:export function isExpired(coupon: Coupon, now: Date = new Date()): boolean {
+src/coupons/expiry.test.ts:2:import { isExpired } from "./expiry";"""
+OH_TEST_FAIL = """ RUN  v2.1.8 /workspace/webshop
+
+ \u276f src/coupons/expiry.test.ts (3 tests | 1 failed) 7ms
+   \u00d7 isExpired > a coupon expiring today is still valid
+     \u2192 expected true to be false
+
+ Test Files  1 failed (1)
+      Tests  1 failed | 2 passed (3)"""
+OH_EXPIRY_TS = """import type { Coupon } from "./types";
+
+export function isExpired(coupon: Coupon, now: Date = new Date()): boolean {
+  return coupon.expiresAt <= now;
+}"""
+OH_TEST_PASS = """ RUN  v2.1.8 /workspace/webshop
+
+ \u2713 src/coupons/expiry.test.ts (3 tests) 5ms
+ \u2713 src/coupons/applyCoupon.test.ts (6 tests) 9ms
+
+ Test Files  2 passed (2)
+      Tests  9 passed (9)"""
+
+# --- Inspect: a service's port -----------------------------------------------------------------------------------------
+
+IN_APP_LS = "README.md\nconfig\nlogs\nrun.sh"
+IN_SERVER_TOML = """[server]
+host = "0.0.0.0"
+port = 8443
+workers = 4
+
+[tls]
+cert = "/etc/app/tls/cert.pem"
+key = "/etc/app/tls/key.pem\""""
+IN_RUN_SH = "12:exec ./app --config config/server.toml --port \"${PORT:-8443}\""
+IN_LOG = """2026-03-11T09:58:01Z INFO  loading config/server.toml
+2026-03-11T09:58:01Z INFO  tls enabled (cert /etc/app/tls/cert.pem)
+2026-03-11T09:58:02Z INFO  listening on 0.0.0.0:8443"""
+IN_CRON = "0 3 * * * /srv/backup/run.sh --target s3://acme-backups/nightly >> /var/log/backup.log 2>&1"
+IN_BACKUP_LOG = """2026-03-10T03:00:02Z backup started
+2026-03-10T03:04:47Z uploaded 1.9 GiB to s3://acme-backups/nightly/2026-03-10.tar.zst
+2026-03-10T03:04:48Z backup finished (exit 0)"""
+
+# --- Gemini CLI: reviewing the guides -----------------------------------------------------------------------------------
+
+GUIDES_LS = "configure.md\ndeploy.md\ninstall.md\nupgrade.md"
+GUIDE_INSTALL = """# Installing Tidepool
+
+Tidepool runs on Linux and macOS. You need Python 3.10 or newer.
+
+    pip install tidepool==0.14.2
+
+Check the install with `tidepool --version`."""
+GUIDE_CONFIGURE = """# Configuring Tidepool
+
+Tidepool reads `tidepool.toml` from the working directory, then `~/.config/tidepool/config.toml`.
+
+| key | default |
+|---|---|
+| `workers` | number of CPUs |
+| `cache_dir` | `~/.cache/tidepool` |"""
+GUIDE_DEPLOY = """# Deploying Tidepool
+
+Build the image with `docker build -t tidepool .` and run it with `--env-file prod.env`.
+The container listens on port 7070."""
+GUIDE_UPGRADE = """# Upgrading
+
+From 0.13 to 0.14: `cache_dir` moved from `[storage]` to the top level.
+
+    pip install --upgrade tidepool==0.14.2"""
+DOCS_BUILD = """> tidepool-docs@1.0.0 build
+> mkdocs build --strict
+
+INFO    -  Cleaning site directory
+INFO    -  Building documentation to directory: /home/dana/src/docs-site/site
+INFO    -  Documentation built in 0.84 seconds"""
+
+# --- opencode: tax rounding ---------------------------------------------------------------------------------------------
+
+TAX_PY = '''from decimal import ROUND_HALF_UP, Decimal
+
+RATES = {"DE": Decimal("0.19"), "FR": Decimal("0.20"), "NL": Decimal("0.21")}
+
+
+def tax_for(country: str, net: Decimal) -> Decimal:
+    rate = RATES[country]
+    return (net * rate).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
+
+
+def gross(country: str, net: Decimal) -> Decimal:
+    return net + tax_for(country, net)'''
+TAX_FAIL = """FFF.                                                                     [100%]
+FAILED tests/test_tax.py::test_tax_rounds_to_cents - AssertionError: assert Decimal('3.8') == Decimal('3.80')
+FAILED tests/test_tax.py::test_unknown_country_has_no_tax - KeyError: 'CH'
+FAILED tests/test_tax.py::test_gross_keeps_two_places - AssertionError: assert Decimal('23.8') == Decimal('23.80')
+3 failed, 1 passed in 0.05s"""
+TAX_FAIL_2 = """.F..                                                                     [100%]
+FAILED tests/test_tax.py::test_unknown_country_has_no_tax - KeyError: 'CH'
+1 failed, 3 passed in 0.04s"""
+TAX_FAIL_3 = """.F..                                                                     [100%]
+FAILED tests/test_tax.py::test_unknown_country_has_no_tax - AssertionError: assert Decimal('0.0') == Decimal('0.00')
+1 failed, 3 passed in 0.04s"""
+TAX_PASS = "....                                                                     [100%]\n4 passed in 0.03s"

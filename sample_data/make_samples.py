@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Write loopscope's own sample transcripts (pi, Claude Code, Codex, OpenAI messages), their README and
-``.expected.json``. Deterministic: fixed ids, seeds and timestamps, so a re-run reproduces every byte.
+"""Write loopscope's own sample transcripts (pi, Claude Code, Codex, OpenAI messages, SWE-agent, mini-swe-agent,
+OpenHands, Inspect, Gemini CLI, opencode), their README and ``.expected.json``. Deterministic: fixed ids, seeds and
+timestamps, so a re-run reproduces every byte.
 
     python sample_data/make_samples.py            # rewrite sample_data/ in place
     python sample_data/make_samples.py --out DIR  # write elsewhere (the test compares the two)
@@ -24,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from contents import *  # noqa: E402,F403 - the file texts and tool outputs the scenarios quote
 from loopcheck import Benign, Episode, check  # noqa: E402
-from transcript_writer import Call, Recorder, Session, Step, Turn, render  # noqa: E402
+from transcript_writer import (Call, Recorder, Session, Step, Turn, inspect_eval_zip, render,  # noqa: E402
+                               render_inspect_sample, render_opencode)
 
 HERE = Path(__file__).resolve().parent
 
@@ -72,6 +74,7 @@ class Sample:
     benign: list[Benign] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     cases: list[str] = field(default_factory=list)  # the not-a-loop cases it covers (README coverage table)
+    sample_id: str = ""  # Inspect: the sample's id inside its .eval log
 
 
 # --- the sessions -----------------------------------------------------------------------------------------------------
@@ -588,17 +591,283 @@ def openai_samples() -> list[Sample]:
     return out
 
 
+# --- the benchmark / harness formats ----------------------------------------------------------------------------------
+
+def run_session_id(path: str, instance: str | None = None) -> str:
+    """``<run>/<instance>``, as loopscope names SWE-agent and mini-swe-agent runs (``ingest/base.py``)."""
+    p = Path(path)
+    stem = p.name
+    for suffix in (".json", ".traj"):
+        if stem.endswith(suffix):
+            stem = stem[: -len(suffix)]
+    inst = instance or stem
+    for parent in p.parents:
+        if parent.name and parent.name not in (inst, stem, "trajs"):
+            return f"{parent.name}/{inst}"
+    return inst
+
+
+def swe_agent_samples() -> list[Sample]:
+    cwd = "/__home__dana__ctf__xor_warmup"
+    wrong = "flag{repeating_key_xor_is_weak}"
+    submits = [tool("submit", {"flag": wrong}, CTF_WRONG, secs=0.2) for _ in range(4)]
+    decode4 = ("python3 -c \"c=bytes.fromhex(open('challenge.txt').read().split()[-1]); k=bytes(a^b for a,b in "
+               "zip(c,b'flag')); print('key (from the known prefix \\'flag\\'):', k); print(bytes(x^k[i%4] for i,x in "
+               "enumerate(c)).decode())\"")
+    decode5 = ("python3 -c \"c=bytes.fromhex(open('challenge.txt').read().split()[-1])\nfor n in (5, 6):\n"
+               "    k=bytes(a^b for a,b in zip(c,b'flag{\\x1e'[:n])); print(f'key length {n}:', k, '->', "
+               "bytes(x^k[i%n] for i,x in enumerate(c)))\"")
+    inst = "xor_warmup"
+    s = Session("swe_agent", inst, cwd, at("2026-03-10T08:00:05"), "gpt-4o-2024-08-06", [
+        Turn("We're currently solving the following CTF challenge (crypto, 50 points): \"XOR warmup\". The flag "
+             "format is flag{...}. Files: challenge.txt, encrypt.py.", [
+                 step("Let's start by looking at the files in the challenge directory.", sh("ls -la", CTF_LS)),
+                 step("Let's read the challenge description and the ciphertext.", sh("cat challenge.txt",
+                                                                                     CTF_CHALLENGE)),
+                 step("Now the encryption script, to see how the key is applied.",
+                      sh("head -n 20 encrypt.py", CTF_ENCRYPT)),
+                 step("The flag starts with `flag`, so XORing the first four bytes with it gives the key if the key "
+                      "is four bytes long. Let's decrypt with that guess.", sh(decode4, CTF_KEY4, secs=0.3)),
+                 step("The output reads like the flag with some letters in the wrong case; the intended text is "
+                      "clearly lower case. Let's submit it.", submits[0]),
+                 step("That was rejected. The plaintext spelled out the phrase, so I will submit it again in case "
+                      "the checker failed.", submits[1]),
+                 step("Still wrong, but the words are unmistakable: repeating key XOR is weak. Trying once more.",
+                      submits[2]),
+                 step("The answer must be this phrase. Submitting the same flag one last time.", submits[3]),
+                 step("Perhaps the key is not four bytes after all; let's try lengths 5 and 6.",
+                      sh(decode5, CTF_KEY5, secs=0.3)),
+                 step("Neither length gives readable text and I have used most of the budget. I'll stop here.",
+                      tool("exit_forfeit", {}, "Exited (exit_forfeit)", secs=0.1)),
+             ])], title="SETTING: You are a skilled cybersecurity professional and top CTF player. You are working "
+                        "directly in the command line with a special interface.", version="0.7.0", seed=501)
+    path = f"swe_agent/dana/gpt4o__ctf__xor_warmup__default__t-0.00__p-0.95__c-3.00/{inst}.traj"
+    return [Sample(s, path, "An EnIGMA (SWE-agent) CTF run that submits the same wrong flag 4 times in a row, then "
+                            "forfeits.",
+                   [Episode("streak", submits, True, note="the same flag, \"Wrong flag!\" every time; loopscope reads "
+                                                          "`submit` without its argument, as SWE-agent's counting rule "
+                                                          "does")],
+                   notes=["SWE-agent records usage per run only (`info.model_stats`): the calls carry no tokens, so "
+                          "the episode wastes 0 measured tokens."],
+                   cases=["SWE-agent run (usage per run only)"])]
+
+
+def mini_swe_agent_samples() -> list[Sample]:
+    inst = "acme__dateparse-412"
+    greps = [sh(f"grep -rn {p} src/", "", 1, secs=0.1) for p in ("parse_iso_week", "isoweek", "week_of_year")]
+    greps.append(sh("grep -rni 'iso.*week' src/dateparse", "", 1, secs=0.1))
+    test = "python -m pytest tests/test_formats.py -q"
+    reruns = [sh(test, MINI_TEST_FAIL, 1, secs=1.1) for _ in range(4)]
+    s = Session("mini_swe_agent", inst, "/testbed", at("2026-03-10T14:21:40"), "anthropic/claude-sonnet-4-5-20250929", [
+        Turn("parse(\"2026-W01-1\") returns 2026-01-05 instead of 2025-12-29: ISO week dates are parsed with the "
+             "Sunday-based week number.", [
+                 step("I need to find where ISO week dates are parsed. I'll search for a dedicated function first.",
+                      greps[0]),
+                 step("No function by that name. Maybe the helper is spelled without underscores.", greps[1]),
+                 step("Nothing either. The module may talk about the week of year instead.", greps[2]),
+                 step("Still nothing. A case-insensitive search for anything mentioning iso and week together.",
+                      greps[3]),
+                 step("Searches came back empty, so I'll look at the package layout directly.",
+                      sh("ls src/dateparse", MINI_LS)),
+                 step("formats.py should hold the strftime patterns.", sh("cat src/dateparse/formats.py",
+                                                                           MINI_FORMATS_PY)),
+                 step("ISO_WEEK uses %W. Before changing it, let me run the formats tests to see the failure.",
+                      reruns[0]),
+                 step("The assertion shows the wrong Monday. Running the tests again to be sure it is stable.",
+                      reruns[1]),
+                 step("Same failure. Perhaps a stale bytecode cache is involved; one more run.", reruns[2]),
+                 step("It fails identically every time, as expected with nothing changed.", reruns[3]),
+                 step("%W counts weeks from the first Monday; ISO weeks need %G (ISO year) and %V (ISO week). "
+                      "Fixing the pattern.", sh("sed -i 's/%Y-W%W-%u/%G-W%V-%u/' src/dateparse/formats.py", "")),
+                 step("Now the whole suite, not only the formats tests.", sh("python -m pytest tests -q",
+                                                                             MINI_ALL_PASS, secs=1.9)),
+                 step("All tests pass. Submitting.", Call("sh", {"cmd": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT "
+                                                                        "&& git add -A && git diff --cached"},
+                                                          MINI_DIFF, secs=0.2)),
+             ])], version="1.15.0", seed=502)
+    path = f"mini_swe_agent/20260310_claude-sonnet-4-5/trajs/{inst}/{inst}.traj.json"
+    return [Sample(s, path, "Four different greps find nothing (exit code 1), then the same failing test is run 4 "
+                            "times with no edit in between; a one-line fix and the suite passes.",
+                   [Episode("streak", reruns, True, note="identical command and output, no edit between the runs")],
+                   benign=[Benign("failure", greps,
+                                  "4 `grep -rn` calls in a row exit with code 1, so each is recorded as a failed "
+                                  "call; but every pattern is different and \"no match\" is an answer, not an error. "
+                                  "Expected: no finding.")],
+                   notes=["mini-swe-agent records usage per run only (`info.model_stats`): the episode wastes 0 "
+                          "measured tokens."],
+                   cases=["grep without a match (exit code 1), four different patterns (no loop)"])]
+
+
+def openhands_samples() -> list[Sample]:
+    cwd = "/workspace/webshop"
+    bad = edit("src/coupons/expiry.ts", "  return coupon.expiresAt < now;",
+               "  return coupon.expiresAt < startOfDay(now);", 1)
+    retries = [bad] + [edit("src/coupons/expiry.ts", "  return coupon.expiresAt < now;",
+                            "  return coupon.expiresAt < startOfDay(now);", 1) for _ in range(3)]
+    s = Session("openhands", "oh-webshop-coupon-expiry", cwd, at("2026-03-10T16:40:11"), "claude-sonnet-4-5-20250929", [
+        Turn("Coupons that expire today are rejected at checkout, but they should stay valid until midnight. Fix "
+             "isExpired in src/coupons.", [
+                 step("Let me look at the coupons module.", sh("ls src/coupons", OH_LS)),
+                 step("", sh("grep -rn isExpired src/coupons", OH_GREP)),
+                 step("", sh("npx vitest run src/coupons/expiry.test.ts", OH_TEST_FAIL, 1, secs=3.2)),
+                 step("The comparison must be against the start of today. I'll change it.", retries[0]),
+                 step("", retries[1]), step("", retries[2]), step("", retries[3]),
+                 step("The replacement keeps failing; let me view the file.", read("src/coupons/expiry.ts",
+                                                                                   OH_EXPIRY_TS)),
+                 step("It uses `<=`, not `<`.", edit("src/coupons/expiry.ts", "  return coupon.expiresAt <= now;",
+                                                     "  const today = new Date(now);\n  today.setHours(0, 0, 0, 0);\n"
+                                                     "  return coupon.expiresAt < today;", line=4)),
+                 step("", sh("npx vitest run src/coupons", OH_TEST_PASS, secs=3.4)),
+                 step("", sh("npx tsc --noEmit -p .", "", secs=6.1)),
+                 step("Fixed: `isExpired` now compares the expiry with the start of the current day, so a coupon "
+                      "is valid through its last day. The coupon tests and the type check pass."),
+             ])], seed=503)
+    return [Sample(s, "openhands/trajectories/oh-webshop-coupon-expiry.json",
+                   "The same failing `str_replace` edit is sent 4 times (ERROR: no replacement was performed) before "
+                   "the agent views the file.",
+                   [Episode("streak", retries, True, note="identical edit, identical ERROR each time")],
+                   cases=["OpenHands saved trajectory (event list)"])]
+
+
+def inspect_samples() -> list[Sample]:
+    path = "inspect/2026-03-11T09-58-40+00-00_ops-lookup_8qVfHnM4xR2cT6wYbJ3kZa.eval"
+    ls_calls = [sh("ls", "", secs=0.2) for _ in range(5)]
+    a = Session("inspect", "Wb7Xq2mLk9RfTz4pHc6NvA", "/root", at("2026-03-11T09:58:41"), "gpt-4o-2024-08-06", [
+        Turn("Which TCP port does the service in /srv/app listen on? Answer with the number only.", [
+            step("", sh("cd /srv/app && ls", IN_APP_LS, secs=0.2)),
+            step("", ls_calls[0]),
+            step("The directory listing came back empty. Let me list again.", ls_calls[1]),
+            step("", ls_calls[2]), step("", ls_calls[3]), step("", ls_calls[4]),
+            step("Each command runs in a fresh shell, so the `cd` did not persist. Using absolute paths.",
+                 sh("ls /srv/app/config", "server.toml", secs=0.2)),
+            step("", sh("cat /srv/app/config/server.toml", IN_SERVER_TOML, secs=0.2)),
+            step("", sh("grep -n PORT /srv/app/run.sh", IN_RUN_SH, secs=0.2)),
+            step("", sh("tail -n 3 /srv/app/logs/service.log", IN_LOG, secs=0.2)),
+            step("8443"),
+        ])], branch="8443", seed=504)
+    b = Session("inspect", "Jr5Ts8dEw3YkPn7bMq2GhC", "/root", at("2026-03-11T10:00:02"), "gpt-4o-2024-08-06", [
+        Turn("When did the last nightly backup finish? Answer with the ISO timestamp.", [
+            step("", sh("crontab -l", IN_CRON, secs=0.2)),
+            step("", sh("tail -n 3 /var/log/backup.log", IN_BACKUP_LOG, secs=0.2)),
+            step("2026-03-10T03:04:48Z"),
+        ])], branch="2026-03-10T03:04:48Z", seed=505)
+    return [Sample(a, path, "An Inspect sample (`.eval` log) that runs `ls` 5 times after a `cd` that does not "
+                            "persist between bash calls; same empty output each time.",
+                   [Episode("streak", ls_calls, True, note="identical call, identical (empty) result")],
+                   cases=["Inspect .eval log with several samples"], sample_id="port-lookup"),
+            Sample(b, path, "A second sample of the same eval: two distinct commands, then the answer.",
+                   sample_id="backup-time")]
+
+
+def gemini_samples() -> list[Sample]:
+    cwd = "/home/dana/src/tidepool-docs"
+    pages = [("install", GUIDE_INSTALL), ("configure", GUIDE_CONFIGURE), ("deploy", GUIDE_DEPLOY),
+             ("upgrade", GUIDE_UPGRADE)]
+    seds = [sh(f"sed -n '1,40p' docs/guides/{n}.md", text, desc="Print the first 40 lines of the guide", pgid=48211 + i)
+            for i, (n, text) in enumerate(pages)]
+    s = Session("gemini_cli", "3f9c2a7e-8b41-4d06-a5e3-1c7d9b2f4e80", cwd, at("2026-03-12T10:15:03"),
+                "gemini-2.5-pro", [
+                    Turn("Review the guides in docs/guides for anything stale after the 0.15 release.", [
+                        step("I'll list the guides first.", sh("ls docs/guides", GUIDES_LS, desc="List the guides",
+                                                               pgid=48200), thinking="Planning: list, then read each"),
+                        step("", seds[0]), step("", seds[1]), step("", seds[2]), step("", seds[3]),
+                        step("`install.md` and `upgrade.md` still pin 0.14.2, and the upgrade guide has no 0.15 "
+                             "section. Updating both.",
+                             edit("docs/guides/install.md", "    pip install tidepool==0.14.2",
+                                  "    pip install tidepool==0.15.0")),
+                        step("", edit("docs/guides/upgrade.md", "From 0.13 to 0.14:",
+                                      "From 0.14 to 0.15: no configuration changes.\n\nFrom 0.13 to 0.14:")),
+                        step("", edit("docs/guides/upgrade.md", "    pip install --upgrade tidepool==0.14.2",
+                                      "    pip install --upgrade tidepool==0.15.0")),
+                        step("Checking that no other page mentions the old version.", grep("0\\.14\\.2", "docs")),
+                        step("", sh("npm run build", DOCS_BUILD, desc="Build the docs site", secs=4.0, pgid=48240)),
+                        step("Updated `install.md` and `upgrade.md` to 0.15.0 and added a 0.14 -> 0.15 note; "
+                             "`configure.md` and `deploy.md` are current. The site builds with `--strict`."),
+                    ])], seed=506)
+    from transcript_writer import gemini_path
+    return [Sample(s, gemini_path(s), "Pages through four different guides with `sed -n '1,40p' <file>`, then "
+                                      "fixes two of them.",
+                   benign=[Benign("drift", seds,
+                                  "4 consecutive `sed -n '1,40p'` calls differ only in the file name, so their "
+                                  "arguments overlap almost fully; but each reads a different file and gets its "
+                                  "content: reading, not drifting. Expected: no finding.")],
+                   cases=["`sed -n` paging over different files (no loop)", "Gemini CLI chat (session-*.json)"])]
+
+
+def opencode_samples() -> list[Sample]:
+    cwd = BILLING
+    t = "pytest tests/test_tax.py -q"
+    runs = [sh(t, o, c, desc="Run the tax tests", secs=1.4)
+            for o, c in ((TAX_FAIL, 1), (TAX_FAIL_2, 1), (TAX_FAIL_3, 1), (TAX_PASS, 0))]
+    sid = "ses_4c1e9a7f2ffeQk3Lm8Rt2Vx6Zb"
+    s = Session("opencode", sid, cwd, at("2026-03-12T15:02:19"), "claude-sonnet-4-5", [
+        Turn("tests/test_tax.py fails after the tax refactor. Fix tax.py, not the tests.", [
+            step("Running the tax tests to see the failures.", runs[0]),
+            step("", read("src/billing/tax.py", TAX_PY)),
+            step("Tax is quantized to one decimal place; it must be cents.",
+                 edit("src/billing/tax.py", '    return (net * rate).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)',
+                      '    return (net * rate).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)')),
+            step("", runs[1]),
+            step("Countries without a rate should pay no tax instead of raising.",
+                 edit("src/billing/tax.py", "    rate = RATES[country]",
+                      '    if country not in RATES:\n        return Decimal("0.0")\n    rate = RATES[country]')),
+            step("", runs[2]),
+            step("The zero needs two places as well.",
+                 edit("src/billing/tax.py", '        return Decimal("0.0")', '        return Decimal("0.00")')),
+            step("", runs[3]),
+            step("", sh("ruff check src/billing/tax.py", "All checks passed!", desc="Lint tax.py", secs=0.3)),
+            step("", sh("git diff --stat", " src/billing/tax.py | 6 ++++--\n 1 file changed, 4 insertions(+), 2 "
+                        "deletions(-)", desc="Show what changed", secs=0.2)),
+            step("`tax.py` now rounds to cents and returns 0.00 for countries without a rate; the 4 tax tests "
+                 "pass and ruff is clean."),
+        ])], title="Fix tax rounding", version="0.15.8", seed=507)
+    import hashlib
+    project = hashlib.sha1(cwd.encode()).hexdigest()
+    return [Sample(s, f"opencode/storage/session/{project}/{sid}.json",
+                   "Test, edit, test, edit, test, edit, test: every edit applies and the test output changes "
+                   "(3, 1, 1 failures, then none).",
+                   benign=[Benign("window", runs,
+                                  "the same `pytest` command runs 4 times within 8 calls, but each run follows a "
+                                  "different edit that applied and the output changes: progress, not a loop. "
+                                  "Expected: no finding.")],
+                   notes=["opencode's storage tree spreads the session over `message/<session>/` and "
+                          "`part/<message>/` files; the session file is the one loopscope ingests, the others are "
+                          "read with it."],
+                   cases=["edit -> test cycle with changing output, opencode (no loop)", "opencode storage tree"])]
+
+
 # --- writing ----------------------------------------------------------------------------------------------------------
 
 def render_all(out_dir: Path) -> dict[str, Any]:
-    samples = pi_samples() + claude_samples() + codex_samples() + openai_samples()
+    samples = (pi_samples() + claude_samples() + codex_samples() + openai_samples() + swe_agent_samples()
+               + mini_swe_agent_samples() + openhands_samples() + inspect_samples() + gemini_samples()
+               + opencode_samples())
     files: dict[str, list[bytes]] = {}
+    companions: list[str] = []  # files a transcript's adapter reads with it (opencode messages and parts)
+    evals: dict[str, list[tuple[Session, dict[str, Any]]]] = {}
     sessions: list[dict[str, Any]] = []
     for sample in samples:
         s = sample.session
         rec = Recorder()
         subs: list[tuple[Session, Recorder | None]] = []
-        files.setdefault(sample.path, []).extend(render(s, rec, subs))
+        if s.fmt == "inspect":
+            evals.setdefault(sample.path, []).append((s, render_inspect_sample(s, rec, sample.sample_id)))
+        elif s.fmt == "opencode":
+            storage = Path(sample.path).parents[2]
+            for rel, data in render_opencode(s, rec).items():
+                files[str(storage / rel)] = [data]
+                if str(storage / rel) != sample.path:
+                    companions.append(str(storage / rel))
+        else:
+            files.setdefault(sample.path, []).extend(render(s, rec, subs))
+        if s.fmt == "swe_agent":
+            rec.session_id = run_session_id(sample.path)
+        elif s.fmt == "mini_swe_agent":
+            rec.session_id = run_session_id(sample.path, s.sid)
+        elif s.fmt == "openhands":
+            rec.session_id = Path(sample.path).stem
+        else:
+            rec.session_id = rec.session_id or s.sid
         checked = check(rec, sample.episodes, sample.benign, sample.path)
         sessions.append(_session_entry(sample.path, s, rec, sample.summary, checked.episodes, checked.benign,
                                        sample.notes))
@@ -614,6 +883,9 @@ def render_all(out_dir: Path) -> dict[str, Any]:
             sessions.append(_session_entry(sub_path, sub, sub_rec, "Explore subagent spawned by the `Task` call "
                                            f"{task.call_id}.", sub_checked.episodes, [], [], parent=s.sid))
             sessions[-1]["cases"] = []
+    for rel, members in evals.items():
+        task = rel.rsplit("_", 2)[-2]
+        files[rel] = [inspect_eval_zip(task, 599, members[0][0].start, members)]
     for rel, lines in files.items():
         p = out_dir / rel
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -623,7 +895,7 @@ def render_all(out_dir: Path) -> dict[str, Any]:
         f = by_file.setdefault(e["path"], {"path": e["path"], "format": e["format"], "sessions": 0, "calls": 0})
         f["sessions"] += 1
         f["calls"] += e["calls"]
-    not_transcripts = sorted(r for r in files if r.endswith(".meta.json"))
+    not_transcripts = sorted(r for r in files if r.endswith(".meta.json")) + sorted(companions)
     expected = {
         "generated_by": "sample_data/make_samples.py",
         "transcript_files": sorted(by_file.values(), key=lambda f: f["path"]),
@@ -640,7 +912,8 @@ def _session_entry(path: str, s: Session, rec: Recorder, summary: str, episodes:
                    benign: list[dict[str, Any]], notes: list[str], parent: str | None = None) -> dict[str, Any]:
     return {
         "path": path, "format": s.fmt, "session_id": rec.session_id, "parent_session_id": parent,
-        "cwd": s.cwd if s.fmt != "openai_messages" else None,  # the format has no cwd (ours sits in metadata.project)
+        # OpenAI messages have no cwd (ours sits in metadata.project); the benchmark formats record none either
+        "cwd": s.cwd if s.fmt in ("pi", "claude_code", "codex", "opencode") else None,
         "model": s.model, "started_at": rec.first_ts, "summary": summary,
         "user_prompts": rec.user_turns, "calls": len(rec.calls),
         "calls_without_result": sum(c.result is None for c in rec.calls),
@@ -680,6 +953,17 @@ def readme(exp: dict[str, Any]) -> str:
         "`<sessionId>/subagents/agent-<id>.jsonl` (+ `.meta.json`, not a transcript) |",
         "| `codex/` | `~/.codex/sessions/YYYY/MM/DD/rollout-<timestamp>-<uuid>.jsonl` |",
         "| `openai_messages/` | one chat-completions conversation per line (`messages`, `tools`, `id`) |",
+        "| `swe_agent/` | SWE-agent / EnIGMA `trajectories/<user>/<run>/<instance>.traj` (`trajectory`, `history`, "
+        "`info.model_stats`); session id `<run>/<instance>` |",
+        "| `mini_swe_agent/` | mini-swe-agent `<run>/trajs/<instance>/<instance>.traj.json`, v1 text protocol (one "
+        "```` ```bash ```` block per message, `<returncode>` replies); session id `<run>/<instance>` |",
+        "| `openhands/` | an OpenHands saved trajectory: one JSON array of V0 events; session id = file stem |",
+        "| `inspect/` | an Inspect `.eval` zip (`header.json`, `samples/<id>_epoch_<n>.json`, deflated); one session "
+        "per sample, id = the sample's `uuid` |",
+        "| `gemini/` | Gemini CLI `~/.gemini/tmp/<project hash>/chats/session-<start>-<id8>.json` (one "
+        "ConversationRecord) |",
+        "| `opencode/` | opencode `storage/session/<projectID>/ses_*.json` (the file ingested), with "
+        "`storage/message/<ses>/` and `storage/part/<msg>/` (read with it, not transcripts on their own) |",
         "",
         f"{len(sess)} sessions, {sum(s['calls'] for s in sess)} tool calls, {n_find} loop episodes.",
         "",

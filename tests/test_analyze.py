@@ -38,7 +38,7 @@ def test_analyze_prints_where_the_report_is(analyzed: tuple[Path, subprocess.Com
     assert (work / "loopscope-report" / "calibration.html").exists()
     # one page per session with findings, and the store in the working directory
     sessions_with_loops = query(work / "loopscope.duckdb", "SELECT count(DISTINCT session_id) FROM findings")[0][0]
-    assert len(list((work / "loopscope-report" / "sessions").glob("*.html"))) == sessions_with_loops == 11
+    assert len(list((work / "loopscope-report" / "sessions").glob("*.html"))) == sessions_with_loops == 15
     html = index.read_text()
     assert "Worst sessions" in html and "sessions/" in html
 
@@ -48,8 +48,8 @@ def test_running_it_again_is_incremental(analyzed: tuple[Path, subprocess.Comple
     assert first.returncode == 0, first.stderr
     proc = loopscope("analyze", str(SAMPLE_DATA), cwd=work)
     assert proc.returncode == 0, proc.stderr
-    assert "0 files ingested, 18 unchanged" in proc.stdout
-    assert "0 sessions scanned (18 unchanged)" in proc.stdout
+    assert "0 files ingested, 74 unchanged" in proc.stdout
+    assert "0 sessions scanned (25 unchanged)" in proc.stdout
 
 
 def sample_findings_table(db: Path) -> str:
@@ -79,7 +79,7 @@ def test_findings_json_contract(analyzed: tuple[Path, subprocess.CompletedProces
     rows = json.loads(proc.stdout)
     contract = ["finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq", "repeats",
                 "stuck", "user_turn", "why", "wasted_tokens", "estimated_tokens", "cost_usd"]
-    assert len(rows) == 11 and all(list(r)[:len(contract)] == contract for r in rows)
+    assert len(rows) == 15 and all(list(r)[:len(contract)] == contract for r in rows)
     assert {r["kind"] for r in rows} == {"streak", "cycle", "drift", "failure", "window", "text", "nested"}
     poll = [r for r in rows if not r["stuck"]]
     assert len(poll) == 1 and poll[0]["kind"] == "streak"  # the CI poll whose status changes
