@@ -164,8 +164,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                     break
             if mod is None:
                 first = head.lstrip()[:1]
-                reason = None
-                if first in (b"{", b"[") and (early_errors or (buffered and not isinstance(buffered[0][1], dict))):
+                reason = formats.describe_file(path)
+                if reason is None and first in (b"{", b"[") and (early_errors or (buffered and not isinstance(buffered[0][1], dict))):
                     ok, doc = _load_document(task.path, task.size)
                     reason = describe_document(doc) if ok else None
                 if reason is None:

@@ -68,11 +68,33 @@ def default_roots() -> list[Path]:
     home = Path.home()
     return [Path(env) / "projects"] if env else [home / ".claude/projects", home / ".config/claude/projects"]
 
+def describe_file(path: Path) -> str | None:
+    """Why a Claude Code file no format reads is skipped: a workflow run's ``journal.jsonl`` (beside its agents'
+    ``agent-*.jsonl`` under ``<session>/subagents/workflows/<run>/``) records the run's steps, not messages or calls.
+    A journal whose lines are transcript lines would be read like any other file."""
+    if path.name == "journal.jsonl" and "workflows" in path.parts:
+        return ("Claude Code workflow journal (subagents/workflows/<run>/journal.jsonl): the run's bookkeeping, "
+                "not a transcript; the run's agent-*.jsonl files are read")
+    return None
+
+
 _REJECTED = (
     "The user doesn't want to proceed with this tool use",
     "The user doesn't want to take this action right now",
     "[Request interrupted by user for tool use]",
 )
+# Results Claude Code writes instead of the real output, pointing at an earlier one: never evidence of "the same
+# result again" (``error_kind='placeholder'``, ``is_error`` false).
+_PLACEHOLDERS = ("File unchanged since last read",)
+_PLACEHOLDER_INNER = "identical to result"
+# A call that never ran because a sibling in the same parallel batch failed, and arguments the tool refused before
+# running: not retries of a failing command (``error_kind`` ``cancelled`` / ``validation``).
+_CANCELLED = ("Cancelled: parallel tool call", "Sibling tool call errored")
+_VALIDATION = ("InputValidationError", "<tool_use_error>")
+# Line types newer builds write that hold nothing to load; recognised (a file of only these is a Claude file) and
+# ignored quietly.
+_QUIET_TYPES = frozenset({"last-prompt", "ai-title", "attachment", "mode", "permission-mode", "custom-title",
+                          "agent-setting", "pr-link", "agent-name"})
 _NOT_PROMPTS = (
     "<local-command-stdout>", "<local-command-stderr>", "<bash-input>", "<bash-stdout>", "<bash-stderr>",
     "[Request interrupted by user",
@@ -103,6 +125,8 @@ def sniff(rec: Any) -> bool:
         return "snapshot" in rec
     if kind == "queue-operation":
         return "operation" in rec
+    if kind in _QUIET_TYPES and "sessionId" in rec:
+        return True
     if "sessionId" not in rec:
         return "agentType" in rec and "toolUseId" in rec  # a subagent's agent-<id>.meta.json: nothing to load
     if "uuid" in rec or "parentUuid" in rec:
@@ -390,9 +414,11 @@ class Parser:
         c = block.get("content")
         text = c if isinstance(c, str) else text_of(c)
         is_error = block.get("is_error") is True
-        kind = None
-        if text.startswith(_REJECTED):
-            is_error, kind = True, "rejected"
+        kind = result_kind(text, is_error)
+        if kind == "rejected":
+            is_error = True
+        elif kind == "placeholder":
+            is_error = False
         if not b.result(cid, text, is_error, ts, error_kind=kind):
             self.ctx.error(line, f"tool result for a call not in this session ({cid})", {"tool_use_id": cid})
 
@@ -421,6 +447,24 @@ class Parser:
         n = len(self.sessions)
         self.sessions = {}
         return n
+
+
+def result_kind(text: str, is_error: bool) -> str | None:
+    """``rejected``, ``cancelled``, ``validation`` or ``placeholder`` for a result of one of those kinds, else None
+    (an ordinary result, or an error known only by its flag)."""
+    head = text.lstrip()[:300]
+    if head.startswith(_REJECTED):
+        return "rejected"
+    if head.startswith(_PLACEHOLDERS) or (_PLACEHOLDER_INNER in head and len(text) < 2000):
+        return "placeholder"
+    if not is_error:
+        return None
+    inner = head[len("<tool_use_error>"):].lstrip() if head.startswith("<tool_use_error>") else head
+    if inner.startswith(_CANCELLED):
+        return "cancelled"
+    if any(v in head for v in _VALIDATION):
+        return "validation"
+    return None
 
 
 def _str(value: Any) -> str | None:
