@@ -136,7 +136,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
         if file_mod is not None:
             return _run_whole(out, file_mod, path, task, sink, f, stats, progress, lambda p: p.read(path))
         if b"\x00" in head:
-            out.status, out.reason = "skipped", "binary file (NUL bytes)"
+            out.status, out.reason = "skipped", ("a Parquet file with no column of chat messages"
+                                                 if head[:4] == b"PAR1" else "binary file (NUL bytes)")
             return out
         if head.lstrip()[:1] in (b"{", b"["):
             ok, doc = _load_document(task.path, task.size) if DOCUMENT_ORDER and _single_value(head) else (False, None)
