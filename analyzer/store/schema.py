@@ -96,7 +96,9 @@ TURNS = _t(
 
 CALLS = _t(
     "calls",
-    "One row per tool call issued by the agent, with its result. A user's own shell command (pi `!cmd`) is not a call.",
+    "One row per tool call issued by the agent, with its result. A user's own shell command (pi `!cmd`) is not a call. "
+    "A call a resumed Claude Code session copied from the session it resumes (same `toolu_` id) is stored once, in "
+    "the session that ended first.",
     ("session_id", "VARCHAR", "`sessions.session_id`."),
     ("seq", "INTEGER", "0-based position among the session's calls, in transcript order."),
     ("call_id", "VARCHAR", "The transcript's own call id."),

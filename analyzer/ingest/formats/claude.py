@@ -3,14 +3,23 @@
 Sessions. A record belongs to its ``sessionId``; a subagent record (``isSidechain`` with an ``agentId``, or any record
 of a file named ``agent-*.jsonl``, in either layout: beside the session file or under ``<sessionId>/subagents/``)
 belongs to the session ``agent-<agentId>`` whose parent is the trunk ``sessionId``. A file of only ``summary``,
-``file-history-snapshot`` or ``queue-operation`` lines, or a subagent's ``agent-<id>.meta.json``, is a Claude file with
-nothing to load: zero sessions, no error.
+``file-history-snapshot``, ``queue-operation`` or newer bookkeeping lines (``last-prompt``, ``ai-title``,
+``attachment``, ``mode``, ``permission-mode``, …: recognised, ignored quietly), or a subagent's ``agent-<id>.meta.json``, is a Claude file with
+nothing to load: zero sessions, no error. Workflow runs put their agents under
+``<sessionId>/subagents/workflows/<run>/agent-*.jsonl`` (read as subagents of the trunk) beside a ``journal.jsonl`` of
+the run's steps, which is not a transcript: skipped with that reason (``describe_file``), unless its lines are
+transcript lines. A resumed session copies the earlier session's lines, tool_use ids included, under its new session
+id: the store keeps each such call once, in the session that ended first (``land._drop_replayed_calls``).
 
 Calls and turns. Lines are read in file order (append order). One API response is written as one line per content
 block, all sharing ``message.id``; they become one assistant turn (``turn_id`` = ``message.id``). ``tool_use`` (and the
 API's own ``server_tool_use``) blocks are calls; ``tool_result`` blocks on user lines are their results. A result the
 user refused ("The user doesn't want to proceed with this tool use…", or an interrupt of a running tool) is an error
-with ``error_kind='rejected'``. ``progress`` lines are ignored whole: the subagent messages ``agent_progress`` embeds
+with ``error_kind='rejected'``. A call that never ran because a sibling in its parallel batch failed ("Cancelled:
+parallel tool call …", "Sibling tool call errored") is ``cancelled``, and arguments the tool refused before running
+(``InputValidationError``, any ``<tool_use_error>``) ``validation``: not retries of a failing command. A result that
+only points at an earlier one ("File unchanged since last read", "… identical to result …") is not an error but is
+marked ``error_kind='placeholder'``, so it is never evidence of "the same result again". ``progress`` lines are ignored whole: the subagent messages ``agent_progress`` embeds
 also live in the subagent's own file, so reading them would count its calls twice.
 
 User prompts (a prompt starts a new user turn, where loop counting resets): a user line whose content is not only
