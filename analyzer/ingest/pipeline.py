@@ -231,6 +231,9 @@ def _ingest_files(
     progress: ProgressFn | None,
 ) -> None:
     known = land.file_states(con)
+    ignored_before = {r[0] for r in con.execute(
+        "SELECT path FROM files WHERE status = 'skipped' AND content_hash IS NULL AND starts_with(reason, 'not read: ')"
+    ).fetchall()}
     next_id = land.next_file_id(con)
     tasks: list[FileTask] = []
     ignored: list[FileOutcome] = []
@@ -239,9 +242,9 @@ def _ingest_files(
         old = known.get(f.path)
         if old is not None:
             fid, size, mtime, chash = old
-            # (a file recorded without a hash, e.g. one not read for its suffix, is looked at again when it is now
-            # to be read: named on the command line)
-            if size == f.size and mtime == f.mtime_ns and (chash is not None or f.ignored is not None):
+            # (a file last recorded as not read for its suffix is looked at again when it is now to be read: named on
+            # the command line)
+            if size == f.size and mtime == f.mtime_ns and (f.ignored is not None or f.path not in ignored_before):
                 summary.files_unchanged += 1
                 continue
             if size == f.size and not f.composite and _same_content(f.path, chash):
