@@ -426,8 +426,6 @@ class Parser:
         kind = result_kind(text, is_error)
         if kind == "rejected":
             is_error = True
-        elif kind == "placeholder":
-            is_error = False
         if not b.result(cid, text, is_error, ts, error_kind=kind):
             self.ctx.error(line, f"tool result for a call not in this session ({cid})", {"tool_use_id": cid})
 
@@ -464,9 +462,9 @@ def result_kind(text: str, is_error: bool) -> str | None:
     head = text.lstrip()[:300]
     if head.startswith(_REJECTED):
         return "rejected"
-    if head.startswith(_PLACEHOLDERS) or (_PLACEHOLDER_INNER in head and len(text) < 2000):
-        return "placeholder"
     if not is_error:
+        if head.startswith(_PLACEHOLDERS) or (_PLACEHOLDER_INNER in head and len(text) < 2000):
+            return "placeholder"
         return None
     inner = head[len("<tool_use_error>"):].lstrip() if head.startswith("<tool_use_error>") else head
     if inner.startswith(_CANCELLED):
