@@ -125,6 +125,14 @@ def ingest_errors(con: duckdb.DuckDBPyConnection, limit: int) -> tuple[int, pl.D
     return n, df
 
 
+def skipped_files(con: duckdb.DuckDBPyConnection, limit: int) -> tuple[int, pl.DataFrame]:
+    """Files found but not read (unknown format, binary, empty, read with another file), with the reason; like ingest
+    errors they belong to files, so no session filter applies."""
+    row = one(con, "SELECT count(*) FROM files WHERE status = 'skipped'")
+    n = int(row[0]) if row else 0
+    return n, frame(con, f"SELECT path, reason FROM files WHERE status = 'skipped' ORDER BY path LIMIT {int(limit)}")
+
+
 def _ids_table(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE _r_batch (session_id VARCHAR)")
     con.executemany("INSERT INTO _r_batch VALUES (?)", [[i] for i in ids])
@@ -216,6 +224,10 @@ class ReportData:
 
     def ingest_errors(self, limit: int) -> tuple[int, pl.DataFrame]:
         return ingest_errors(self.con, limit)
+
+    def skipped_files(self, limit: int) -> tuple[int, pl.DataFrame]:
+        """How many files were skipped, and the first ``limit`` of them (``path``, ``reason``)."""
+        return skipped_files(self.con, limit)
 
     def session_ids(self) -> pl.DataFrame:
         """The ``session_id`` of every session in scope."""

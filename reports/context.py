@@ -34,6 +34,8 @@ class ReportSource(Protocol):
 
     def ingest_errors(self, limit: int) -> "tuple[int, pl.DataFrame]": ...
 
+    def skipped_files(self, limit: int) -> "tuple[int, pl.DataFrame]": ...
+
     def session_ids(self) -> "pl.DataFrame": ...
 
     def session_batch(self, ids: Sequence[str]) -> "dict[str, pl.DataFrame]": ...
@@ -101,6 +103,8 @@ class IndexContext:
     ingest_error_count: int
     ingest_errors: Table | None
     estimated_note: str | None
+    skipped_count: int = 0  # files found but not read ("Files not read")
+    skipped_files: Table | None = None
 
 
 @dataclass(frozen=True)

@@ -129,9 +129,16 @@ def error_table(errors: pl.DataFrame, redact: Redactor) -> Table:
     return Table(("File", "Line", "Reason", "Excerpt"), rows, frozenset({1}))
 
 
+def skipped_table(skipped: pl.DataFrame, redact: Redactor) -> Table:
+    """Files not read, with why; paths are transcript-derived text, so they are redacted like the rest."""
+    rows = [(redact(r["path"]) or "—", r["reason"] or "") for r in skipped.iter_rows(named=True)]
+    return Table(("File", "Why it was not read"), rows, frozenset())
+
+
 def index_page(meta: PageMeta, totals: Totals, has_findings: bool, fdf: pl.DataFrame | None,
                sessions: pl.DataFrame | None, error_count: int, errors: pl.DataFrame,
-               calibration: Calibration | None, links: Links, redact: Redactor) -> IndexContext:
+               calibration: Calibration | None, links: Links, redact: Redactor,
+               skipped: tuple[int, pl.DataFrame] | None = None) -> IndexContext:
     charts: list[Chart] = []
     unit = "tokens"
     worst = other = None
@@ -145,7 +152,8 @@ def index_page(meta: PageMeta, totals: Totals, has_findings: bool, fdf: pl.DataF
             estimated_note = (f"Plus ~{compact(totals.estimated_tokens)} tokens estimated from repeated text in "
                               f"loops of transcripts that record no usage.")
     return IndexContext(meta, _kpis(totals, has_findings), has_findings, charts, unit, worst, other,
-                        error_count, error_table(errors, redact) if error_count else None, estimated_note)
+                        error_count, error_table(errors, redact) if error_count else None, estimated_note,
+                        skipped[0] if skipped else 0, skipped_table(skipped[1], redact) if skipped and skipped[0] else None)
 
 
 # ---- session -------------------------------------------------------------------------------------------------------

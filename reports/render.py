@@ -212,7 +212,8 @@ def _pages(data: ReportSource, replay: Replay | None,
         in_scope = replay.frame.join(ids, on="session_id", how="semi")
 
     index = pages.index_page(meta("loopscope report", "index", 0, "Overview"), totals, scope.has_findings, fdf,
-                             sessions, n_err, errors, calibration, links, redactor)
+                             sessions, n_err, errors, calibration, links, redactor,
+                             data.skipped_files(pages.LISTED_ERRORS))
     yield Page("index.html", "index.html", index)
     cal = pages.calibration_page(meta("Calibration", "calibration", 0, "Calibration"), calibration, in_scope)
     yield Page("calibration.html", "calibration.html", cal)

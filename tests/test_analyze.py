@@ -48,7 +48,10 @@ def test_running_it_again_is_incremental(analyzed: tuple[Path, subprocess.Comple
     assert first.returncode == 0, first.stderr
     proc = loopscope("analyze", str(SAMPLE_DATA), cwd=work)
     assert proc.returncode == 0, proc.stderr
-    assert "0 files ingested, 74 unchanged" in proc.stdout
+    # the transcripts (opencode's message and part files read with their session) and sample_data's docs and
+    # scripts, recorded as skipped (not read) the first time
+    assert "0 files ingested, 79 unchanged" in proc.stdout
+    assert "skipped" in first.stdout and "README.md: not read" in first.stdout
     assert "0 sessions scanned (25 unchanged)" in proc.stdout
 
 

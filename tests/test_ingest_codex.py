@@ -461,3 +461,32 @@ def test_output_classification(out: Any, expected: tuple[str, bool, str | None])
 
     text, code, flag = parse_output(out)
     assert (text, *classify(text, code, flag, None)) == expected
+
+
+def test_archived_sessions_forks_text_exit_codes_and_web_search(tmp_path: Path, db: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer.ingest.formats import codex
+
+    home = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(home))
+    assert codex.default_roots() == [home / "sessions", home / "archived_sessions"]
+    fork_id = "0199bbbb-0000-7000-8000-000000000002"
+    recs = [meta(fork_id, forked_from_id=SID), ctx(), *said("2026-02-01T10:00:01.000Z", "go"),
+            call("2026-02-01T10:00:02.000Z", "c1", "shell_command", '{"command":"false"}'),
+            call("2026-02-01T10:00:02.100Z", "c2", "exec_command", '{"cmd":"make"}'),
+            item("2026-02-01T10:00:02.200Z", "custom_tool_call", name="apply_patch", call_id="c3", input="*** x"),
+            item("2026-02-01T10:00:02.300Z", "web_search_call", status="completed",
+                 action={"type": "search", "query": "duckdb"}),
+            output("2026-02-01T10:00:03.000Z", "c1", "Exit code: 1\nWall time: 0.1 seconds\nOutput:\n"),
+            output("2026-02-01T10:00:03.100Z", "c2", "Wall time: 1.0 seconds\nProcess exited with code 0\nOutput:\nok"),
+            item("2026-02-01T10:00:03.200Z", "custom_tool_call_output", call_id="c3",
+                 output='{"output":"patch failed\\n","metadata":{"exit_code":1,"duration_seconds":0.0}}')]
+    # archived_sessions/ is flat: rollout files right under it
+    f = write_jsonl(home / "archived_sessions" / f"rollout-2026-02-01T10-00-00-{fork_id}.jsonl", recs)
+    summary = ingest_paths(db, *codex.default_roots()[1:])
+    assert summary.skipped == [] and f.exists()
+    assert query(db, "SELECT session_id, parent_session_id FROM sessions") == [(fork_id, SID)]
+    assert query(db, "SELECT tool, is_error, error_kind, result_text IS NULL FROM calls ORDER BY seq") == [
+        ("shell_command", True, "exit_code", False), ("exec_command", False, None, False),
+        ("apply_patch", True, "exit_code", False), ("web_search", None, None, True)]
+    assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]

@@ -305,7 +305,9 @@ def test_agent_filter_and_cli(tmp_path: Path) -> None:
     assert [(r["session_id"], r["format"], r["calls"]) for r in rows] == [(SID, "opencode", 4)]
     res = runner.invoke(app, ["sessions", "--db", str(db), "--agent", "gemini", "--format", "json"])
     assert res.exit_code == 0 and json.loads(res.output or "[]") == []
-    assert not query(db, "SELECT path FROM files WHERE path LIKE '%other.db'")
+    # not read, but named: recorded as skipped for its suffix
+    assert query(db, "SELECT status, starts_with(reason, 'not read: a .db file') FROM files "
+                     "WHERE path LIKE '%other.db'") == [("skipped", True)]
 
 
 def test_default_roots_find_gemini_and_opencode(tmp_path: Path, monkeypatch: Any) -> None:

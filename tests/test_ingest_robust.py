@@ -134,7 +134,11 @@ def test_docs_and_code_in_a_folder_are_not_read_but_named_files_are(tmp_path: Pa
     (tmp_path / "README.md").write_text("# notes\n")
     (tmp_path / "make.py").write_text("print(1)\n")
     summary = ingest_paths(db, tmp_path)
-    assert (summary.files_seen, summary.files_ingested, summary.skipped) == (1, 1, [])
+    # not opened, but not silently dropped either: each is listed as skipped, with why
+    assert (summary.files_seen, summary.files_ingested) == (3, 1)
+    assert sorted((Path(p).name, r.split(":")[0]) for p, r in summary.skipped) == [
+        ("README.md", "not read"), ("make.py", "not read")]
+    assert query(db, "SELECT count(*) FROM files WHERE status = 'skipped' AND content_hash IS NULL") == [(2,)]
     with pytest.raises(NothingToIngestError, match="no JSON could be read from the file"):
         ingest_paths(db, tmp_path / "README.md")
 

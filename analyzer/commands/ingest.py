@@ -41,12 +41,8 @@ def print_ingest_summary(s: Any) -> None:
         f"errors: {s.errors:,}  ({s.bytes / 1e6:,.1f} MB in {s.seconds:.2f} s)",
         soft_wrap=True,
     )
-    by_reason: dict[str, list[str]] = {}
-    for path, reason in s.skipped:
-        by_reason.setdefault(reason, []).append(path)
-    for reason, paths in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
-        more = f" (+{len(paths) - 1} more)" if len(paths) > 1 else ""
-        out.print(f"  skipped: {reason}: {paths[0]}{more}", soft_wrap=True, markup=False)
+    for line in s.skipped_lines():
+        out.print(f"  {line}", soft_wrap=True, markup=False)
     if s.errors:
         out.print(f"  {s.errors:,} unreadable line(s) recorded in the ingest_errors table")
 

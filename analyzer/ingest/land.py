@@ -112,6 +112,7 @@ def load_chunk(
                   FROM {_spool_source(spool, "calls")} t {keep})
         """)
 
+        _drop_replayed_calls(con)
         con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "
                     "WHERE file_id IN (SELECT file_id FROM _chunk_files) AND usage_key IS NOT NULL")
         con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM _new_sessions")
@@ -163,6 +164,34 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: "pa.Table", c
             con.execute(f"INSERT INTO {table} SELECT * FROM _arrow_rows")
     finally:
         con.unregister("_arrow_rows")
+
+
+def _drop_replayed_calls(con: duckdb.DuckDBPyConnection) -> None:
+    """A resumed Claude Code session copies the earlier session's lines, tool_use ids included, into its own file
+    under a new session id: each call is counted once. Of the calls sharing a ``toolu_`` id across sessions, the one in
+    the session whose calls ended first (the original) stays, and the later copy is dropped (ties: the lower file id stays).
+    Tokens need nothing here: the copies share usage keys, deduplicated by ``_dedup_usage``. Runs over the chunk's
+    call ids, so an original ingested after its resume drops the resume's copies already in the store."""
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _replayed AS
+        WITH ids AS (
+            SELECT DISTINCT c.call_id FROM calls c
+            WHERE c.file_id IN (SELECT file_id FROM _chunk_files) AND c.call_id LIKE 'toolu\\_%' ESCAPE '\\'
+        ), hits AS (
+            SELECT c.session_id, c.seq, c.call_id, c.file_id FROM calls c JOIN sessions s USING (session_id)
+            WHERE c.call_id IN (SELECT call_id FROM ids) AND s.format = 'claude_code'
+        ), span AS (
+            SELECT session_id, max(greatest(ts, result_ts)) AS last_ts FROM calls
+            WHERE session_id IN (SELECT session_id FROM hits) GROUP BY session_id
+        ), winner AS (
+            SELECT call_id, arg_min(session_id, (last_ts IS NULL, last_ts, file_id, session_id)) AS session_id
+            FROM hits JOIN span USING (session_id) GROUP BY call_id HAVING count(DISTINCT session_id) > 1
+        )
+        SELECT h.session_id, h.seq FROM hits h JOIN winner w USING (call_id) WHERE h.session_id <> w.session_id
+    """)
+    con.execute("DELETE FROM calls WHERE (session_id, seq) IN (SELECT (session_id, seq) FROM _replayed)")
+    con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM _replayed")
+    con.execute("DROP TABLE _replayed")
 
 
 def _dedup_usage(con: duckdb.DuckDBPyConnection) -> None:

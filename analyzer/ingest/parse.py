@@ -139,7 +139,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
         if file_mod is not None:
             return _run_whole(out, file_mod, path, task, sink, f, stats, progress, lambda p: p.read(path))
         if b"\x00" in head:
-            out.status, out.reason = "skipped", "binary file (NUL bytes)"
+            out.status, out.reason = "skipped", ("a Parquet file with no column of chat messages"
+                                                 if head[:4] == b"PAR1" else "binary file (NUL bytes)")
             return out
         if head.lstrip()[:1] in (b"{", b"["):
             ok, doc = _load_document(task.path, task.size) if DOCUMENT_ORDER and _single_value(head) else (False, None)
@@ -167,8 +168,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                     break
             if mod is None:
                 first = head.lstrip()[:1]
-                reason = None
-                if first in (b"{", b"[") and (early_errors or (buffered and not isinstance(buffered[0][1], dict))):
+                reason = formats.describe_file(path)
+                if reason is None and first in (b"{", b"[") and (early_errors or (buffered and not isinstance(buffered[0][1], dict))):
                     ok, doc = _load_document(task.path, task.size)
                     reason = describe_document(doc) if ok else None
                 if reason is None:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # the parsers (and pyarrow) load only when a file needs parsi
 
 CHUNK_BYTES = 32 << 20
 CHUNK_FILES = 256
-IN_PROCESS_BYTES = 8 << 20  # below this, a worker pool costs more than it saves
+IN_PROCESS_BYTES = 8 << 20
+SKIPPED_LISTED = 20  # skipped files the ingest summary names one by one  # below this, a worker pool costs more than it saves
 
 
 # Files in a walked folder with these suffixes are documentation, code or media, never a transcript: they are not
@@ -44,6 +45,7 @@ class Found:
     size: int
     mtime_ns: int
     composite: bool = False  # size/mtime stand for the file and its companions (``composite_state``)
+    ignored: str | None = None  # why the file is not read at all (its suffix); recorded as skipped, never opened
 
 
 def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
@@ -51,12 +53,16 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
     by content later). Walks with ``os.scandir`` and reuses its stat: re-ingesting an unchanged corpus is mostly this
     walk. Skips the store itself and its companions (``exclude``, its ``.wal`` and spool folders), so
     ``loopscope ingest .`` next to ``loopscope.duckdb`` does not ingest the store, and files whose suffix says they
-    are not transcripts (``NOT_TRANSCRIPTS``)."""
+    are not transcripts (``NOT_TRANSCRIPTS``): those are listed with ``ignored`` set, so they are recorded as
+    skipped with that reason rather than vanish."""
     own = str(Path(exclude).resolve()) if exclude is not None else None
     found: dict[str, Found] = {}
 
-    def add(path: str, st: os.stat_result) -> None:
+    def add(path: str, st: os.stat_result, ignored: str | None = None) -> None:
         if own is None or not (path == own or path == own + ".wal" or path.startswith(own + ".spool-")):
+            if ignored is not None:
+                found[path] = Found(path, st.st_size, st.st_mtime_ns, ignored=ignored)
+                return
             comp = formats.companion_state(path, st.st_size, st.st_mtime_ns)
             found[path] = Found(path, st.st_size, st.st_mtime_ns) if comp is None else Found(path, *comp, True)
 
@@ -72,10 +78,14 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
                 if e.is_dir():
                     if not e.is_symlink():
                         walk(e.path)
-                elif e.is_file() and (os.path.splitext(e.name)[1].lower() not in NOT_TRANSCRIPTS
-                                      or formats.reads_named(e.name)):
+                elif e.is_file():
+                    ext = os.path.splitext(e.name)[1].lower()
+                    ignored = None
+                    if ext in NOT_TRANSCRIPTS and not formats.reads_named(e.name):
+                        ignored = (f"not read: a {ext} file is documentation, code or media, not a transcript "
+                                   f"(name it on the command line to read it anyway)")
                     path = os.path.realpath(e.path) if e.is_symlink() else e.path
-                    add(path, e.stat())
+                    add(path, e.stat(), ignored)
             except OSError:
                 continue
 
@@ -121,6 +131,16 @@ class IngestSummary:
     @property
     def anything_read(self) -> bool:
         return self.files_ingested > 0 or self.files_unchanged > 0
+
+    def skipped_lines(self, limit: int = SKIPPED_LISTED) -> list[str]:
+        """Every file this run skipped, as ``path: reason`` (the first ``limit``, by path), then how many more and
+        where to find them: nothing found is left out silently."""
+        rows = sorted(self.skipped)
+        lines = [f"skipped {path}: {reason}" for path, reason in rows[:limit]]
+        if len(rows) > limit:
+            lines.append(f"… and {len(rows) - limit:,} more skipped files (all of them: SELECT path, reason FROM "
+                         f"files WHERE status = 'skipped')")
+        return lines
 
 
 def clean_stale_spools(db: Path) -> None:
@@ -265,14 +285,20 @@ def _ingest_files(
     progress: ProgressFn | None,
 ) -> None:
     known = land.file_states(con)
+    ignored_before = {r[0] for r in con.execute(
+        "SELECT path FROM files WHERE status = 'skipped' AND content_hash IS NULL AND starts_with(reason, 'not read: ')"
+    ).fetchall()}
     next_id = land.next_file_id(con)
     tasks: list[FileTask] = []
+    ignored: list[FileOutcome] = []
     touched: list[tuple[int, int, int]] = []
     for f in files:
         old = known.get(display_path(f.path))
         if old is not None:
             fid, size, mtime, chash = old
-            if size == f.size and mtime == f.mtime_ns:
+            # (a file last recorded as not read for its suffix is looked at again when it is now to be read: named on
+            # the command line)
+            if size == f.size and mtime == f.mtime_ns and (f.ignored is not None or f.path not in ignored_before):
                 summary.files_unchanged += 1
                 continue
             if size == f.size and not f.composite and _same_content(f.path, chash):
@@ -282,10 +308,15 @@ def _ingest_files(
         else:
             fid = next_id
             next_id += 1
-        from analyzer.ingest.parse import FileTask
+        from analyzer.ingest.parse import FileOutcome, FileTask
 
-        tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
+        if f.ignored is not None:
+            ignored.append(FileOutcome(fid, f.path, f.size, f.mtime_ns, status="skipped", reason=f.ignored))
+        else:
+            tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
     land.touch_files(con, touched)
+    if ignored:
+        _land(con, ignored, {}, summary)
     if not tasks:
         return
 

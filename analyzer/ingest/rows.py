@@ -463,7 +463,7 @@ class SessionBuilder:
         self.sink.add("calls", (
             self.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, canon, ordered, shallow,
             text if has_result else None, has_result, is_error if has_result else None,
-            error_kind if has_result and is_error else None, c.parent_call_id, ts_text(c.ts), ts_text(result_ts),
+            error_kind if has_result and (is_error or error_kind == "placeholder") else None, c.parent_call_id, ts_text(c.ts), ts_text(result_ts),
             self.file_id, c.line,
         ), 160 + len(canon) + (len(text) if text else 0))
 

@@ -97,7 +97,9 @@ TURNS = _t(
 
 CALLS = _t(
     "calls",
-    "One row per tool call issued by the agent, with its result. A user's own shell command (pi `!cmd`) is not a call.",
+    "One row per tool call issued by the agent, with its result. A user's own shell command (pi `!cmd`) is not a call. "
+    "A call a resumed Claude Code session copied from the session it resumes (same `toolu_` id) is stored once, in "
+    "the session that ended first.",
     ("session_id", "VARCHAR", "`sessions.session_id`."),
     ("seq", "INTEGER", "0-based position among the session's calls, in transcript order."),
     ("call_id", "VARCHAR", "The transcript's own call id."),
@@ -111,8 +113,11 @@ CALLS = _t(
     ("result_text", "VARCHAR", "Result text; NULL when the call got no result (an aborted turn)."),
     ("result_key", "VARCHAR", "Hash of the normalised result text and error flag; NULL without a result."),
     ("is_error", "BOOLEAN", "The result was an error (flag, non-zero exit code, error text); NULL without a result."),
-    ("error_kind", "VARCHAR", "`rejected` when the user refused the call, `exit_code` / `flag` / `text` for how the "
-     "error was known."),
+    ("error_kind", "VARCHAR", "`rejected` when the user refused the call, `cancelled` when it never ran because a "
+     "sibling in its parallel batch failed, `validation` when the tool refused its arguments before running, "
+     "`exit_code` / `flag` / `text` for how another error was known. `placeholder` (with `is_error` false) marks a "
+     "result that only points at an earlier one (Claude Code's \"File unchanged since last read\"): never evidence "
+     "of the same result again."),
     ("parent_call_id", "VARCHAR", "The call this one was made inside (a script's nested calls)."),
     ("ts", "TIMESTAMP", "When the call was issued, UTC."),
     ("result_ts", "TIMESTAMP", "When the result arrived, UTC."),

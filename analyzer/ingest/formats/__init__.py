@@ -10,6 +10,9 @@ and at least one way to recognise its files from their content:
 - ``sniff_document(doc)``: a file that is one JSON document; the parser is fed it once, as record 1;
 - ``sniff_file(path, head)``: a file the parser reads itself (``Parser.read(path)``), e.g. a zip or SQLite file.
 
+A format may also say why a file of its agent that it does not read is skipped: ``describe_file(path)`` -> a reason
+or None (e.g. Claude Code's workflow ``journal.jsonl``).
+
 Optional hooks for discovery: ``reads_named(name)`` (a file read whatever its suffix says, e.g. ``opencode.db``) and
 ``companion_state(path, size, mtime_ns)`` (the size and mtime that stand for a file whose content lives partly in
 other files, so re-ingest notices when those change).
@@ -78,3 +81,12 @@ def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | No
 
 def has_companions(path: str) -> bool:
     return companion_state(path, 0, 0) is not None
+
+
+def describe_file(path: Path) -> str | None:
+    """A format's own reason for skipping a file it recognises by its place but does not read."""
+    for m in with_hook("describe_file"):
+        reason = m.describe_file(path)
+        if reason:
+            return reason
+    return None

@@ -3,14 +3,23 @@
 Sessions. A record belongs to its ``sessionId``; a subagent record (``isSidechain`` with an ``agentId``, or any record
 of a file named ``agent-*.jsonl``, in either layout: beside the session file or under ``<sessionId>/subagents/``)
 belongs to the session ``agent-<agentId>`` whose parent is the trunk ``sessionId``. A file of only ``summary``,
-``file-history-snapshot`` or ``queue-operation`` lines, or a subagent's ``agent-<id>.meta.json``, is a Claude file with
-nothing to load: zero sessions, no error.
+``file-history-snapshot``, ``queue-operation`` or newer bookkeeping lines (``last-prompt``, ``ai-title``,
+``attachment``, ``mode``, ``permission-mode``, …: recognised, ignored quietly), or a subagent's ``agent-<id>.meta.json``, is a Claude file with
+nothing to load: zero sessions, no error. Workflow runs put their agents under
+``<sessionId>/subagents/workflows/<run>/agent-*.jsonl`` (read as subagents of the trunk) beside a ``journal.jsonl`` of
+the run's steps, which is not a transcript: skipped with that reason (``describe_file``), unless its lines are
+transcript lines. A resumed session copies the earlier session's lines, tool_use ids included, under its new session
+id: the store keeps each such call once, in the session that ended first (``land._drop_replayed_calls``).
 
 Calls and turns. Lines are read in file order (append order). One API response is written as one line per content
 block, all sharing ``message.id``; they become one assistant turn (``turn_id`` = ``message.id``). ``tool_use`` (and the
 API's own ``server_tool_use``) blocks are calls; ``tool_result`` blocks on user lines are their results. A result the
 user refused ("The user doesn't want to proceed with this tool use…", or an interrupt of a running tool) is an error
-with ``error_kind='rejected'``. ``progress`` lines are ignored whole: the subagent messages ``agent_progress`` embeds
+with ``error_kind='rejected'``. A call that never ran because a sibling in its parallel batch failed ("Cancelled:
+parallel tool call …", "Sibling tool call errored") is ``cancelled``, and arguments the tool refused before running
+(``InputValidationError``, any ``<tool_use_error>``) ``validation``: not retries of a failing command. A result that
+only points at an earlier one ("File unchanged since last read", "… identical to result …") is not an error but is
+marked ``error_kind='placeholder'``, so it is never evidence of "the same result again". ``progress`` lines are ignored whole: the subagent messages ``agent_progress`` embeds
 also live in the subagent's own file, so reading them would count its calls twice.
 
 User prompts (a prompt starts a new user turn, where loop counting resets): a user line whose content is not only
@@ -68,11 +77,33 @@ def default_roots() -> list[Path]:
     home = Path.home()
     return [Path(env) / "projects"] if env else [home / ".claude/projects", home / ".config/claude/projects"]
 
+def describe_file(path: Path) -> str | None:
+    """Why a Claude Code file no format reads is skipped: a workflow run's ``journal.jsonl`` (beside its agents'
+    ``agent-*.jsonl`` under ``<session>/subagents/workflows/<run>/``) records the run's steps, not messages or calls.
+    A journal whose lines are transcript lines would be read like any other file."""
+    if path.name == "journal.jsonl" and "workflows" in path.parts:
+        return ("Claude Code workflow journal (subagents/workflows/<run>/journal.jsonl): the run's bookkeeping, "
+                "not a transcript; the run's agent-*.jsonl files are read")
+    return None
+
+
 _REJECTED = (
     "The user doesn't want to proceed with this tool use",
     "The user doesn't want to take this action right now",
     "[Request interrupted by user for tool use]",
 )
+# Results Claude Code writes instead of the real output, pointing at an earlier one: never evidence of "the same
+# result again" (``error_kind='placeholder'``, ``is_error`` false).
+_PLACEHOLDERS = ("File unchanged since last read",)
+_PLACEHOLDER_INNER = "identical to result"
+# A call that never ran because a sibling in the same parallel batch failed, and arguments the tool refused before
+# running: not retries of a failing command (``error_kind`` ``cancelled`` / ``validation``).
+_CANCELLED = ("Cancelled: parallel tool call", "Sibling tool call errored")
+_VALIDATION = ("InputValidationError", "<tool_use_error>")
+# Line types newer builds write that hold nothing to load; recognised (a file of only these is a Claude file) and
+# ignored quietly.
+_QUIET_TYPES = frozenset({"last-prompt", "ai-title", "attachment", "mode", "permission-mode", "custom-title",
+                          "agent-setting", "pr-link", "agent-name"})
 _NOT_PROMPTS = (
     "<local-command-stdout>", "<local-command-stderr>", "<bash-input>", "<bash-stdout>", "<bash-stderr>",
     "[Request interrupted by user",
@@ -103,6 +134,8 @@ def sniff(rec: Any) -> bool:
         return "snapshot" in rec
     if kind == "queue-operation":
         return "operation" in rec
+    if kind in _QUIET_TYPES and "sessionId" in rec:
+        return True
     if "sessionId" not in rec:
         return "agentType" in rec and "toolUseId" in rec  # a subagent's agent-<id>.meta.json: nothing to load
     if "uuid" in rec or "parentUuid" in rec:
@@ -390,9 +423,9 @@ class Parser:
         c = block.get("content")
         text = c if isinstance(c, str) else text_of(c)
         is_error = block.get("is_error") is True
-        kind = None
-        if text.startswith(_REJECTED):
-            is_error, kind = True, "rejected"
+        kind = result_kind(text, is_error)
+        if kind == "rejected":
+            is_error = True
         if not b.result(cid, text, is_error, ts, error_kind=kind):
             self.ctx.error(line, f"tool result for a call not in this session ({cid})", {"tool_use_id": cid})
 
@@ -421,6 +454,24 @@ class Parser:
         n = len(self.sessions)
         self.sessions = {}
         return n
+
+
+def result_kind(text: str, is_error: bool) -> str | None:
+    """``rejected``, ``cancelled``, ``validation`` or ``placeholder`` for a result of one of those kinds, else None
+    (an ordinary result, or an error known only by its flag)."""
+    head = text.lstrip()[:300]
+    if head.startswith(_REJECTED):
+        return "rejected"
+    if not is_error:
+        if head.startswith(_PLACEHOLDERS) or (_PLACEHOLDER_INNER in head and len(text) < 2000):
+            return "placeholder"
+        return None
+    inner = head[len("<tool_use_error>"):].lstrip() if head.startswith("<tool_use_error>") else head
+    if inner.startswith(_CANCELLED):
+        return "cancelled"
+    if any(v in head for v in _VALIDATION):
+        return "validation"
+    return None
 
 
 def _str(value: Any) -> str | None:

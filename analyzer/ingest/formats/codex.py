@@ -19,6 +19,9 @@ Decisions:
   synthesized id ``L<line of its first item>``. A request ends at the ``token_count`` that reports its usage, at a
   user prompt, or (for builds that record outputs before usage, or no usage at all) when a model item follows a
   tool output. A ``token_count`` with no open request (a compaction, a re-emitted count) is a turn of its own.
+* **Parents.** A subagent's ``session_meta.source`` is an object ``{"subagent": {"thread_spawn":
+  {"parent_thread_id": …}}}``: the parent thread is ``parent_session_id``; a fork's ``forked_from_id`` is too.
+  ``archived_sessions/`` (flat) holds rollouts of the same shape, read like ``sessions/``.
 * **Tokens agree with ccusage 20.x** (``ryoppippi/ccusage`` ``adapter/codex``; behaviour checked against the 20.0.24
   binary): ``last_token_usage`` per event, else the difference of successive ``total_token_usage``; events without a
   timestamp or with all-zero counts are skipped; an event identical to one already counted (same instant, model and
@@ -52,9 +55,12 @@ SNIFF_RANK = 10  # Codex records carry unmistakable keys (``payload``)
 
 
 def default_roots() -> list[Path]:
-    """``$CODEX_HOME/sessions``, else ``~/.codex/sessions``."""
+    """``$CODEX_HOME/sessions`` and ``archived_sessions`` (flat, no YYYY/MM/DD folders; read like sessions), else the
+    same under ``~/.codex``. A session archived and still present in ``sessions/`` is loaded once (the store's
+    duplicate-session rule)."""
     env = os.environ.get("CODEX_HOME")
-    return [Path(env) / "sessions" if env else Path.home() / ".codex/sessions"]
+    home = Path(env) if env else Path.home() / ".codex"
+    return [home / "sessions", home / "archived_sessions"]
 _ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
@@ -372,6 +378,10 @@ class Parser:
             b.parent_session_id = parent
             if line == 1:  # ccusage looks for the spawn on the first line only
                 self._replay = replay_second(self.ctx.path)
+        else:
+            fork = p.get("forked_from_id")  # a fork is a new thread whose history starts as its source's
+            if isinstance(fork, str) and fork:
+                b.parent_session_id = fork
 
     # -- response items ------------------------------------------------------------------------------------------------
     def _item(self, b: SessionBuilder, p: dict[str, Any], ts: Any, line: int) -> None:

@@ -1,6 +1,13 @@
 """Plain OpenAI chat-completions ``messages`` JSONL: one conversation per line. FORMATS.md section 9.
 
-Each line is its own session. Datasets bend the shape in every direction: ``arguments`` as a string, an object or a
+Each line is its own session. The conversation is the record's ``messages`` list, or, in dataset rows that wrap it,
+any top-level list of role messages (τ-bench's ``{"task_id", "reward", "info", "traj": [...]}``) or a ``messages``
+list one level down (``{"sample": {"messages": [...]}}``). A ``.json`` file holding an array of such rows is a document
+(each element one session, numbered by its position), and a ``.parquet`` file of such rows, as dataset hubs export
+them, is read with pyarrow in batches of rows (``sniff_file`` on the ``PAR1`` magic and a column that holds role
+messages).
+
+Datasets bend the shape in every direction: ``arguments`` as a string, an object or a
 double-encoded string; ``content`` as a string, a list of parts, a dict or null; every tool_call id set to ``"0"``
 (so results can only be matched by position); the legacy single ``function_call`` + role ``function``. Results carry
 no error flag, so a result is an error only when the record says so explicitly (``is_error``).
@@ -21,16 +28,75 @@ FORMAT = "openai_messages"
 ALIASES = ("openai", "openai-messages", "messages")
 SNIFF_RANK = 90  # a bare ``messages`` list is the loosest shape of all: tried last
 _ID_KEYS = ("id", "uuid", "conversation_id")
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+_PARQUET_BATCH = 256
+# Keys known to wrap a conversation, where even an empty list is one (a τ-bench task that failed before its first turn).
+_WRAPPER_KEYS = frozenset({"traj", "conversation", "conversations", "dialog", "dialogue", "chat"})
+
+
+def _role_list(value: Any, loose: bool) -> bool:
+    """A list of chat messages: dicts with a string ``role`` (for a wrapped list, one of the chat roles, and at
+    least one message, so an unrelated list of dicts with a ``role`` is not taken for one)."""
+    if not isinstance(value, list) or (loose and not value):
+        return False
+    head = value[:4]
+    if not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in head):
+        return False
+    return not loose or all(m["role"] in _ROLES for m in head)
+
+
+def messages_of(rec: Any, strict: bool = True) -> list[Any] | None:
+    """The conversation a record holds: ``messages``, else a top-level list of role messages under any key, else a
+    ``messages`` list one level down; None when there is none. Not ``strict`` (the parser, once the file is known to
+    be ours), any ``messages`` list is the conversation and its odd elements are reported one by one."""
+    if not isinstance(rec, dict):
+        return None
+    msgs = rec.get("messages")
+    if isinstance(msgs, list):
+        # An empty conversation is still one (datasets ship them); a Gemini/opencode `messages` list has no `role`.
+        return msgs if not strict or _role_list(msgs, False) else None
+    for k, v in rec.items():
+        if _role_list(v, True) or (v == [] and k in _WRAPPER_KEYS):
+            return v
+    for v in rec.values():
+        if isinstance(v, dict) and _role_list(v.get("messages"), True):
+            return v["messages"]
+    return None
 
 
 def sniff(rec: Any) -> bool:
     if not isinstance(rec, dict) or "payload" in rec or "projectHash" in rec:
         return False
-    msgs = rec.get("messages")
-    if not isinstance(msgs, list):
+    return messages_of(rec) is not None
+
+
+def sniff_document(doc: Any) -> bool:
+    """A JSON array of conversation rows (τ-bench results, a dataset split saved as one ``.json``)."""
+    return (isinstance(doc, list) and bool(doc) and isinstance(doc[0], dict) and sniff(doc[0])
+            and all(isinstance(r, dict) for r in doc[:16]))
+
+
+def sniff_file(path: Any, head: bytes) -> bool:
+    """A Parquet file (``PAR1``) with a column of role messages, or of rows wrapping them."""
+    if head[:4] != b"PAR1":
         return False
-    # An empty conversation is still one (datasets ship them); a Gemini/opencode `messages` list has no `role`.
-    return all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in msgs[:4])
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def holds_messages(t: pa.DataType) -> bool:
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            v = t.value_type
+            return pa.types.is_struct(v) and v.get_field_index("role") >= 0
+        if pa.types.is_struct(t):
+            i = t.get_field_index("messages")
+            return i >= 0 and holds_messages(t.field(i).type)
+        return False
+
+    try:
+        schema = pq.read_schema(path)
+    except Exception:  # noqa: BLE001 - a damaged Parquet file is simply not ours
+        return False
+    return any(holds_messages(f.type) for f in schema)
 
 
 def content_text(content: Any) -> str:
@@ -112,12 +178,26 @@ class Parser:
         self.sessions = 0
         self._ids: set[str] = set()
 
+    def read(self, path: Any) -> None:
+        """A Parquet file of conversation rows, a batch of rows at a time; row N (from 1) stands for line N."""
+        import pyarrow.parquet as pq
+
+        n = 0
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=_PARQUET_BATCH):
+            for row in batch.to_pylist():
+                n += 1
+                self.feed(row, n)
+
     def feed(self, rec: Any, line: int) -> None:
+        if line == 1 and not self.sessions and sniff_document(rec):  # a document: an array of rows
+            for i, row in enumerate(rec, 1):
+                self.feed(row, i)
+            return
         if not isinstance(rec, dict):
             self.ctx.error(line, "not a JSON object", rec)
             return
-        msgs = rec.get("messages")
-        if not isinstance(msgs, list):
+        msgs = messages_of(rec, strict=False)
+        if msgs is None:
             self.ctx.error(line, "not a chat record: no `messages` list", rec)
             return
         sid = next((s for s in (_str_id(rec.get(k)) for k in _ID_KEYS) if s), None) or f"{self.ctx.path.stem}:{line}"
