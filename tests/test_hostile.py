@@ -21,7 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from analyzer.errors import NothingToIngestError, StoreError, UsageError
+from analyzer.errors import NothingToIngestError, UsageError
 from helpers import ingest_paths, query
 
 RUNNER = CliRunner()
@@ -203,17 +203,6 @@ def test_file_that_could_not_be_opened_is_retried(tmp_path: Path, db: Path, monk
     summary = ingest_paths(db, tmp_path)  # same size, same mtime: read again all the same
     assert summary.files_ingested == 1 and calls_of(db, "b") == ["c0", "c1"]
     assert ingest_paths(db, tmp_path).files_unchanged == 2
-
-
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a chmod 000 file; the monkeypatched test covers it")
-def test_chmod_unreadable_file_is_retried(tmp_path: Path, db: Path) -> None:
-    write(tmp_path / "a.jsonl", pi_lines("a", 2))
-    b = write(tmp_path / "b.jsonl", pi_lines("b", 2))
-    b.chmod(0)
-    ingest_paths(db, tmp_path)
-    b.chmod(0o644)
-    ingest_paths(db, tmp_path)
-    assert calls_of(db, "b") == ["c0", "c1"]
 
 
 # -- 6. a byte-order mark ---------------------------------------------------------------------------------------------
