@@ -36,7 +36,7 @@ def replace_in(text: str) -> str:
 
 def main(argv: list[str]) -> None:
     if "--write" in argv:
-        readme = Path(__file__).resolve().parents[1] / "README.md"
+        readme = Path(__file__).resolve().parents[2] / "README.md"
         readme.write_text(replace_in(readme.read_text()))
     else:
         print(markdown())
