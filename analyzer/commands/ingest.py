@@ -56,9 +56,13 @@ def sessions(
     listing: Listing,
     limit: Annotated[Optional[int], typer.Option("--limit", help="At most this many rows.", show_default=False)] = None,
 ) -> None:
-    """List sessions with their totals, most expensive first."""
+    """List sessions with their totals, most expensive first.
+
+    The table shows session, agent, project, cost, wasted $ (the cost of stuck loops), loops and the main repeated
+    call; --columns and --all-columns show others (tokens split into input, output, cache read and cache write).
+    """
     from analyzer.store.queries import SESSION_TABLE_COLUMNS
 
     with listing.store() as store:
-        df = store.sessions(listing.filter, limit)
-    listing.write(df, "sessions", SESSION_TABLE_COLUMNS)
+        df = store.sessions(listing.filter, None if listing.sort else limit)
+    listing.write(df, "sessions", SESSION_TABLE_COLUMNS, limit=limit)

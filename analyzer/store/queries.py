@@ -10,14 +10,10 @@ from analyzer.store.filters import SessionFilter
 from analyzer.detect.rules import FINDINGS, KINDS
 from analyzer.store.db import frame, has_table
 
-SESSION_TABLE_COLUMNS = [
-    "session_id", "format", "started_at", "cwd", "models", "user_turns", "calls", "error_calls", "total_tokens",
-    "cost_usd", "loops", "loop_tokens",
-]
-FINDING_TABLE_COLUMNS = [
-    "session_id", "kind", "period", "repeats", "stuck", "first_seq", "last_seq", "tools", "wasted_tokens",
-    "cost_usd", "repeated",
-]
+# The compact table views (they fit a 100-column terminal and lead with money); `--columns` and `--all-columns`
+# choose others, and the machine formats carry every column.
+SESSION_TABLE_COLUMNS = ["session_id", "format", "project", "cost_usd", "wasted_usd", "loops", "loop"]
+FINDING_TABLE_COLUMNS = ["session_id", "kind", "calls", "repeats", "stuck", "cost_usd", "loop", "why"]
 
 # Per-session loop columns `loopscope sessions` adds (NULL for a session that was never scanned).
 SESSION_LOOP_COLUMNS = {
@@ -26,7 +22,35 @@ SESSION_LOOP_COLUMNS = {
     "loop_tokens": "Tokens of the turns that repeated a loop (each turn once across the session's findings).",
     "loop_cost_usd": "Cost of those turns.",
     "loop_estimated_tokens": "Sum of the findings' estimated_tokens (for transcripts without usage).",
+    "wasted_tokens": "Tokens of the turns that repeated a stuck loop (no progress), each turn once.",
+    "wasted_usd": "Cost of those turns: the money stuck loops wasted.",
 }
+
+
+def _loop_labels(con: duckdb.DuckDBPyConnection, source: str, params: list) -> pl.DataFrame:
+    """``finding_id``, ``session_id``, ``stuck``, ``repeats`` and ``loop`` (the repeated call, or a cycle's block, as
+    one line: ``Bash: pytest -q ×4``) of the findings ``source`` selects."""
+    from analyzer.calltext import loop_text
+
+    df = frame(con, f"""
+        SELECT f.finding_id, f.session_id, f.stuck, f.repeats, f.kind,
+               list(c.tool ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_tools,
+               list(left(c.args, 400) ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_args
+        FROM ({source}) f
+        LEFT JOIN calls c ON c.session_id = f.session_id AND f.first_seq IS NOT NULL
+             AND c.seq BETWEEN f.first_seq AND f.first_seq + greatest(coalesce(f.period, 1), 1) - 1
+        GROUP BY ALL""", params)
+    labels = [loop_text(t or [], a or [], r) for t, a, r in
+              zip(df["c_tools"].to_list(), df["c_args"].to_list(), df["repeats"].to_list())]
+    return df.drop("c_tools", "c_args").with_columns(pl.Series("loop", labels, dtype=pl.String))
+
+
+def _main_loops(labels: pl.DataFrame) -> pl.DataFrame:
+    """Per session, the loop a person would look at first: stuck before progress, then the most repeats."""
+    if labels.height == 0:
+        return pl.DataFrame(schema={"session_id": pl.String, "loop": pl.String})
+    return (labels.sort(["stuck", "repeats"], descending=True, nulls_last=True)
+            .group_by("session_id", maintain_order=True).first().select("session_id", "loop"))
 
 
 def _wasted_turns(source: str, group: str | None) -> str:
@@ -49,7 +73,8 @@ def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(
             WITH f AS (SELECT * FROM findings WHERE session_id IN (SELECT session_id FROM sessions s WHERE {where})),
             agg AS (SELECT session_id, count(*) AS loops, count(*) FILTER (WHERE stuck) AS stuck_loops,
                            sum(estimated_tokens) AS est FROM f GROUP BY session_id),
-            wasted AS ({_wasted_turns('f', 'session_id')})
+            wasted AS ({_wasted_turns('f', 'session_id')}),
+            stuck AS ({_wasted_turns('(SELECT * FROM f WHERE stuck)', 'session_id')})
             SELECT s.* EXCLUDE (file_id),
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.loops, 0) END::INTEGER AS loops,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.stuck_loops, 0) END::INTEGER
@@ -59,23 +84,51 @@ def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(wasted.cost, 0) END::DOUBLE
                        AS loop_cost_usd,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.est, 0) END::BIGINT
-                       AS loop_estimated_tokens
+                       AS loop_estimated_tokens,
+                   CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(stuck.tokens, 0) END::BIGINT
+                       AS wasted_tokens,
+                   CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(stuck.cost, 0) END::DOUBLE
+                       AS wasted_usd
             FROM sessions s
             LEFT JOIN scan_state st ON st.session_id = s.session_id
             LEFT JOIN agg ON agg.session_id = s.session_id
             LEFT JOIN wasted ON wasted.session_id = s.session_id
+            LEFT JOIN stuck ON stuck.session_id = s.session_id
             WHERE {where}
             ORDER BY s.cost_usd DESC, s.total_tokens DESC, s.session_id
         """
         params = params + params
+        scanned = True
     else:
+        scanned = False
         nulls = ", ".join(f"NULL::{'BIGINT' if 'tokens' in c else 'DOUBLE' if 'usd' in c else 'INTEGER'} AS {c}"
                           for c in SESSION_LOOP_COLUMNS)
         sql = (f"SELECT s.* EXCLUDE (file_id), {nulls} FROM sessions s WHERE {where} "
                "ORDER BY s.cost_usd DESC, s.total_tokens DESC, s.session_id")
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return frame(con, sql, params)
+    df = frame(con, sql, params)
+    df = df.with_columns(pl.col("cwd").map_elements(_project, return_dtype=pl.String).alias("project"))
+    if scanned and df.height:
+        ids = df["session_id"].to_list()
+        con.execute("CREATE OR REPLACE TEMP TABLE _q_ids (session_id VARCHAR)")
+        con.executemany("INSERT INTO _q_ids VALUES (?)", [[i] for i in ids])
+        try:
+            main = _main_loops(_loop_labels(
+                con, "SELECT * FROM findings WHERE session_id IN (SELECT session_id FROM _q_ids)", []))
+        finally:
+            con.execute("DROP TABLE IF EXISTS _q_ids")
+        df = df.join(main, on="session_id", how="left")
+    else:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("loop"))
+    return df
+
+
+def _project(cwd: str | None) -> str | None:
+    """The project as people name it: the last part of the working directory."""
+    if not cwd:
+        return None
+    return cwd.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or cwd
 
 
 def _need_findings(con: duckdb.DuckDBPyConnection) -> None:
@@ -118,7 +171,21 @@ def findings(
            "f.first_turn_index, f.kind")
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return frame(con, sql, params)
+    df = frame(con, sql, params)
+    if df.height == 0:
+        return df.with_columns(pl.lit(None, dtype=pl.String).alias("calls"), pl.lit(None, dtype=pl.String).alias("loop"))
+    ids = df["finding_id"].to_list()
+    con.execute("CREATE OR REPLACE TEMP TABLE _q_f (finding_id VARCHAR)")
+    con.executemany("INSERT INTO _q_f VALUES (?)", [[i] for i in ids])
+    try:
+        labels = _loop_labels(con, "SELECT * FROM findings WHERE finding_id IN (SELECT finding_id FROM _q_f)", [])
+    finally:
+        con.execute("DROP TABLE IF EXISTS _q_f")
+    # Calls numbered from 1, as a person counts them (the store's seq is 0-based).
+    calls = pl.when(pl.col("first_seq").is_null()).then(pl.lit("—")).otherwise(
+        pl.format("#{}–#{}", pl.col("first_seq") + 1, pl.col("last_seq") + 1))
+    return (df.with_columns(calls.alias("calls"))
+            .join(labels.select("finding_id", "loop"), on="finding_id", how="left", maintain_order="left"))
 
 
 def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> dict[str, pl.DataFrame]:
@@ -130,7 +197,10 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
                     FROM sessions s WHERE {where}""", params)
     con.execute("CREATE OR REPLACE TEMP TABLE _sum_f AS SELECT f.* FROM findings f "
                 "WHERE f.session_id IN (SELECT session_id FROM _sum_s)")
-    con.execute("CREATE OR REPLACE TEMP TABLE _sum_ft AS SELECT f.*, unnest(f.tools) AS tool FROM _sum_f f")
+    # Tool names that differ only by an agent's convention (Bash/bash) count as one tool; `names` keeps each
+    # agent's own spelling.
+    con.execute("CREATE OR REPLACE TEMP TABLE _sum_ft AS SELECT f.*, lower(trim(u.tool)) AS tool, u.tool AS tool_name "
+                "FROM _sum_f f, (SELECT DISTINCT unnest(f.tools) AS tool) u")
     try:
         totals = frame(con, f"""
             WITH w AS ({_wasted_turns('_sum_f', None)}),
@@ -157,6 +227,8 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
         """)
         by_kind = _grouped(con, "_sum_f", "kind")
         by_tool = _grouped(con, "_sum_ft", "tool")
+        names = frame(con, "SELECT tool, list(DISTINCT tool_name ORDER BY tool_name) AS names FROM _sum_ft GROUP BY tool")
+        by_tool = by_tool.join(names, on="tool", how="left", maintain_order="left")
     finally:
         for t in ("_sum_s", "_sum_f", "_sum_ft"):
             con.execute(f"DROP TABLE IF EXISTS {t}")
