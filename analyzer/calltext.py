@@ -39,7 +39,10 @@ def call_text(tool: str | None, args: str | None, width: int = 60) -> str:
         else:
             value = _flat(obj)
     value = " ".join(value.split())
-    text = f"{name}: {value}" if value else name
+    if tool is None:  # the argument alone, for a place that names the tool already
+        text = value
+    else:
+        text = f"{name}: {value}" if value else name
     return text if len(text) <= width else text[: width - 1] + "…"
 
 

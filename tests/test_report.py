@@ -121,14 +121,17 @@ def test_session_page_shows_timeline_tokens_episodes_diffs_and_guards(corpus: Pa
     prefix = f"s-{session_slug('sess-loop')}"
     assert f'id="{prefix}-timeline-data"' in html and f'id="{prefix}-tokens-data"' in html
     # Four episodes, each with its repeated call; the cycle as a pattern of two calls repeated three times.
-    assert html.count('class="card episode"') == 4
+    assert html.count('class="card episode"') == 4 and html.count("<details class=\"card episode\"") == 4
     assert "command: npm test" in html and "(A B) ×3" in html and "A ×6" in html
     # Drift: the diff shows the changed number struck out and the new one inserted.
     assert "<del>20</del><ins>30</ins>" in html
     # Text loop: the assistant's repeated sentence, escaped.
     assert "I will check the directory &lt;script&gt;" in html
     guards = html[html.index("What each guard would have done"):html.index("Loop episodes")]
-    assert "open-codesign" in guards and "call #2" in guards and "call #4" in guards and "stuck loop" in guards
+    # Calls are numbered from 1 (the store's seq 2 and 4 are calls #3 and #5), each linked to its anchor.
+    assert "open-codesign" in guards and "call #3" in guards and "call #5" in guards and "stuck loop" in guards
+    assert "call #2<" not in guards
+    assert 'href="#call-3"' in guards and 'id="call-3"' in html and 'id="call-5"' in html
 
 
 def test_guard_replay_false_halt_and_calibration_page(corpus: Path, tmp_path: Path) -> None:
