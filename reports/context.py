@@ -119,6 +119,7 @@ class AllSessionsContext:
     kinds: list[str]
     sessions: int
     with_loops: int
+    lookups: dict[str, list[str]]  # agent, project, model, tool: the values rows refer to by position
 
 
 @dataclass(frozen=True)

@@ -167,11 +167,12 @@ def index_page(meta: PageMeta, totals: Totals, has_findings: bool, fdf: pl.DataF
 
 # ---- all sessions --------------------------------------------------------------------------------------------------
 
-PROMPT_CHARS = 200
+PROMPT_CHARS = 160
 SEARCH_CHARS = 300
 ALL_COLUMNS = ["id", "href", "agent", "project", "models", "started", "calls", "cost", "cost_note", "tokens",
                "loops", "kinds", "tools", "wasted", "loop", "search", "prompt"]
-"""One all-sessions row: ``tokens`` is [input, output, cache read, cache write, estimated]; ``cost_note`` is
+"""One all-sessions row: ``agent``, ``project``, ``models`` and ``tools`` are positions in the page's lookup lists;
+``tokens`` is [input, output, cache read, cache write, estimated]; ``cost_note`` is
 ``""``, ``"estimated"`` (no usage recorded: an estimate from the text), ``"unknown"`` (no price) or ``"inexact"``
 (a price matched by another model's name); ``search`` is the loops' repeated calls, searched but not shown."""
 
@@ -193,6 +194,12 @@ def all_sessions_page(meta: PageMeta, df: pl.DataFrame, has_page: set[str], link
     rows: list[list[Any]] = []
     kinds: set[str] = set()
     with_loops = 0
+    # Values many rows share (agent, project, model, tool) are written once and referred to by number.
+    lookups: dict[str, dict[str, int]] = {"agent": {}, "project": {}, "model": {}, "tool": {}}
+
+    def ref(table: str, value: str) -> int:
+        return lookups[table].setdefault(value, len(lookups[table]))
+
     for r in df.iter_rows(named=True):
         sid = r["session_id"]
         total = int(r["total_tokens"] or 0)
@@ -205,17 +212,20 @@ def all_sessions_page(meta: PageMeta, df: pl.DataFrame, has_page: set[str], link
         kinds.update(k)
         with_loops += 1 if r["loops"] else 0
         rows.append([
-            sid, links.session(sid) if sid in has_page else "", r["format"] or "", redact(r["cwd"]) or "",
-            list(r.get("models") or []), started.strftime("%Y-%m-%d %H:%M") if started else "",
+            sid, links.session(sid) if sid in has_page else "", ref("agent", r["format"] or ""),
+            ref("project", redact(r["cwd"]) or ""), [ref("model", m) for m in (r.get("models") or [])],
+            started.strftime("%Y-%m-%d %H:%M") if started else "",
             int(r["calls"] or 0), None if cost is None else round(float(cost), 4),
             _cost_note(r.get("cost_sources"), total, est_cost),
             [int(r["input_tokens"] or 0), int(r["output_tokens"] or 0), int(r["cache_read_tokens"] or 0),
              int(r["cache_write_tokens"] or 0), 0 if total else int(r["estimated_tokens"] or 0)],
-            int(r["loops"] or 0), k, list(r.get("loop_tools") or []), round(float(r["wasted_usd"] or 0), 4),
+            int(r["loops"] or 0), k, [ref("tool", t) for t in (r.get("loop_tools") or [])],
+            round(float(r["wasted_usd"] or 0), 4),
             loops_text[0] if loops_text else "", " | ".join(loops_text[1:])[:SEARCH_CHARS],
             " ".join(prompt.split())[:PROMPT_CHARS],
         ])
-    return AllSessionsContext(meta, ALL_COLUMNS, rows, sorted(kinds), len(rows), with_loops)
+    return AllSessionsContext(meta, ALL_COLUMNS, rows, sorted(kinds), len(rows), with_loops,
+                              {k: list(v) for k, v in lookups.items()})
 
 
 # ---- session -------------------------------------------------------------------------------------------------------

@@ -112,6 +112,16 @@
     var C = {};
     data.columns.forEach(function (c, i) { C[c] = i; });
     var rows = data.rows;
+    var L = data.lookups || {};
+    function look(table) {
+      return function (i) { return L[table] ? L[table][i] : i; };
+    }
+    rows.forEach(function (r) {  // values shared by many rows arrive as positions in a lookup list
+      r[C.agent] = look("agent")(r[C.agent]);
+      r[C.project] = look("project")(r[C.project]);
+      r[C.models] = r[C.models].map(look("model"));
+      r[C.tools] = r[C.tools].map(look("tool"));
+    });
     // Lower-cased text each row is searched by, built once.
     var hay = rows.map(function (r) {
       return [r[C.id], r[C.project], r[C.loop], r[C.search], r[C.prompt]].join(" \u0001 ").toLowerCase();
