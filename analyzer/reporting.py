@@ -104,10 +104,17 @@ def totals(con: duckdb.DuckDBPyConnection, scope: Scope) -> Totals:
             FROM _r_findings""")
         assert row is not None
         loops = row
+        # Wasted: the stuck findings' turns, each once (or, where findings do not name their turns, their own sums).
         st = one(con, """
-            SELECT coalesce(sum(t.total_tokens), 0), coalesce(sum(coalesce(t.cost_usd, 0)), 0)
-            FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings WHERE stuck) u
-            JOIN turns t ON t.session_id = u.session_id AND t.turn_id = u.turn_id AND t.usage_counted""")
+            WITH dedup AS (
+                SELECT sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
+                FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings WHERE stuck) u
+                JOIN turns t ON t.session_id = u.session_id AND t.turn_id = u.turn_id AND t.usage_counted)
+            SELECT CASE WHEN count(turn_ids) = count(*) AND count(*) > 0 THEN (SELECT coalesce(tokens, 0) FROM dedup)
+                        ELSE coalesce(sum(wasted_tokens), 0) END,
+                   CASE WHEN count(turn_ids) = count(*) AND count(*) > 0 THEN (SELECT coalesce(cost, 0) FROM dedup)
+                        ELSE coalesce(sum(cost_usd), 0) END
+            FROM _r_findings WHERE stuck""")
         stuck = (int(st[0]), float(st[1])) if st else (None, None)
     else:
         stuck = (None, None)
@@ -296,11 +303,17 @@ def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
             pl.lit([], dtype=pl.List(pl.String)).alias("loop_tools"), pl.lit(0.0).alias("wasted_usd"),
             pl.lit(0).alias("wasted_tokens"), pl.lit([], dtype=pl.List(pl.String)).alias("loops_text")))
     per = frame(con, """
-        WITH stuck AS (
+        WITH named AS (
             SELECT w.session_id, sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
             FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings WHERE stuck) w
             JOIN turns t ON t.session_id = w.session_id AND t.turn_id = w.turn_id AND t.usage_counted
-            GROUP BY ALL)
+            GROUP BY ALL),
+        own AS (  -- findings that do not name their turns: their own sums
+            SELECT session_id, sum(wasted_tokens) AS tokens, sum(coalesce(cost_usd, 0)) AS cost
+            FROM _r_findings WHERE stuck AND turn_ids IS NULL GROUP BY ALL),
+        stuck AS (
+            SELECT session_id, sum(tokens) AS tokens, sum(cost) AS cost
+            FROM (SELECT * FROM named UNION ALL SELECT * FROM own) GROUP BY ALL)
         SELECT f.session_id, count(*) AS loops, list(DISTINCT f.kind ORDER BY f.kind) AS kinds,
                flatten(list(f.tools)) AS loop_tools,
                any_value(stuck.cost) AS wasted_usd, any_value(stuck.tokens)::BIGINT AS wasted_tokens

@@ -192,13 +192,13 @@ def test_all_sessions_lists_sorts_filters_and_searches(big_site: Path, browser: 
         v.check_clean(big_site)
         assert _matching(v) == N_SESSIONS
         assert len(_rows(v)) == 100  # paged
+        screenshot(v, tmp_path, "all-sessions-300")
         every = set()
         for _ in range(2):  # page through all three pages
             every.update(_rows(v))
             v.page.get_by_role("button", name="next ›").click()
         every.update(_rows(v))
         assert every == {f"s{i:03d}" for i in range(N_SESSIONS)}
-        screenshot(v, tmp_path, "all-sessions-300")
 
         # Sort by session id, ascending then descending.
         v.page.click("th[data-key=id]")
@@ -253,7 +253,7 @@ def test_all_sessions_lists_sorts_filters_and_searches(big_site: Path, browser: 
         v.close()
     v = Visit(browser, (big_site / "index.html").as_uri())
     try:
-        screenshot(v, tmp_path, "index")
+        screenshot(v, tmp_path, "index-300")
         v.check_clean(big_site)
     finally:
         v.close()

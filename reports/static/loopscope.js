@@ -249,6 +249,10 @@
         cell(tr, r[C.started] || "—");
         cell(tr, money(r[C.cost], r[C.cost_note]), "num" + (r[C.cost_note] ? " est" : ""));
         cell(tr, r[C.loops] ? money(r[C.wasted], "") : "—", "num");
+        cell(tr, r[C.loops] ? String(r[C.loops]) : "—", "num");
+        cell(tr, r[C.kinds].join(", "));
+        cell(tr, r[C.loop], "loopcall", r[C.loop]);
+        cell(tr, r[C.prompt], "prompt", r[C.prompt]);
         var t = r[C.tokens];
         if (t[0] + t[1] + t[2] + t[3] > 0) {
           cell(tr, [t[0], t[1], t[2], t[3]].map(compact).join(" / "), "num",
@@ -258,10 +262,6 @@
                "no usage recorded; estimated at about four characters per token");
         }
         cell(tr, r[C.calls].toLocaleString(), "num");
-        cell(tr, r[C.loops] ? String(r[C.loops]) : "—", "num");
-        cell(tr, r[C.kinds].join(", "));
-        cell(tr, r[C.loop], "loopcall", r[C.loop]);
-        cell(tr, r[C.prompt], "prompt", r[C.prompt]);
         frag.appendChild(tr);
       });
       tbody.textContent = "";
