@@ -157,7 +157,7 @@ def _ids_table(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:
 def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
     """Everything the session pages of ``ids`` need, in a handful of queries for the whole batch:
 
-    - ``sessions``: the session rows;
+    - ``sessions``: the session rows, with ``cost_sources`` (where their turns' costs came from);
     - ``calls``: every call, without text (the timeline);
     - ``turns``: assistant turns with counted usage (cumulative tokens) and which call they end at;
     - ``findings``: the batch's findings;
@@ -167,7 +167,12 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
     """
     _ids_table(con, ids)
     out: dict[str, pl.DataFrame] = {}
-    out["sessions"] = frame(con, "SELECT s.* EXCLUDE (file_id) FROM _r_sessions s JOIN _r_batch USING (session_id)")
+    out["sessions"] = frame(con, """
+        SELECT s.* EXCLUDE (file_id), src.cost_sources
+        FROM _r_sessions s JOIN _r_batch USING (session_id)
+        LEFT JOIN (SELECT t.session_id, list(DISTINCT t.cost_source ORDER BY t.cost_source) AS cost_sources
+                   FROM turns t JOIN _r_batch USING (session_id)
+                   WHERE t.usage_counted AND t.cost_source IS NOT NULL GROUP BY ALL) src USING (session_id)""")
     out["calls"] = frame(con, """
         SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, c.is_error
         FROM calls c JOIN _r_batch USING (session_id) ORDER BY c.session_id, c.seq""")

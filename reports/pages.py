@@ -282,6 +282,26 @@ def _episode_tables(findings: list[dict[str, Any]], anchors: dict[int, str],
     return Table(cols, rows[:OPEN_EPISODES], numeric), Table(cols, rows[OPEN_EPISODES:], numeric, more)
 
 
+def _cost_from(sources: list[str] | None) -> str:
+    """Where a session's cost came from, said plainly; an inexact price match or an unknown model is said first."""
+    srcs = list(sources or [])
+    if not srcs:
+        return "no usage recorded"
+    notes = []
+    for src in sorted(srcs, key=lambda x: (not x.startswith("genai-prices~"), x != "unknown model", x)):
+        if src == "transcript":
+            notes.append("recorded in the transcript")
+        elif src == "unknown model":
+            notes.append("unknown model: no price (counted as $0)")
+        elif src.startswith("genai-prices~"):
+            notes.append(f"inexact price match: {src.split('~', 1)[1]} (genai-prices)")
+        elif src.startswith("genai-prices:"):
+            notes.append(f"price table: {src.split(':', 1)[1]} (genai-prices)")
+        else:
+            notes.append(src)
+    return "; ".join(notes)
+
+
 def _tokens_split(s: dict[str, Any]) -> list[tuple[str, str]]:
     """Tokens the way users count them: input, output, cache read, cache write (cache reads dominate counts)."""
     return [("input", num(s.get("input_tokens"))), ("output", num(s.get("output_tokens"))),
@@ -335,6 +355,7 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
         ("calls", f"{num(s.get('calls'))} ({num(s.get('error_calls'))} errors)"),
         ("user prompts", num(s.get("user_turns"))),
         ("cost", usd(s.get("cost_usd")) if total else "unknown: no usage recorded"),
+        ("cost from", _cost_from(s.get("cost_sources"))),
         ("tokens", tokens),
         ("file", redact(s.get("source_path")) or "—"),
     ]

@@ -88,3 +88,22 @@ def test_by_tool_groups_agent_spellings(sample_db: Path) -> None:
     tools = {r["tool"]: r for r in data["by_tool"]}
     assert "Bash" not in tools and set(tools["bash"]["names"]) == {"Bash", "bash"}
     assert set(tools["read"]["names"]) == {"Read", "read"}
+
+
+def test_an_inexact_or_unknown_price_is_never_silent(sample_db: Path, tmp_path: Path) -> None:
+    import shutil
+
+    import duckdb
+
+    db = tmp_path / "copy.duckdb"
+    shutil.copyfile(sample_db, db)
+    con = duckdb.connect(str(db))
+    sid = con.execute("SELECT session_id FROM sessions WHERE format = 'codex' ORDER BY session_id LIMIT 1").fetchone()[0]
+    con.execute("UPDATE turns SET cost_source = 'genai-prices~openai/gpt-5' WHERE session_id = ? AND usage_counted",
+                [sid])
+    con.close()
+    res = CliRunner().invoke(app, ["sessions", "--db", str(db)], env={"COLUMNS": "100"})
+    assert res.exit_code == 0
+    assert "1 session(s) priced as openai/gpt-5 by an inexact model match" in res.stderr
+    rows = orjson.loads(run("sessions", "--db", str(db), "--json"))
+    assert [r["cost_sources"] for r in rows if r["session_id"] == sid] == [["genai-prices~openai/gpt-5"]]

@@ -247,3 +247,38 @@ def test_cli_report_command(corpus: Path, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--since: expected a date" in bad.output
     missing = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "none.duckdb")])
     assert missing.exit_code == 2 and "no store at" in missing.output
+
+
+def test_money_leads_tokens_split_and_costs_say_where_they_came_from(corpus: Path, tmp_path: Path) -> None:
+    render(corpus, tmp_path / "r", replay=sample_replay())
+    html = (tmp_path / "r" / "index.html").read_text()
+    labels = re.findall(r'<div class="kpi-label">([^<]+)</div>', html)
+    assert labels[0] == "Cost"
+    # Wasted money is the stuck loops' (not every repeat), and the repeats that made progress are their own figure.
+    assert "wasted in stuck loops" in html and "repeated with progress" in html
+    for part in ("input", "output", "cache read", "cache write"):
+        assert f"<span>{part} <b>" in html
+    assert 'href="sessions.html"' in html
+    page = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
+    assert "<dt>cost from</dt><dd>recorded in the transcript</dd>" in page
+    assert "<span>cache read <b>" in page
+
+
+def test_all_sessions_page_carries_every_session(corpus: Path, tmp_path: Path) -> None:
+    import json
+
+    render(corpus, tmp_path / "r")
+    html = (tmp_path / "r" / "sessions.html").read_text()
+    blob = re.search(r'<script type="application/json" id="all-sessions-data">(.*?)</script>', html, re.S)
+    assert blob
+    data = json.loads(blob.group(1))
+    cols = data["columns"]
+    ids = {r[cols.index("id")] for r in data["rows"]}
+    assert len(ids) == 5 and {"sess-loop", "sess-window", "../../x", "sess-broken"} <= ids
+    # Sessions with loops link to their page; the others are listed without a link.
+    linked = {r[cols.index("id")] for r in data["rows"] if r[cols.index("href")]}
+    assert linked == {"sess-loop", "sess-window", "../../x"}
+    # The only scripts are the report's own (the data block is never executed).
+    scripts = [m for m in re.findall(r"<script[^>]*>", html) if "application/json" not in m]
+    assert scripts and all(re.fullmatch(r'<script src="assets/loopscope-[0-9a-f]+\.js" defer>', m) for m in scripts)
+    assert "plotly" not in html

@@ -109,6 +109,13 @@ def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(
         sql += f" LIMIT {int(limit)}"
     df = frame(con, sql, params)
     df = df.with_columns(pl.col("cwd").map_elements(_project, return_dtype=pl.String).alias("project"))
+    if df.height:
+        src = frame(con, """
+            SELECT session_id, list(DISTINCT cost_source ORDER BY cost_source) AS cost_sources FROM turns
+            WHERE usage_counted AND cost_source IS NOT NULL GROUP BY ALL""")
+        df = df.join(src, on="session_id", how="left", maintain_order="left")
+    else:
+        df = df.with_columns(pl.lit(None, dtype=pl.List(pl.String)).alias("cost_sources"))
     if scanned and df.height:
         ids = df["session_id"].to_list()
         con.execute("CREATE OR REPLACE TEMP TABLE _q_ids (session_id VARCHAR)")
