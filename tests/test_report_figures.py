@@ -138,3 +138,20 @@ def test_clip_redacts_before_cutting_and_counts_what_is_left_out() -> None:
     shown = c.head + c.rest
     assert "x" * 20 not in shown and "[REDACTED anthropic-key]" in shown
     assert len(shown) == SHOW_CHARS and c.omitted == len(redact(text)) + 50_000 - SHOW_CHARS
+
+
+def test_diff_of_unrelated_edits_stays_readable() -> None:
+    """Four unrelated edits diff line by line (whole lines removed and added), not character by character; a flag
+    that changed inside one long line still diffs word by word."""
+    from reports.episodes import diff_parts
+
+    before = "path: src/a.py\nold: def alpha(x):\n    return x + 1\nnew: def alpha(x):\n    return x + 2"
+    after = "path: docs/readme.md\nold: ## Install\nRun make.\nnew: ## Install\nRun make install."
+    parts = diff_parts(before, after)
+    deleted = "".join(p.text for p in parts if p.op == "delete")
+    inserted = "".join(p.text for p in parts if p.op == "insert")
+    assert "def alpha(x):" in deleted and "## Install" in inserted
+    # No part is a fragment of a word: every changed part is made of whole lines or whole words.
+    assert len(parts) <= 8
+    word = diff_parts("grep -n handler src/app.js | head -20", "grep -n handler src/app.js | head -30")
+    assert [(p.op, p.text) for p in word if p.op != "equal"] == [("delete", "20"), ("insert", "30")]
