@@ -189,14 +189,13 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
         SELECT f.* FROM _r_findings f JOIN _r_batch USING (session_id)
         ORDER BY f.session_id, f.first_seq, f.finding_id""")
     out["episode_calls"] = frame(con, f"""
-        WITH spans AS (
-            SELECT DISTINCT f.session_id, f.first_seq, f.last_seq
+        WITH wanted AS (
+            SELECT DISTINCT f.session_id, unnest(range(f.first_seq, f.last_seq + 1)) AS seq
             FROM _r_findings f JOIN _r_batch USING (session_id) WHERE f.first_seq IS NOT NULL)
-        SELECT DISTINCT c.session_id, c.seq, c.call_id, c.turn_id, c.tool, c.call_key, c.result_key, c.is_error,
+        SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.tool, c.call_key, c.result_key, c.is_error,
                left(c.args, {TEXT_CLIP}) AS args, length(c.args) AS args_len,
                left(c.result_text, {TEXT_CLIP}) AS result_text, length(c.result_text) AS result_len
-        FROM calls c JOIN spans w
-          ON c.session_id = w.session_id AND c.seq BETWEEN w.first_seq AND w.last_seq
+        FROM (SELECT DISTINCT * FROM wanted) w JOIN calls c ON c.session_id = w.session_id AND c.seq = w.seq
         ORDER BY c.session_id, c.seq""")
     # The messages of text loops: named by text_signals when the scan recorded them, else the messages that issued
     # the finding's calls.
@@ -229,43 +228,61 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
 
 CONTEXT_MESSAGES = 2
 """Assistant messages shown before an episode's first call (the reasoning that led into it)."""
+CONTEXT_LOOKBACK = 40
+"""How many turns back from an episode those messages are looked for."""
 
 
 def conversation(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The conversation around each finding of the batch (``_r_batch``): the user prompt of its turn, the assistant
     messages from a few before the episode to its end, with clipped text; one row per (finding, message), in order.
     ``kind`` is ``user`` or ``assistant``; the calls themselves come from ``episode_calls``/``conversation_calls``."""
+    # Equality joins on unnested ranges: DuckDB's range joins are slow on sessions of 20,000 calls.
     return frame(con, f"""
         WITH f AS (
             SELECT f.finding_id, f.session_id, f.user_turn, f.first_seq, f.last_seq,
                    f.first_turn_index, f.last_turn_index
             FROM _r_findings f JOIN _r_batch USING (session_id)),
+        by_calls AS (
+            SELECT x.finding_id, min(t.turn_index) AS lo, max(t.turn_index) AS hi
+            FROM (SELECT finding_id, session_id, unnest(range(first_seq, last_seq + 1)) AS seq
+                  FROM f WHERE first_seq IS NOT NULL) x
+            JOIN calls c ON c.session_id = x.session_id AND c.seq = x.seq
+            JOIN turns t ON t.session_id = c.session_id AND t.turn_id = c.turn_id
+            GROUP BY x.finding_id),
         span AS (
-            -- the episode's first and last turn: from the findings when they say, else from its calls
             SELECT f.finding_id, f.session_id, f.user_turn,
-                   coalesce(any_value(f.first_turn_index), min(t.turn_index)) AS lo,
-                   coalesce(any_value(f.last_turn_index), max(t.turn_index)) AS hi
-            FROM f LEFT JOIN calls c ON c.session_id = f.session_id AND c.seq BETWEEN f.first_seq AND f.last_seq
-            LEFT JOIN turns t ON t.session_id = c.session_id AND t.turn_id = c.turn_id
-            GROUP BY f.finding_id, f.session_id, f.user_turn),
+                   coalesce(f.first_turn_index, b.lo) AS lo, coalesce(f.last_turn_index, b.hi) AS hi
+            FROM f LEFT JOIN by_calls b USING (finding_id)
+            WHERE coalesce(f.first_turn_index, b.lo) IS NOT NULL),
         prompt AS (
             SELECT s.finding_id, max(t.turn_index) AS turn_index
             FROM span s JOIN turns t ON t.session_id = s.session_id AND t.role = 'user'
-                 AND t.turn_index <= coalesce(s.lo, 2147483647) AND t.user_turn = s.user_turn
+                 AND t.user_turn = s.user_turn AND t.turn_index <= s.lo
             GROUP BY ALL),
-        before AS (
-            SELECT s.finding_id, t.turn_index,
-                   row_number() OVER (PARTITION BY s.finding_id ORDER BY t.turn_index DESC) AS k
-            FROM span s JOIN turns t ON t.session_id = s.session_id AND t.role = 'assistant'
-                 AND t.turn_index < s.lo AND t.user_turn = s.user_turn AND t.text IS NOT NULL AND t.text <> '')
-        SELECT s.finding_id, t.session_id, t.turn_index, t.turn_id, t.role, left(t.text, {TEXT_CLIP}) AS text,
+        near AS (
+            SELECT finding_id, session_id, user_turn, lo, hi,
+                   unnest(range(greatest(lo - {CONTEXT_LOOKBACK}, 0), hi + 1)) AS turn_index
+            FROM span),
+        candidates AS (
+            SELECT n.finding_id, n.turn_index, n.turn_index >= n.lo AS inside,
+                   (t.text IS NOT NULL AND t.text <> '') AS has_text
+            FROM near n JOIN turns t ON t.session_id = n.session_id AND t.turn_index = n.turn_index
+            WHERE t.role = 'assistant' AND t.user_turn = n.user_turn),
+        before AS (  -- the last few assistant messages with text before the episode
+            SELECT finding_id, turn_index FROM (
+                SELECT finding_id, turn_index,
+                       row_number() OVER (PARTITION BY finding_id ORDER BY turn_index DESC) AS k
+                FROM candidates WHERE NOT inside AND has_text)
+            WHERE k <= {CONTEXT_MESSAGES}),
+        wanted AS (
+            SELECT * FROM prompt
+            UNION SELECT * FROM before
+            UNION SELECT finding_id, turn_index FROM candidates WHERE inside)
+        SELECT w.finding_id, t.session_id, t.turn_index, t.turn_id, t.role, left(t.text, {TEXT_CLIP}) AS text,
                length(t.text) AS text_len, t.ts
-        FROM span s JOIN turns t ON t.session_id = s.session_id
-        WHERE t.turn_index IN (SELECT turn_index FROM prompt p WHERE p.finding_id = s.finding_id)
-           OR t.turn_index IN (SELECT turn_index FROM before b WHERE b.finding_id = s.finding_id
-                               AND b.k <= {CONTEXT_MESSAGES})
-           OR (t.role = 'assistant' AND t.turn_index BETWEEN s.lo AND s.hi)
-        ORDER BY s.finding_id, t.turn_index""")
+        FROM wanted w JOIN span s USING (finding_id)
+        JOIN turns t ON t.session_id = s.session_id AND t.turn_index = w.turn_index
+        ORDER BY w.finding_id, t.turn_index""")
 
 
 def _first_prompts() -> str:
@@ -291,7 +308,10 @@ def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
         WITH est AS (
             SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(length(c.result_text), 0)) / 4)::BIGINT
                        AS chars_tokens
-            FROM calls c WHERE c.session_id IN (SELECT session_id FROM _r_sessions) GROUP BY ALL),
+            FROM calls c
+            -- only where the transcript records no usage: reading every result's length is not free
+            WHERE c.session_id IN (SELECT session_id FROM _r_sessions WHERE coalesce(total_tokens, 0) = 0)
+            GROUP BY ALL),
         src AS (
             SELECT session_id, list(DISTINCT cost_source) FILTER (WHERE cost_source IS NOT NULL) AS cost_sources
             FROM turns WHERE session_id IN (SELECT session_id FROM _r_sessions) AND usage_counted GROUP BY ALL),

@@ -29,8 +29,10 @@ MAX_VARIANTS = 6
 MSG_LINES = 4
 """Lines of an assistant message or a result shown open in the conversation; the rest is collapsed."""
 MSG_CHARS = 400
-MAX_CONV_CALLS = 40
-"""Calls of one episode's span shown in its conversation; the rest are counted."""
+MAX_CONV_CALLS = 16
+"""Calls of one episode's span shown in its conversation: all of them up to this many; past it the first
+``HEAD_CONV_CALLS`` and the last ``MAX_CONV_CALLS - HEAD_CONV_CALLS``, with the ones between counted."""
+HEAD_CONV_CALLS = 10
 MAX_DIFFS = 4
 MAX_PATTERN_GROUPS = 24
 
@@ -206,6 +208,7 @@ class Episodes:
     """Builds ``Episode`` views for one session; ``redact`` is applied to every transcript string."""
 
     redact: Redactor
+    _summaries: dict[str, str] = field(default_factory=dict)
 
     def clip(self, text: str | None, stored_len: int | None = None) -> Clip:
         """Redact first, then cut: a secret is recognised whole before any cut can split it."""
@@ -224,6 +227,13 @@ class Episodes:
         cut = _cut_point(shown, chars, lines)
         return Clip(shown[:cut], shown[cut:], max(0, full_len - len(shown)))
 
+    def _summary(self, key: str, args: str | None) -> str:
+        """The call's telling argument on one line, redacted; computed once per distinct call on the page."""
+        cached = self._summaries.get(key)
+        if cached is None:
+            cached = self._summaries[key] = call_text(None, self.redact(args), 120)
+        return cached
+
     def conversation(self, f: dict[str, Any], calls: list[dict[str, Any]], messages: list[dict[str, Any]],
                      anchors: "CallAnchors") -> tuple[list[ConvItem], int]:
         """The user prompt of the episode's turn, the assistant messages before and inside it, and every call of its
@@ -231,25 +241,46 @@ class Episodes:
         lo, hi = f.get("first_seq"), f.get("last_seq")
         in_loop = set(f.get("call_ids") or [])
         span = [c for c in calls if lo is not None and hi is not None and lo <= c["seq"] <= hi]
-        shown_calls, more = span[:MAX_CONV_CALLS], max(0, len(span) - MAX_CONV_CALLS)
+        more = max(0, len(span) - MAX_CONV_CALLS)
+        shown_calls = span if not more else span[:HEAD_CONV_CALLS] + span[len(span) - (MAX_CONV_CALLS -
+                                                                                     HEAD_CONV_CALLS):]
         turn_at = {m["turn_id"]: m["turn_index"] for m in messages if m.get("turn_id") is not None}
         last = max([m["turn_index"] for m in messages], default=0)
-        keyed: list[tuple[tuple[int, int, int], ConvItem]] = []
+        keyed: list[tuple[tuple[int, int, int, int], ConvItem]] = []
         for m in messages:
             if not (m.get("text") or "").strip():
                 continue
             kind = "user" if m.get("role") == "user" else "assistant"
-            keyed.append(((m["turn_index"], 0, 0), ConvItem(kind, text=self.short(m.get("text"), m.get("text_len")))))
+            keyed.append(((m["turn_index"], 0, 0, 0),
+                          ConvItem(kind, text=self.short(m.get("text"), m.get("text_len")))))
+        # A repeat's arguments and result, when the same as an earlier call's, are said once: "same as #4".
+        seen_args: dict[str, int] = {}
+        seen_result: dict[str, int] = {}
         for c in shown_calls:
             number = int(c["seq"]) + 1
+            akey = c.get("call_key") or f"{c.get('tool')}|{c.get('args')}"
+            rkey = c.get("result_key") or (None if c.get("result_text") is None else f"text|{c.get('result_text')}")
+            summary = self._summary(akey, c.get("args"))
+            args = None
+            if akey not in seen_args:
+                seen_args[akey] = number
+                args = self.short(pretty_args(c.get("args")), None, 2, 200)
+            if c.get("result_text") is None:
+                result = None
+            elif rkey in seen_result:
+                result = Clip(f"(the same result as #{seen_result[rkey]})")
+            else:
+                seen_result[rkey] = number
+                result = self.short(c.get("result_text"), c.get("result_len"), 3, 300)
             item = ConvItem(
                 "call", number=number, anchor=anchors.claim(number), href="#" + anchors.id(number),
-                tool=c.get("tool"), summary=call_text(None, self.redact(c.get("args")), 120),
-                args=self.short(pretty_args(c.get("args")), None, 2, 200),
-                result=(self.short(c.get("result_text"), c.get("result_len"), 3, 300)
-                        if c.get("result_text") is not None else None),
+                tool=c.get("tool"), summary=summary, args=args, result=result,
                 is_error=c.get("is_error"), in_loop=c.get("call_id") in in_loop)
-            keyed.append(((turn_at.get(c.get("turn_id"), last), 1, number), item))
+            keyed.append(((turn_at.get(c.get("turn_id"), last), 1, number, 0), item))
+        if more:  # the calls left out sit between the first ones and the last ones
+            c = shown_calls[HEAD_CONV_CALLS - 1]
+            keyed.append(((turn_at.get(c.get("turn_id"), last), 1, int(c["seq"]) + 1, 1),
+                          ConvItem("gap", number=more)))
         keyed.sort(key=lambda kv: kv[0])
         return [it for _, it in keyed], more
 

@@ -25,6 +25,9 @@ OPEN_EPISODES = 20
 LISTED_EPISODES = 500
 SWEEP_ROWS = 200
 OPEN_CARDS = 3
+CONVERSATIONS = 12
+"""Episode cards of one page that show their conversation (the first ones, in call order); a page of hundreds of
+loops would otherwise repeat the same calls and results hundreds of times."""
 """Episode cards shown open on a session page; the rest start collapsed so a long page stays scannable."""
 
 
@@ -328,10 +331,16 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
     call_anchors = CallAnchors(call_prefix)
     builder = Episodes(redact)
     episodes: list[Episode] = []
+    texts_of: dict[str, list[dict[str, Any]]] = {}
+    for t in texts:
+        texts_of.setdefault(t["finding_id"], []).append(t)
+    conv_of: dict[str, list[dict[str, Any]]] = {}
+    for m in conv:
+        conv_of.setdefault(m["finding_id"], []).append(m)
     for n, i in enumerate(chosen):
         f = findings[i]
-        episodes.append(builder.build(f, ep_calls, [t for t in texts if t["finding_id"] == f["finding_id"]],
-                                      anchors[i], [m for m in conv if m["finding_id"] == f["finding_id"]],
+        episodes.append(builder.build(f, ep_calls, texts_of.get(f["finding_id"], []), anchors[i],
+                                      conv_of.get(f["finding_id"], []) if n < CONVERSATIONS else [],
                                       call_anchors, open=n < OPEN_CARDS))
 
     timeline_fig, timeline_note = figures.timeline(calls, findings, call_anchor=call_anchors.id(0)[:-1],

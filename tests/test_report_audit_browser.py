@@ -313,9 +313,12 @@ def test_all_sessions_at_ten_thousand_is_small_and_fast(browser: Any, tmp_path: 
     try:
         t0 = time.perf_counter()
         page.goto(path.as_uri())
-        page.wait_for_selector("#all-sessions tbody tr", timeout=10_000)
-        first_rows = time.perf_counter() - t0
-        print(f"first rows after {first_rows:.3f} s")
+        page.wait_for_selector("#all-sessions[data-ready-ms]", state="attached", timeout=10_000)
+        wall = time.perf_counter() - t0
+        # Measured by the page from the start of navigation to the first rows in the table.
+        first_rows = int(page.get_attribute("#all-sessions", "data-ready-ms") or 99_999) / 1000
+        print(f"first rows after {first_rows:.3f} s in the page ({wall:.3f} s as the test saw it)")
+        assert page.locator("#all-sessions tbody tr").count() == 100
         assert first_rows < 1.0
         assert page.get_attribute("#all-sessions-status", "data-matching") == "10000"
         page.fill("input[name=q]", "test_checkout_9998.py")
