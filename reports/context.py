@@ -174,6 +174,7 @@ class ConvItem:
     result: Clip | None = None
     is_error: bool | None = None
     in_loop: bool = False
+    same_as: int | None = None  # the earlier call with the same arguments and the same result: shown in one line
 
 
 @dataclass(frozen=True)

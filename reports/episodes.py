@@ -247,12 +247,18 @@ class Episodes:
         turn_at = {m["turn_id"]: m["turn_index"] for m in messages if m.get("turn_id") is not None}
         last = max([m["turn_index"] for m in messages], default=0)
         keyed: list[tuple[tuple[int, int, int, int], ConvItem]] = []
+        said: set[str] = set()
         for m in messages:
-            if not (m.get("text") or "").strip():
+            text = (m.get("text") or "").strip()
+            if not text:
                 continue
             kind = "user" if m.get("role") == "user" else "assistant"
-            keyed.append(((m["turn_index"], 0, 0, 0),
-                          ConvItem(kind, text=self.short(m.get("text"), m.get("text_len")))))
+            norm = " ".join(text.split())
+            if kind == "assistant" and norm in said:  # said already in this episode: once is enough
+                continue
+            said.add(norm)
+            body = self.short(m.get("text"), m.get("text_len"))
+            keyed.append(((m["turn_index"], 0, 0, 0), ConvItem(kind, text=body)))
         # A repeat's arguments and result, when the same as an earlier call's, are said once: "same as #4".
         seen_args: dict[str, int] = {}
         seen_result: dict[str, int] = {}
@@ -271,11 +277,15 @@ class Episodes:
                 result = Clip(f"(the same result as #{seen_result[rkey]})")
             else:
                 seen_result[rkey] = number
-                result = self.short(c.get("result_text"), c.get("result_len"), 3, 300)
+                # A few lines here; the distinct results are in full (up to the page's limit) under Results.
+                full = self.short(c.get("result_text"), c.get("result_len"), 3, 300)
+                result = Clip(full.head, "", len(full.rest) + full.omitted)
+            same = (seen_args[akey] if args is None and rkey is not None and seen_result.get(rkey) != number
+                    and seen_result.get(rkey) == seen_args[akey] else None)
             item = ConvItem(
                 "call", number=number, anchor=anchors.claim(number), href="#" + anchors.id(number),
                 tool=c.get("tool"), summary=summary, args=args, result=result,
-                is_error=c.get("is_error"), in_loop=c.get("call_id") in in_loop)
+                is_error=c.get("is_error"), in_loop=c.get("call_id") in in_loop, same_as=same)
             keyed.append(((turn_at.get(c.get("turn_id"), last), 1, number, 0), item))
         if more:  # the calls left out sit between the first ones and the last ones
             c = shown_calls[HEAD_CONV_CALLS - 1]

@@ -234,7 +234,7 @@ def timeline(calls: pl.DataFrame, episodes: list[dict[str, Any]], limit: int = T
             f"episodes kept where they are few enough).") if len(keep) < len(seqs) else None
     fig = {"data": data, "layout": _layout(
         70 + 30 * max(len(order), 2), shapes=shapes, showlegend=True, margin={"t": 30},
-        meta={"callAnchor": call_anchor, "linked": linked or []},
+        meta={"callAnchor": call_anchor},
         xaxis={"title": {"text": "call number (from 1)", "font": {"size": 11, "color": MUTED}}, "showgrid": False,
                "range": [-0.5, max(seqs, default=1) + 1.5], "zeroline": False},
         yaxis={"title": {"text": "tool", "font": {"size": 11, "color": MUTED}}, "type": "category",

@@ -25,7 +25,7 @@ OPEN_EPISODES = 20
 LISTED_EPISODES = 500
 SWEEP_ROWS = 200
 OPEN_CARDS = 3
-CONVERSATIONS = 12
+CONVERSATIONS = 8
 """Episode cards of one page that show their conversation (the first ones, in call order); a page of hundreds of
 loops would otherwise repeat the same calls and results hundreds of times."""
 """Episode cards shown open on a session page; the rest start collapsed so a long page stays scannable."""
