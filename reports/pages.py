@@ -122,15 +122,16 @@ def repeat_chart(fdf: pl.DataFrame, rec: Recommendation | None) -> Chart:
 
 
 def session_tables(sessions: pl.DataFrame, links: Links, redact: Redactor) -> tuple[Table, Table | None]:
-    cols = ("Session", "Agent", "Project", "Started", "Calls", "Episodes", "Stuck", "Wasted tokens",
-            "Share of session", "Loop cost")
+    # Dollars first: a token share is dominated by cache reads and reads larger than the money it is.
+    cols = ("Session", "Agent", "Project", "Started", "Loop cost", "Session cost", "Calls", "Episodes", "Stuck",
+            "Wasted tokens", "Share of session")
     rows = []
     for r in sessions.head(LISTED_SESSIONS).iter_rows(named=True):
         rows.append((Link(r["session_id"], links.session(r["session_id"])), r["format"] or "—",
-                     project_label(redact(r["cwd"])), when(r["started_at"]), num(r["calls"]), num(r["episodes"]),
-                     num(r["stuck_episodes"]), num(r["wasted_tokens"]),
-                     pct(share(r["wasted_tokens"] or 0, r["total_tokens"] or 0)), usd(r["loop_cost_usd"])))
-    numeric = frozenset(range(4, 10))
+                     project_label(redact(r["cwd"])), when(r["started_at"]), usd(r["loop_cost_usd"]),
+                     usd(r["cost_usd"]), num(r["calls"]), num(r["episodes"]), num(r["stuck_episodes"]),
+                     num(r["wasted_tokens"]), pct(share(r["wasted_tokens"] or 0, r["total_tokens"] or 0))))
+    numeric = frozenset(range(4, 11))
     worst = Table(cols, rows[:WORST_SESSIONS], numeric)
     rest = rows[WORST_SESSIONS:]
     other = Table(cols, rest, numeric, more=max(0, sessions.height - LISTED_SESSIONS)) if rest else None
