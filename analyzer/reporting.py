@@ -167,12 +167,18 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
     """
     _ids_table(con, ids)
     out: dict[str, pl.DataFrame] = {}
-    out["sessions"] = frame(con, """
-        SELECT s.* EXCLUDE (file_id), src.cost_sources
+    out["sessions"] = _estimated_cost(frame(con, """
+        SELECT s.* EXCLUDE (file_id), src.cost_sources, coalesce(est.chars_tokens, 0) AS estimated_tokens
         FROM _r_sessions s JOIN _r_batch USING (session_id)
         LEFT JOIN (SELECT t.session_id, list(DISTINCT t.cost_source ORDER BY t.cost_source) AS cost_sources
                    FROM turns t JOIN _r_batch USING (session_id)
-                   WHERE t.usage_counted AND t.cost_source IS NOT NULL GROUP BY ALL) src USING (session_id)""")
+                   WHERE t.usage_counted AND t.cost_source IS NOT NULL GROUP BY ALL) src USING (session_id)
+        LEFT JOIN (  -- an estimate (about four characters a token) where the transcript records no usage
+            SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(length(c.result_text), 0)) / 4)::BIGINT
+                       AS chars_tokens
+            FROM calls c JOIN _r_batch USING (session_id)
+            WHERE c.session_id IN (SELECT session_id FROM _r_sessions WHERE coalesce(total_tokens, 0) = 0)
+            GROUP BY ALL) est USING (session_id)"""))
     out["calls"] = frame(con, """
         SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, c.is_error
         FROM calls c JOIN _r_batch USING (session_id) ORDER BY c.session_id, c.seq""")

@@ -353,9 +353,13 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
     total = s.get("total_tokens") or 0
     if total:
         tokens = num(total)
+        cost = usd(s.get("cost_usd"))
     else:
-        est = sum(int(f.get("estimated_tokens") or 0) for f in findings)
-        tokens = f"none recorded (~{num(est)} estimated in loops)" if est else "none recorded"
+        est = int(s.get("estimated_tokens") or 0)
+        tokens = f"none recorded; ~{num(est)} estimated (about four characters a token)" if est else "none recorded"
+        est_cost = s.get("estimated_cost_usd")
+        cost = (f"none recorded; ~{usd(est_cost)} estimated (the estimated tokens priced as input)"
+                if est_cost is not None else "unknown: no usage recorded")
     facts = [
         ("agent", s.get("format") or "—"),
         ("project", redact(s.get("cwd")) or "—"),
@@ -364,7 +368,7 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
         ("models", ", ".join(s.get("models") or []) or "—"),
         ("calls", f"{num(s.get('calls'))} ({num(s.get('error_calls'))} errors)"),
         ("user prompts", num(s.get("user_turns"))),
-        ("cost", usd(s.get("cost_usd")) if total else "unknown: no usage recorded"),
+        ("cost", cost),
         ("cost from", _cost_from(s.get("cost_sources"))),
         ("tokens", tokens),
         ("file", redact(s.get("source_path")) or "—"),

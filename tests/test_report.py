@@ -282,3 +282,22 @@ def test_all_sessions_page_carries_every_session(corpus: Path, tmp_path: Path) -
     scripts = [m for m in re.findall(r"<script[^>]*>", html) if "application/json" not in m]
     assert scripts and all(re.fullmatch(r'<script src="assets/loopscope-[0-9a-f]+\.js" defer>', m) for m in scripts)
     assert "plotly" not in html
+
+
+def test_a_session_without_usage_shows_estimates_labelled(tmp_path: Path) -> None:
+    """The OpenAI-messages sample records no usage: its page says so and shows estimated tokens and cost, labelled,
+    instead of an empty chart and $0.00."""
+    from analyzer.scan.run import scan
+    from conftest import SAMPLE_DATA
+    from helpers import ingest_paths
+
+    db = tmp_path / "s.duckdb"
+    ingest_paths(db, SAMPLE_DATA / "openai_messages")
+    scan(db)
+    render(db, tmp_path / "r")
+    page = (tmp_path / "r" / "sessions" / f"{session_slug('support-7f3a91')}.html").read_text()
+    tokens = re.search(r"<dt>tokens</dt><dd>([^<]*)</dd>", page)
+    cost = re.search(r"<dt>cost</dt><dd>([^<]*)</dd>", page)
+    assert tokens and tokens.group(1).startswith("none recorded; ~") and "estimated" in tokens.group(1)
+    assert cost and "$0.00" not in cost.group(1) and ("estimated" in cost.group(1) or "unknown" in cost.group(1))
+    assert "records no token usage" in page  # no empty cumulative-token chart
