@@ -41,14 +41,18 @@ def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Session
 def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter = SessionFilter(),
                  single_file: bool = False, redact: bool = True, workers: int | None = None,
                  progress: Progress | None = None) -> "ReportResult":
-    """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration."""
+    """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration. The
+    result's ``seconds`` covers everything this did: the replay and calibration as well as the rendering."""
     from reports.render import render_report
 
     from analyzer.reporting import ReportData
 
+    t0 = time.perf_counter()
     replay, calibration = report_inputs(con, flt, workers)
-    return render_report(ReportData(con, flt), out, replay=replay, calibration=calibration, single_file=single_file,
-                         redact=redact, progress=progress)
+    result = render_report(ReportData(con, flt), out, replay=replay, calibration=calibration,
+                           single_file=single_file, redact=redact, progress=progress)
+    result.seconds = time.perf_counter() - t0
+    return result
 
 
 @dataclass

@@ -21,6 +21,11 @@ from analyzer.store.db import columns as _columns, frame, has_table, one
 FINDINGS_COLUMNS = ("finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq",
                     "repeats", "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd")
 
+OPTIONAL_FINDINGS_COLUMNS = (("first_turn_index", "INTEGER"), ("last_turn_index", "INTEGER"),
+                             ("repeat_tokens", "BIGINT"), ("why", "VARCHAR"))
+"""Finding columns read when the store has them: the turn span, and (from the detector rework) the tokens of the
+repeats of every finding and a human line saying why it is a loop."""
+
 TEXT_CLIP = 8000
 """Characters of an argument, result or message read from the store; pages show fewer (episodes.SHOW_CHARS), and
 the margin lets a secret that straddles the shown part still be recognised whole by the redactor."""
@@ -54,10 +59,14 @@ def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> Scope:
     if usable:
         cols = ", ".join(f"f.{c}" for c in FINDINGS_COLUMNS)
         # turn_ids (the turns counted in wasted_tokens) lets the totals count a turn once across findings.
-        turn_ids = "f.turn_ids" if "turn_ids" in _columns(con, "findings") else "CAST(NULL AS VARCHAR[])"
+        have = _columns(con, "findings")
+        turn_ids = "f.turn_ids" if "turn_ids" in have else "CAST(NULL AS VARCHAR[])"
+        # Columns some stores have and others not yet: NULL where missing, so every query can name them.
+        optional = ", ".join(f"{'f.' + c if c in have else f'CAST(NULL AS {t})'} AS {c}"
+                             for c, t in OPTIONAL_FINDINGS_COLUMNS)
         con.execute(f"""
             CREATE OR REPLACE TEMP TABLE _r_findings AS
-            SELECT {cols}, {turn_ids} AS turn_ids, s.format, s.cwd,
+            SELECT {cols}, {turn_ids} AS turn_ids, {optional}, s.format, s.cwd,
                    coalesce(t.model, s.models[1]) AS model,
                    CAST(coalesce(c.ts, s.started_at) AS DATE) AS day
             FROM findings f
@@ -73,7 +82,8 @@ def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> Scope:
 
 def totals(con: duckdb.DuckDBPyConnection, scope: Scope) -> Totals:
     s = one(con, "SELECT count(*), coalesce(sum(calls), 0), coalesce(sum(total_tokens), 0), "
-                 "coalesce(sum(cost_usd), 0) FROM _r_sessions")
+                 "coalesce(sum(cost_usd), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+                 "coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_write_tokens), 0) FROM _r_sessions")
     assert s is not None
     loops = (0, 0, 0, 0.0, 0)
     if scope.has_findings:
@@ -94,8 +104,22 @@ def totals(con: duckdb.DuckDBPyConnection, scope: Scope) -> Totals:
             FROM _r_findings""")
         assert row is not None
         loops = row
+        # Wasted: the stuck findings' turns, each once (or, where findings do not name their turns, their own sums).
+        st = one(con, """
+            WITH dedup AS (
+                SELECT sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
+                FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings WHERE stuck) u
+                JOIN turns t ON t.session_id = u.session_id AND t.turn_id = u.turn_id AND t.usage_counted)
+            SELECT CASE WHEN count(turn_ids) = count(*) AND count(*) > 0 THEN (SELECT coalesce(tokens, 0) FROM dedup)
+                        ELSE coalesce(sum(wasted_tokens), 0) END,
+                   CASE WHEN count(turn_ids) = count(*) AND count(*) > 0 THEN (SELECT coalesce(cost, 0) FROM dedup)
+                        ELSE coalesce(sum(cost_usd), 0) END
+            FROM _r_findings WHERE stuck""")
+        stuck = (int(st[0]), float(st[1])) if st else (None, None)
+    else:
+        stuck = (None, None)
     return Totals(int(s[0]), int(s[1]), int(s[2]), float(s[3]), int(loops[0]), int(loops[1]), int(loops[2]),
-                  float(loops[3]), int(loops[4]))
+                  float(loops[3]), int(loops[4]), int(s[4]), int(s[5]), int(s[6]), int(s[7]), stuck[0], stuck[1])
 
 
 def findings(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -141,16 +165,28 @@ def _ids_table(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:
 def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
     """Everything the session pages of ``ids`` need, in a handful of queries for the whole batch:
 
-    - ``sessions``: the session rows;
+    - ``sessions``: the session rows, with ``cost_sources`` (where their turns' costs came from);
     - ``calls``: every call, without text (the timeline);
     - ``turns``: assistant turns with counted usage (cumulative tokens) and which call they end at;
     - ``findings``: the batch's findings;
-    - ``episode_calls``: the calls named by the findings, with clipped args and result text;
+    - ``episode_calls``: every call inside a finding's span (first to last call), with clipped args and result text;
+    - ``conversation``: the user prompt and assistant messages around each finding;
     - ``texts``: clipped text of the looping assistant messages of text findings, with their ``finding_id``.
     """
     _ids_table(con, ids)
     out: dict[str, pl.DataFrame] = {}
-    out["sessions"] = frame(con, "SELECT s.* EXCLUDE (file_id) FROM _r_sessions s JOIN _r_batch USING (session_id)")
+    out["sessions"] = _estimated_cost(frame(con, """
+        SELECT s.* EXCLUDE (file_id), src.cost_sources, coalesce(est.chars_tokens, 0) AS estimated_tokens
+        FROM _r_sessions s JOIN _r_batch USING (session_id)
+        LEFT JOIN (SELECT t.session_id, list(DISTINCT t.cost_source ORDER BY t.cost_source) AS cost_sources
+                   FROM turns t JOIN _r_batch USING (session_id)
+                   WHERE t.usage_counted AND t.cost_source IS NOT NULL GROUP BY ALL) src USING (session_id)
+        LEFT JOIN (  -- an estimate (about four characters a token) where the transcript records no usage
+            SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(length(c.result_text), 0)) / 4)::BIGINT
+                       AS chars_tokens
+            FROM calls c JOIN _r_batch USING (session_id)
+            WHERE c.session_id IN (SELECT session_id FROM _r_sessions WHERE coalesce(total_tokens, 0) = 0)
+            GROUP BY ALL) est USING (session_id)"""))
     out["calls"] = frame(con, """
         SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, c.is_error
         FROM calls c JOIN _r_batch USING (session_id) ORDER BY c.session_id, c.seq""")
@@ -168,13 +204,12 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
         ORDER BY f.session_id, f.first_seq, f.finding_id""")
     out["episode_calls"] = frame(con, f"""
         WITH wanted AS (
-            SELECT DISTINCT f.session_id, unnest(f.call_ids) AS call_id, f.first_seq, f.last_seq
-            FROM _r_findings f JOIN _r_batch USING (session_id))
-        SELECT DISTINCT c.session_id, c.seq, c.call_id, c.turn_id, c.tool, c.call_key, c.result_key, c.is_error,
+            SELECT DISTINCT f.session_id, unnest(range(f.first_seq, f.last_seq + 1)) AS seq
+            FROM _r_findings f JOIN _r_batch USING (session_id) WHERE f.first_seq IS NOT NULL)
+        SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.tool, c.call_key, c.result_key, c.is_error,
                left(c.args, {TEXT_CLIP}) AS args, length(c.args) AS args_len,
                left(c.result_text, {TEXT_CLIP}) AS result_text, length(c.result_text) AS result_len
-        FROM calls c JOIN wanted w
-          ON c.session_id = w.session_id AND c.call_id = w.call_id AND c.seq BETWEEN w.first_seq AND w.last_seq
+        FROM (SELECT DISTINCT * FROM wanted) w JOIN calls c ON c.session_id = w.session_id AND c.seq = w.seq
         ORDER BY c.session_id, c.seq""")
     # The messages of text loops: named by text_signals when the scan recorded them, else the messages that issued
     # the finding's calls.
@@ -195,6 +230,7 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
             SELECT * FROM ({by_calls}) b WHERE b.finding_id NOT IN (SELECT finding_id FROM named)"""
     else:
         looping = by_calls
+    out["conversation"] = conversation(con)
     out["texts"] = frame(con, f"""
         SELECT l.finding_id, t.session_id, t.turn_id, t.turn_index,
                left(t.text, {TEXT_CLIP}) AS text, length(t.text) AS text_len
@@ -202,6 +238,159 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
         WHERE t.role = 'assistant'
         ORDER BY t.session_id, t.turn_index""")
     return out
+
+
+CONTEXT_MESSAGES = 2
+"""Assistant messages shown before an episode's first call (the reasoning that led into it)."""
+CONTEXT_LOOKBACK = 40
+"""How many turns back from an episode those messages are looked for."""
+
+
+def conversation(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The conversation around each finding of the batch (``_r_batch``): the user prompt of its turn, the assistant
+    messages from a few before the episode to its end, with clipped text; one row per (finding, message), in order.
+    ``kind`` is ``user`` or ``assistant``; the calls themselves come from ``episode_calls``/``conversation_calls``."""
+    # Equality joins on unnested ranges: DuckDB's range joins are slow on sessions of 20,000 calls.
+    return frame(con, f"""
+        WITH f AS (
+            SELECT f.finding_id, f.session_id, f.user_turn, f.first_seq, f.last_seq,
+                   f.first_turn_index, f.last_turn_index
+            FROM _r_findings f JOIN _r_batch USING (session_id)),
+        by_calls AS (
+            SELECT x.finding_id, min(t.turn_index) AS lo, max(t.turn_index) AS hi
+            FROM (SELECT finding_id, session_id, unnest(range(first_seq, last_seq + 1)) AS seq
+                  FROM f WHERE first_seq IS NOT NULL) x
+            JOIN calls c ON c.session_id = x.session_id AND c.seq = x.seq
+            JOIN turns t ON t.session_id = c.session_id AND t.turn_id = c.turn_id
+            GROUP BY x.finding_id),
+        span AS (
+            SELECT f.finding_id, f.session_id, f.user_turn,
+                   coalesce(f.first_turn_index, b.lo) AS lo, coalesce(f.last_turn_index, b.hi) AS hi
+            FROM f LEFT JOIN by_calls b USING (finding_id)
+            WHERE coalesce(f.first_turn_index, b.lo) IS NOT NULL),
+        prompt AS (
+            SELECT s.finding_id, max(t.turn_index) AS turn_index
+            FROM span s JOIN turns t ON t.session_id = s.session_id AND t.role = 'user'
+                 AND t.user_turn = s.user_turn AND t.turn_index <= s.lo
+            GROUP BY ALL),
+        near AS (
+            SELECT finding_id, session_id, user_turn, lo, hi,
+                   unnest(range(greatest(lo - {CONTEXT_LOOKBACK}, 0), hi + 1)) AS turn_index
+            FROM span),
+        candidates AS (
+            SELECT n.finding_id, n.turn_index, n.turn_index >= n.lo AS inside,
+                   (t.text IS NOT NULL AND t.text <> '') AS has_text
+            FROM near n JOIN turns t ON t.session_id = n.session_id AND t.turn_index = n.turn_index
+            WHERE t.role = 'assistant' AND t.user_turn = n.user_turn),
+        before AS (  -- the last few assistant messages with text before the episode
+            SELECT finding_id, turn_index FROM (
+                SELECT finding_id, turn_index,
+                       row_number() OVER (PARTITION BY finding_id ORDER BY turn_index DESC) AS k
+                FROM candidates WHERE NOT inside AND has_text)
+            WHERE k <= {CONTEXT_MESSAGES}),
+        wanted AS (
+            SELECT * FROM prompt
+            UNION SELECT * FROM before
+            UNION SELECT finding_id, turn_index FROM candidates WHERE inside)
+        SELECT w.finding_id, t.session_id, t.turn_index, t.turn_id, t.role, left(t.text, {TEXT_CLIP}) AS text,
+               length(t.text) AS text_len, t.ts
+        FROM wanted w JOIN span s USING (finding_id)
+        JOIN turns t ON t.session_id = s.session_id AND t.turn_index = w.turn_index
+        ORDER BY w.finding_id, t.turn_index""")
+
+
+def _first_prompts() -> str:
+    return f"""
+        SELECT session_id, arg_min(left(text, {PROMPT_CLIP}), turn_index) AS first_prompt
+        FROM turns WHERE role = 'user' AND text IS NOT NULL AND trim(text) <> ''
+          AND session_id IN (SELECT session_id FROM _r_sessions)
+        GROUP BY session_id"""
+
+
+PROMPT_CLIP = 400
+"""Characters of a session's first prompt read for the all-sessions index (it shows and searches fewer)."""
+
+
+def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
+    """Every session in scope, one row each, for the all-sessions index: agent, project, models, start, calls,
+    tokens split four ways, cost and where it came from, an estimate for transcripts without usage, the first user
+    prompt; with findings, the loop kinds, their tools, the wasted (stuck) cost and tokens, and the loop labels
+    (``loops_text``: one line per finding, the main one first)."""
+    from analyzer.calltext import loop_text
+
+    base = frame(con, f"""
+        WITH est AS (
+            SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(length(c.result_text), 0)) / 4)::BIGINT
+                       AS chars_tokens
+            FROM calls c
+            -- only where the transcript records no usage: reading every result's length is not free
+            WHERE c.session_id IN (SELECT session_id FROM _r_sessions WHERE coalesce(total_tokens, 0) = 0)
+            GROUP BY ALL),
+        src AS (
+            SELECT session_id, list(DISTINCT cost_source) FILTER (WHERE cost_source IS NOT NULL) AS cost_sources
+            FROM turns WHERE session_id IN (SELECT session_id FROM _r_sessions) AND usage_counted GROUP BY ALL),
+        fp AS ({_first_prompts()})
+        SELECT s.session_id, s.format, s.cwd, s.models, s.started_at, s.calls, s.error_calls, s.user_turns,
+               s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens, s.total_tokens,
+               s.cost_usd, src.cost_sources, coalesce(est.chars_tokens, 0) AS estimated_tokens, fp.first_prompt
+        FROM _r_sessions s LEFT JOIN est USING (session_id) LEFT JOIN src USING (session_id)
+        LEFT JOIN fp USING (session_id)
+        ORDER BY s.cost_usd DESC NULLS LAST, s.total_tokens DESC, s.session_id""")
+    if not scope.has_findings:
+        return _estimated_cost(base.with_columns(
+            pl.lit(0).alias("loops"), pl.lit([], dtype=pl.List(pl.String)).alias("kinds"),
+            pl.lit([], dtype=pl.List(pl.String)).alias("loop_tools"), pl.lit(0.0).alias("wasted_usd"),
+            pl.lit(0).alias("wasted_tokens"), pl.lit([], dtype=pl.List(pl.String)).alias("loops_text")))
+    per = frame(con, """
+        WITH named AS (
+            SELECT w.session_id, sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
+            FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings WHERE stuck) w
+            JOIN turns t ON t.session_id = w.session_id AND t.turn_id = w.turn_id AND t.usage_counted
+            GROUP BY ALL),
+        own AS (  -- findings that do not name their turns: their own sums
+            SELECT session_id, sum(wasted_tokens) AS tokens, sum(coalesce(cost_usd, 0)) AS cost
+            FROM _r_findings WHERE stuck AND turn_ids IS NULL GROUP BY ALL),
+        stuck AS (
+            SELECT session_id, sum(tokens) AS tokens, sum(cost) AS cost
+            FROM (SELECT * FROM named UNION ALL SELECT * FROM own) GROUP BY ALL)
+        SELECT f.session_id, count(*) AS loops, list(DISTINCT f.kind ORDER BY f.kind) AS kinds,
+               flatten(list(f.tools)) AS loop_tools,
+               any_value(stuck.cost) AS wasted_usd, any_value(stuck.tokens)::BIGINT AS wasted_tokens
+        FROM _r_findings f LEFT JOIN stuck USING (session_id) GROUP BY f.session_id""")
+    per = per.with_columns(pl.col("loop_tools").list.unique(maintain_order=True))
+    labels = frame(con, """
+        SELECT f.session_id, f.finding_id, f.stuck, f.repeats,
+               list(c.tool ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_tools,
+               list(left(c.args, 400) ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_args
+        FROM _r_findings f
+        LEFT JOIN calls c ON c.session_id = f.session_id AND f.first_seq IS NOT NULL
+             AND c.seq BETWEEN f.first_seq AND f.first_seq + greatest(coalesce(f.period, 1), 1) - 1
+        GROUP BY ALL""")
+    text = [loop_text(t or [], a or [], r, width=90) for t, a, r in
+            zip(labels["c_tools"].to_list(), labels["c_args"].to_list(), labels["repeats"].to_list())]
+    labels = (labels.drop("c_tools", "c_args").with_columns(pl.Series("loop", text, dtype=pl.String))
+              .sort(["session_id", "stuck", "repeats"], descending=[False, True, True], nulls_last=True)
+              .group_by("session_id", maintain_order=True).agg(pl.col("loop").alias("loops_text")))
+    out = base.join(per, on="session_id", how="left").join(labels, on="session_id", how="left")
+    return _estimated_cost(out.with_columns(pl.col("loops").fill_null(0), pl.col("wasted_usd").fill_null(0.0),
+                                            pl.col("wasted_tokens").fill_null(0)))
+
+
+def _estimated_cost(df: pl.DataFrame) -> pl.DataFrame:
+    """``estimated_cost_usd``: for a session whose transcript records no usage, its estimated tokens (about four
+    characters each of its arguments and results) priced as input of its first model; NULL otherwise, or when the
+    model has no known price. Always shown labelled as an estimate."""
+    from analyzer.ingest.cost import Usage, price_usage
+
+    est = []
+    for total, tokens, models in zip(df["total_tokens"].to_list(), df["estimated_tokens"].to_list(),
+                                     df["models"].to_list()):
+        if total or not tokens or not models:
+            est.append(None)
+            continue
+        cost, _ = price_usage(models[0], Usage(input=int(tokens)))
+        est.append(cost)
+    return df.with_columns(pl.Series("estimated_cost_usd", est, dtype=pl.Float64))
 
 
 class ReportData:
@@ -235,3 +424,6 @@ class ReportData:
 
     def session_batch(self, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
         return session_batch(self.con, ids)
+
+    def all_sessions(self) -> pl.DataFrame:
+        return all_sessions(self.con, self.scope)

@@ -112,3 +112,9 @@ class Totals:
     loop_tokens: int
     loop_cost_usd: float
     estimated_tokens: int  # repeated text in loops of sessions that carry no usage
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    stuck_tokens: int | None = None  # wasted: tokens of the turns that repeated a stuck loop (None: not computed)
+    stuck_cost_usd: float | None = None  # their cost

@@ -40,6 +40,8 @@ class ReportSource(Protocol):
 
     def session_batch(self, ids: Sequence[str]) -> "dict[str, pl.DataFrame]": ...
 
+    def all_sessions(self) -> "pl.DataFrame": ...
+
 
 @dataclass(frozen=True)
 class Chart:
@@ -89,6 +91,7 @@ class PageMeta:
     nav: tuple[Link, ...] = ()
     page_id: str = "index"  # the element id of the page (a section's id in a single-file report)
     current: str = ""  # the nav entry this page is
+    charts: bool = True  # whether the page draws charts (loads plotly.js)
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,22 @@ class IndexContext:
     estimated_note: str | None
     skipped_count: int = 0  # files found but not read ("Files not read")
     skipped_files: Table | None = None
+    all_sessions_href: str = ""
+    tokens_split: list[tuple[str, str]] = ()  # type: ignore[assignment]
+
+
+@dataclass(frozen=True)
+class AllSessionsContext:
+    """Every session in scope as rows for static/loopscope.js to sort, filter, search and page through: ``columns``
+    names each position of a row; ``rows`` reach the page only through ``tojson``."""
+
+    meta: PageMeta
+    columns: list[str]
+    rows: list[list[Any]]
+    kinds: list[str]
+    sessions: int
+    with_loops: int
+    lookups: dict[str, list[str]]  # agent, project, model, tool: the values rows refer to by position
 
 
 @dataclass(frozen=True)
@@ -142,6 +161,27 @@ class ArgDiff:
 
 
 @dataclass(frozen=True)
+class ConvItem:
+    """One step of the conversation around an episode: the user's prompt, an assistant message, or a call with its
+    result. A call is numbered from 1 (``number``) and carries the page anchor (``anchor``, e.g. ``call-12``) that
+    the timeline, the episode table and the guard table link to; ``anchor`` is empty when an earlier episode card
+    on the page already holds it."""
+
+    kind: str  # "user" | "assistant" | "call"
+    text: Clip | None = None
+    number: int | None = None
+    anchor: str = ""
+    href: str = ""
+    tool: str | None = None
+    summary: str = ""
+    args: Clip | None = None
+    result: Clip | None = None
+    is_error: bool | None = None
+    in_loop: bool = False
+    same_as: int | None = None  # the earlier call with the same arguments and the same result: shown in one line
+
+
+@dataclass(frozen=True)
 class Episode:
     anchor: str
     kind: str
@@ -155,6 +195,10 @@ class Episode:
     more_results: int
     texts: list[Variant]
     diffs: list[ArgDiff]
+    conversation: list[ConvItem] = ()  # type: ignore[assignment]
+    more_conversation: int = 0  # calls of the span left out of the conversation
+    why: str | None = None
+    open: bool = True  # shown open; later cards start collapsed
 
 
 @dataclass(frozen=True)
@@ -162,6 +206,7 @@ class SessionContext:
     meta: PageMeta
     session_id: str
     facts: list[tuple[str, str]]
+    tokens_split: list[tuple[str, str]]
     timeline: Chart
     tokens: Chart | None
     episodes: list[Episode]
@@ -182,3 +227,4 @@ class CalibrationContext:
     recommendation_facts: list[tuple[str, str]]
     sweep: Table | None
     presets: Table | None
+    frontier_rows: Table | None = None  # the sweep's frontier rows, shown open; the whole sweep is collapsed

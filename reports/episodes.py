@@ -10,12 +10,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from reports.context import ArgDiff, Clip, DiffPart, Episode, Variant
+from analyzer.calltext import call_text
+from reports.context import ArgDiff, Clip, ConvItem, DiffPart, Episode, Variant
 
 Redactor = Callable[[str | None], str | None]
 
@@ -25,6 +26,13 @@ HEAD_LINES = 12
 SHOW_CHARS = 4000
 """Characters of one text that reach the page at all."""
 MAX_VARIANTS = 6
+MSG_LINES = 4
+"""Lines of an assistant message or a result shown open in the conversation; the rest is collapsed."""
+MSG_CHARS = 400
+MAX_CONV_CALLS = 16
+"""Calls of one episode's span shown in its conversation: all of them up to this many; past it the first
+``HEAD_CONV_CALLS`` and the last ``MAX_CONV_CALLS - HEAD_CONV_CALLS``, with the ones between counted."""
+HEAD_CONV_CALLS = 10
 MAX_DIFFS = 4
 MAX_PATTERN_GROUPS = 24
 
@@ -90,9 +98,7 @@ def _cut_point(text: str, limit: int, lines: int = HEAD_LINES) -> int:
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 
 
-def diff_parts(before: str, after: str) -> list[DiffPart]:
-    """A word-level diff: drifting arguments usually differ by a flag or a number inside one long line, which a
-    line diff would show as the whole line replaced."""
+def _word_parts(before: str, after: str) -> list[DiffPart]:
     a, b = _TOKEN.findall(before), _TOKEN.findall(after)
     parts: list[DiffPart] = []
 
@@ -111,6 +117,41 @@ def diff_parts(before: str, after: str) -> list[DiffPart]:
         else:
             add("delete", a[i1:i2])
             add("insert", b[j1:j2])
+    return parts
+
+
+SIMILAR = 0.5
+"""Two lines at least this similar are diffed word by word; less similar ones are shown as a removed line and an
+added line, which stays readable where a character-level diff of unrelated text would not."""
+
+
+def diff_parts(before: str, after: str) -> list[DiffPart]:
+    """A line diff, refined word by word inside lines that changed a little: drifting arguments usually differ by a
+    flag or a number inside one long line; unrelated edits show as whole lines removed and added."""
+    a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    parts: list[DiffPart] = []
+
+    def add(op: str, text: str) -> None:
+        if not text:
+            return
+        if parts and parts[-1].op == op:
+            parts[-1] = DiffPart(op, parts[-1].text + text)
+        else:
+            parts.append(DiffPart(op, text))
+
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            add("equal", "".join(a[i1:i2]))
+            continue
+        old, new = a[i1:i2], b[j1:j2]
+        if tag == "replace" and len(old) == len(new) and all(
+                difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= SIMILAR for x, y in zip(old, new)):
+            for x, y in zip(old, new):
+                for p in _word_parts(x, y):
+                    add(p.op, p.text)
+            continue
+        add("delete", "".join(old))
+        add("insert", "".join(new))
     return parts
 
 
@@ -141,10 +182,33 @@ def _num(v: Any) -> str:
 
 
 @dataclass
+class CallAnchors:
+    """The call anchors of one page: ``call-12`` (with a prefix in a single-file report, where several sessions share
+    one document). Each call's anchor goes to the first element that claims it, so ids stay unique; ``known``
+    tells which calls a link can point at."""
+
+    prefix: str = ""
+    known: set[int] = field(default_factory=set)
+
+    def id(self, number: int) -> str:
+        return f"{self.prefix}call-{number}"
+
+    def claim(self, number: int) -> str:
+        if number in self.known:
+            return ""
+        self.known.add(number)
+        return self.id(number)
+
+    def href(self, number: int) -> str | None:
+        return "#" + self.id(number) if number in self.known else None
+
+
+@dataclass
 class Episodes:
     """Builds ``Episode`` views for one session; ``redact`` is applied to every transcript string."""
 
     redact: Redactor
+    _summaries: dict[str, str] = field(default_factory=dict)
 
     def clip(self, text: str | None, stored_len: int | None = None) -> Clip:
         """Redact first, then cut: a secret is recognised whole before any cut can split it."""
@@ -154,8 +218,85 @@ class Episodes:
         cut = _cut_point(shown, HEAD_CHARS)
         return Clip(shown[:cut], shown[cut:], max(0, full_len - len(shown)))
 
+    def short(self, text: str | None, stored_len: int | None = None, lines: int = MSG_LINES,
+              chars: int = MSG_CHARS) -> Clip:
+        """Like ``clip``, with a shorter open part: a conversation shows a few lines of each step."""
+        t = self.redact(text) or ""
+        full_len = len(t) + max(0, (stored_len or 0) - len(text or ""))
+        shown = t[:SHOW_CHARS]
+        cut = _cut_point(shown, chars, lines)
+        return Clip(shown[:cut], shown[cut:], max(0, full_len - len(shown)))
+
+    def _summary(self, key: str, args: str | None) -> str:
+        """The call's telling argument on one line, redacted; computed once per distinct call on the page."""
+        cached = self._summaries.get(key)
+        if cached is None:
+            cached = self._summaries[key] = call_text(None, self.redact(args), 120)
+        return cached
+
+    def conversation(self, f: dict[str, Any], calls: list[dict[str, Any]], messages: list[dict[str, Any]],
+                     anchors: "CallAnchors") -> tuple[list[ConvItem], int]:
+        """The user prompt of the episode's turn, the assistant messages before and inside it, and every call of its
+        span with its result, in transcript order; calls past ``MAX_CONV_CALLS`` are counted, not shown."""
+        lo, hi = f.get("first_seq"), f.get("last_seq")
+        in_loop = set(f.get("call_ids") or [])
+        span = [c for c in calls if lo is not None and hi is not None and lo <= c["seq"] <= hi]
+        more = max(0, len(span) - MAX_CONV_CALLS)
+        shown_calls = span if not more else span[:HEAD_CONV_CALLS] + span[len(span) - (MAX_CONV_CALLS -
+                                                                                     HEAD_CONV_CALLS):]
+        turn_at = {m["turn_id"]: m["turn_index"] for m in messages if m.get("turn_id") is not None}
+        last = max([m["turn_index"] for m in messages], default=0)
+        keyed: list[tuple[tuple[int, int, int, int], ConvItem]] = []
+        said: set[str] = set()
+        for m in messages:
+            text = (m.get("text") or "").strip()
+            if not text:
+                continue
+            kind = "user" if m.get("role") == "user" else "assistant"
+            norm = " ".join(text.split())
+            if kind == "assistant" and norm in said:  # said already in this episode: once is enough
+                continue
+            said.add(norm)
+            body = self.short(m.get("text"), m.get("text_len"))
+            keyed.append(((m["turn_index"], 0, 0, 0), ConvItem(kind, text=body)))
+        # A repeat's arguments and result, when the same as an earlier call's, are said once: "same as #4".
+        seen_args: dict[str, int] = {}
+        seen_result: dict[str, int] = {}
+        for c in shown_calls:
+            number = int(c["seq"]) + 1
+            akey = c.get("call_key") or f"{c.get('tool')}|{c.get('args')}"
+            rkey = c.get("result_key") or (None if c.get("result_text") is None else f"text|{c.get('result_text')}")
+            summary = self._summary(akey, c.get("args"))
+            args = None
+            if akey not in seen_args:
+                seen_args[akey] = number
+                args = self.short(pretty_args(c.get("args")), None, 2, 200)
+            if c.get("result_text") is None:
+                result = None
+            elif rkey in seen_result:
+                result = Clip(f"(the same result as #{seen_result[rkey]})")
+            else:
+                seen_result[rkey] = number
+                # A few lines here; the distinct results are in full (up to the page's limit) under Results.
+                full = self.short(c.get("result_text"), c.get("result_len"), 3, 300)
+                result = Clip(full.head, "", len(full.rest) + full.omitted)
+            same = (seen_args[akey] if args is None and rkey is not None and seen_result.get(rkey) != number
+                    and seen_result.get(rkey) == seen_args[akey] else None)
+            item = ConvItem(
+                "call", number=number, anchor=anchors.claim(number), href="#" + anchors.id(number),
+                tool=c.get("tool"), summary=summary, args=args, result=result,
+                is_error=c.get("is_error"), in_loop=c.get("call_id") in in_loop, same_as=same)
+            keyed.append(((turn_at.get(c.get("turn_id"), last), 1, number, 0), item))
+        if more:  # the calls left out sit between the first ones and the last ones
+            c = shown_calls[HEAD_CONV_CALLS - 1]
+            keyed.append(((turn_at.get(c.get("turn_id"), last), 1, int(c["seq"]) + 1, 1),
+                          ConvItem("gap", number=more)))
+        keyed.sort(key=lambda kv: kv[0])
+        return [it for _, it in keyed], more
+
     def build(self, f: dict[str, Any], calls: list[dict[str, Any]], texts: list[dict[str, Any]],
-              anchor: str) -> Episode:
+              anchor: str, messages: list[dict[str, Any]] | None = None,
+              anchors: "CallAnchors | None" = None, open: bool = True) -> Episode:
         wanted = list(f.get("call_ids") or [])
         lo, hi = f.get("first_seq"), f.get("last_seq")
         by_id = {c["call_id"]: c for c in calls
@@ -200,7 +341,12 @@ class Episodes:
             results.append(Variant(f"R{rkeys[rk]}", rcounts[rk], body, is_error=c.get("is_error"),
                                    tool=c.get("tool")))
 
+        conv, more_conv = self.conversation(f, calls, messages or [], anchors or CallAnchors())
         return Episode(
+            conversation=conv,
+            more_conversation=more_conv,
+            why=self.redact(f.get("why")) if f.get("why") else None,
+            open=open,
             anchor=anchor,
             kind=str(f.get("kind") or ""),
             title=self._title(f, ep_calls),
@@ -230,15 +376,17 @@ class Episodes:
         if f.get("first_seq") is None:
             where = "none (repeated text only)"
         else:
-            where = f"#{f['first_seq']}–#{f['last_seq']}"
+            where = f"#{f['first_seq'] + 1}–#{f['last_seq'] + 1}"
             if f.get("last_seq") is not None and n_calls != f["last_seq"] - f["first_seq"] + 1:
                 where += f" ({n_calls:,} of them)"
         facts = [
             ("calls", where),
             ("repeats", _num(f.get("repeats"))),
-            ("user turn", _num(f.get("user_turn"))),
-            ("wasted tokens", _num(f.get("wasted_tokens"))),
+            ("user prompt", "—" if f.get("user_turn") is None else f"#{int(f['user_turn']) + 1}"),
+            ("wasted tokens" + (" (stuck)" if f.get("stuck") else ""), _num(f.get("wasted_tokens"))),
         ]
+        if f.get("repeat_tokens") is not None:
+            facts.append(("tokens of the repeats", _num(f.get("repeat_tokens"))))
         if f.get("estimated_tokens"):
             facts.append(("estimated tokens", "~" + _num(f.get("estimated_tokens"))))
         if f.get("cost_usd") is not None:

@@ -69,7 +69,7 @@ def _ints(s: pl.Series) -> list[int]:
     return [int(v or 0) for v in s.to_list()]
 
 
-def stuck_bars(df: pl.DataFrame, label: str, unit: str = "tokens") -> Fig:
+def stuck_bars(df: pl.DataFrame, label: str, unit: str = "tokens", what: str | None = None) -> Fig:
     """Horizontal bars of wasted tokens per ``label``, split into stuck loops and loops that made progress; the
     largest on top. ``df`` has ``label``, ``episodes``, ``stuck_tokens``, ``other_tokens``, ``cost_usd``, ``full``
     (the hover name)."""
@@ -86,8 +86,10 @@ def stuck_bars(df: pl.DataFrame, label: str, unit: str = "tokens") -> Fig:
          "marker": {"color": PROGRESS}, "customdata": custom, "hovertemplate": hover},
     ]
     return {"data": data, "layout": _layout(
-        60 + 26 * max(len(labels), 2), barmode="stack", showlegend=True,
-        xaxis={**COUNTS}, yaxis={"type": "category", "gridcolor": "rgba(0,0,0,0)"}, margin={"t": 28})}
+        80 + 26 * max(len(labels), 2), barmode="stack", showlegend=True,
+        xaxis={"title": {"text": f"{unit} in loops", "font": {"size": 11, "color": MUTED}}, **COUNTS},
+        yaxis={"title": {"text": what or label, "font": {"size": 11, "color": MUTED}}, "type": "category",
+               "gridcolor": "rgba(0,0,0,0)"}, margin={"t": 28})}
 
 
 def daily(df: pl.DataFrame, unit: str = "tokens") -> Fig:
@@ -103,7 +105,8 @@ def daily(df: pl.DataFrame, unit: str = "tokens") -> Fig:
     ]
     return {"data": data, "layout": _layout(
         260, barmode="stack", margin={"t": 28},
-        xaxis={"type": "date", "tickformat": "%b %d"},
+        xaxis={"title": {"text": "day (UTC)", "font": {"size": 11, "color": MUTED}}, "type": "date",
+               "tickformat": "%b %d"},
         yaxis={"title": {"text": f"{unit} in loops", "font": {"size": 11, "color": MUTED}},
                **COUNTS})}
 
@@ -144,9 +147,9 @@ def repeat_histogram(df: pl.DataFrame, warn: int | None, halt: int | None) -> Fi
             labels.append(_vlabel(x - 0.5, color, f"{text} at {x}"))
     return {"data": data, "layout": _layout(
         280, barmode="stack", bargap=0.15, shapes=shapes, annotations=labels, margin={"t": 28},
-        xaxis={"title": {"text": "repeats in the episode", "font": {"size": 11, "color": MUTED}},
+        xaxis={"title": {"text": "repeats in the episode (count)", "font": {"size": 11, "color": MUTED}},
                "dtick": 5 if hi > 20 else 1, "range": [0.5, hi + 0.5]},
-        yaxis={"title": {"text": "episodes", "font": {"size": 11, "color": MUTED}}})}
+        yaxis={"title": {"text": "episodes (count)", "font": {"size": 11, "color": MUTED}}})}
 
 
 def _keep(n: int, seqs: list[int], spans: list[tuple[int, int]], limit: int) -> list[int]:
@@ -178,13 +181,16 @@ def _keep(n: int, seqs: list[int], spans: list[tuple[int, int]], limit: int) -> 
     return keep
 
 
-def timeline(calls: pl.DataFrame, episodes: list[dict[str, Any]], limit: int = TIMELINE_MAX) -> tuple[Fig, str | None]:
+def timeline(calls: pl.DataFrame, episodes: list[dict[str, Any]], limit: int = TIMELINE_MAX,
+             call_anchor: str = "call-", linked: list[int] | None = None) -> tuple[Fig, str | None]:
     """Every call as a mark on its tool's row, coloured by tool, errors crossed, loop episodes shaded by kind.
-    Plain lists rather than frame operations: a report draws a thousand of these, each small."""
-    seqs = [int(v) for v in calls["seq"].to_list()]
+    Calls are numbered from 1 (the store's seq + 1). Clicking a call whose anchor (``call_anchor`` + number) is on
+    the page jumps to it (static/loopscope.js reads ``layout.meta``). Plain lists rather than frame operations: a
+    report draws a thousand of these, each small."""
+    seqs = [int(v) + 1 for v in calls["seq"].to_list()]
     tools = [plain(t) for t in calls["tool"].to_list()]
     errors = calls["is_error"].to_list()
-    spans = [(int(e["first_seq"]), int(e["last_seq"])) for e in episodes if e.get("first_seq") is not None]
+    spans = [(int(e["first_seq"]) + 1, int(e["last_seq"]) + 1) for e in episodes if e.get("first_seq") is not None]
     keep = _keep(len(seqs), seqs, spans, limit)
     counts: dict[str, int] = {}
     for t in tools:
@@ -216,8 +222,8 @@ def timeline(calls: pl.DataFrame, episodes: list[dict[str, Any]], limit: int = T
     for e in episodes:
         if e.get("first_seq") is None:
             continue
-        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": int(e["first_seq"]) - 0.5,
-                       "x1": int(e["last_seq"]) + 0.5, "y0": 0, "y1": 1, "layer": "below",
+        shapes.append({"type": "rect", "xref": "x", "yref": "paper", "x0": int(e["first_seq"]) + 0.5,
+                       "x1": int(e["last_seq"]) + 1.5, "y0": 0, "y1": 1, "layer": "below",
                        "fillcolor": KIND_COLORS.get(str(e.get("kind")), MUTED), "opacity": 0.18, "line": {"width": 0}})
     # One marker-only legend entry per episode kind present, so the shading can be read.
     for kind in dict.fromkeys(str(e.get("kind")) for e in episodes if e.get("first_seq") is not None):
@@ -228,10 +234,11 @@ def timeline(calls: pl.DataFrame, episodes: list[dict[str, Any]], limit: int = T
             f"episodes kept where they are few enough).") if len(keep) < len(seqs) else None
     fig = {"data": data, "layout": _layout(
         70 + 30 * max(len(order), 2), shapes=shapes, showlegend=True, margin={"t": 30},
-        xaxis={"title": {"text": "call #", "font": {"size": 11, "color": MUTED}}, "showgrid": False,
-               "range": [-1.5, max(seqs, default=1) + 1.5], "zeroline": False},
-        yaxis={"type": "category", "categoryorder": "array", "categoryarray": list(reversed(order)),
-               "gridcolor": GRID})}
+        meta={"callAnchor": call_anchor},
+        xaxis={"title": {"text": "call number (from 1)", "font": {"size": 11, "color": MUTED}}, "showgrid": False,
+               "range": [-0.5, max(seqs, default=1) + 1.5], "zeroline": False},
+        yaxis={"title": {"text": "tool", "font": {"size": 11, "color": MUTED}}, "type": "category",
+               "categoryorder": "array", "categoryarray": list(reversed(order)), "gridcolor": GRID})}
     return fig, note
 
 
@@ -245,7 +252,7 @@ def cumulative_tokens(turns: pl.DataFrame, loop_turns: set[str], limit: int = TO
     total, last = 0, 0
     for t, seq, tid in zip(tokens, turns["last_seq"].to_list(), turns["turn_id"].to_list()):
         total += t
-        last = int(seq) if seq is not None else last
+        last = int(seq) + 1 if seq is not None else last
         cum.append(total)
         x.append(last)
         loop.append(tid in loop_turns)
@@ -265,9 +272,9 @@ def cumulative_tokens(turns: pl.DataFrame, loop_turns: set[str], limit: int = TO
     return {"data": data, "layout": _layout(
         240, showlegend=True, margin={"t": 30},
         # The same x range as the timeline above it, so a loop's slope sits under its shaded episode.
-        xaxis={"title": {"text": "call #", "font": {"size": 11, "color": MUTED}}, "zeroline": False,
-               "range": [-1.5, max(max(x), 1) + 1.5]},
-        yaxis={"title": {"text": "cumulative tokens", "font": {"size": 11, "color": MUTED}}, **COUNTS,
+        xaxis={"title": {"text": "call number (from 1)", "font": {"size": 11, "color": MUTED}}, "zeroline": False,
+               "range": [-0.5, max(max(x), 1) + 1.5]},
+        yaxis={"title": {"text": "cumulative tokens (tokens)", "font": {"size": 11, "color": MUTED}}, **COUNTS,
                "rangemode": "tozero"})}
 
 
@@ -298,14 +305,21 @@ def frontier(sweep: pl.DataFrame, front: pl.DataFrame, rec: dict[str, Any] | Non
                      "x": [float(rec["false_halt_rate"])], "y": [int(rec["tokens_saved"])],
                      "text": [f"warn {rec['warn']} · halt {rec['halt']}"],
                      "marker": {"color": HALT, "size": 16, "symbol": "star", "line": {"color": "#fff", "width": 1}},
+                     "cliponaxis": False,
                      "hovertemplate": "%{text}<br>false halts %{x:.1%} · %{y:,} tokens saved"
                                       "<extra>recommended</extra>"})
+    # Ranges with room around the largest point, so the recommendation's star is never cut at the plot's edge.
+    xs = [float(v or 0) for v in sweep["false_halt_rate"]] + ([float(rec["false_halt_rate"])] if rec and
+                                                               rec.get("false_halt_rate") is not None else [])
+    ys = _ints(sweep["tokens_saved"]) + ([int(rec["tokens_saved"])] if rec and rec.get("tokens_saved") is not None
+                                         else [])
+    xmax, ymax = max(xs, default=0.0) or 0.01, max(ys, default=0) or 1
     return {"data": data, "layout": _layout(
-        340, showlegend=True, margin={"t": 30},
-        xaxis={"title": {"text": "sessions with a false halt", "font": {"size": 11, "color": MUTED}},
-               "tickformat": ".0%", "rangemode": "tozero"},
-        yaxis={"title": {"text": "tokens saved", "font": {"size": 11, "color": MUTED}}, **COUNTS,
-               "rangemode": "tozero"})}
+        340, showlegend=True, margin={"t": 30, "r": 24},
+        xaxis={"title": {"text": "sessions with a false halt (%)", "font": {"size": 11, "color": MUTED}},
+               "tickformat": ".0%", "range": [-0.06 * xmax, 1.1 * xmax]},
+        yaxis={"title": {"text": "tokens saved (tokens)", "font": {"size": 11, "color": MUTED}}, **COUNTS,
+               "range": [-0.06 * ymax, 1.12 * ymax]})}
 
 
 def sweep_heatmap(sweep: pl.DataFrame) -> Fig:
@@ -324,7 +338,7 @@ def sweep_heatmap(sweep: pl.DataFrame) -> Fig:
                          "<extra></extra>",
         "xgap": 2, "ygap": 2}],
         "layout": _layout(60 + 34 * max(len(warns), 3), margin={"t": 8},
-                          xaxis={"title": {"text": "halt at", "font": {"size": 11, "color": MUTED}}, "dtick": 1,
+                          xaxis={"title": {"text": "halt at (repeats)", "font": {"size": 11, "color": MUTED}}, "dtick": 1,
                                  "showgrid": False},
-                          yaxis={"title": {"text": "warn at", "font": {"size": 11, "color": MUTED}}, "dtick": 1,
+                          yaxis={"title": {"text": "warn at (repeats)", "font": {"size": 11, "color": MUTED}}, "dtick": 1,
                                  "showgrid": False})}

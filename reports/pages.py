@@ -11,9 +11,9 @@ import polars as pl
 from reports import figures
 from analyzer.results import Calibration, Recommendation, Totals
 from reports.context import (
-    CalibrationContext, Chart, Episode, IndexContext, Kpi, Link, PageMeta, SessionContext, Table,
+    AllSessionsContext, CalibrationContext, Chart, Episode, IndexContext, Kpi, Link, PageMeta, SessionContext, Table,
 )
-from reports.episodes import Episodes, Redactor
+from reports.episodes import CallAnchors, Episodes, Redactor
 from reports.fmt import compact, num, pct, project_label, share, usd, when
 from reports.paths import Links, section_id
 
@@ -24,20 +24,28 @@ DETAILED_EPISODES = 30
 OPEN_EPISODES = 20
 LISTED_EPISODES = 500
 SWEEP_ROWS = 200
+OPEN_CARDS = 3
+CONVERSATIONS = 8
+"""Episode cards of one page that show their conversation (the first ones, in call order); a page of hundreds of
+loops would otherwise repeat the same calls and results hundreds of times."""
+"""Episode cards shown open on a session page; the rest start collapsed so a long page stays scannable."""
 
 
 # ---- index ---------------------------------------------------------------------------------------------------------
 
 
 def _kpis(t: Totals, has_findings: bool) -> list[Kpi]:
+    """Dollars first: tokens are dominated by cache reads, so a token share reads larger than the money it is."""
+    stuck_cost = t.stuck_cost_usd if t.stuck_cost_usd is not None else t.loop_cost_usd
+    stuck_tokens = t.stuck_tokens if t.stuck_tokens is not None else t.loop_tokens
     loops = [
+        (f"{usd(stuck_cost)} wasted in stuck loops", share(stuck_cost, t.cost_usd)),
         (f"{num(t.loop_sessions)} with loops", share(t.loop_sessions, t.sessions)),
         (f"{num(t.loop_calls)} in loops", share(t.loop_calls, t.calls)),
-        (f"{compact(t.loop_tokens)} wasted in loops", share(t.loop_tokens, t.tokens)),
-        (f"{usd(t.loop_cost_usd)} in loops", share(t.loop_cost_usd, t.cost_usd)),
+        (f"{compact(stuck_tokens)} wasted in stuck loops", share(stuck_tokens, t.tokens)),
     ]
-    totals = [("Sessions", num(t.sessions)), ("Tool calls", num(t.calls)), ("Tokens", compact(t.tokens)),
-              ("Cost", usd(t.cost_usd))]
+    totals = [("Cost", usd(t.cost_usd)), ("Sessions", num(t.sessions)), ("Tool calls", num(t.calls)),
+              ("Tokens", compact(t.tokens))]
     return [Kpi(label, total, *(loop if has_findings else (None, None))) for (label, total), loop in zip(totals, loops)]
 
 
@@ -77,16 +85,22 @@ def loop_charts(fdf: pl.DataFrame, redact: Redactor) -> tuple[list[Chart], str]:
     )
     charts: list[Chart] = []
     kinds = _breakdown(fdf, tok, "kind")
-    charts.append(Chart("by-kind", "By kind", figures.stuck_bars(kinds, "kind", axis)))
-    tools = _breakdown(fdf.explode("tools").with_columns(pl.col("tools").fill_null("(none)")), tok, "tools")
-    charts.append(Chart("by-tool", "By tool", figures.stuck_bars(tools, "tools", axis),
-                        note="An episode that spans several tools counts under each."))
-    charts.append(Chart("by-model", "By model", figures.stuck_bars(_breakdown(fdf, tok, "model"), "model", axis),
+    charts.append(Chart("by-kind", "By kind", figures.stuck_bars(kinds, "kind", axis, "loop kind")))
+    # Tool names that differ only by an agent's convention (Bash/bash) are one bar, labelled with every spelling.
+    exploded = fdf.explode("tools").with_columns(pl.col("tools").fill_null("(none)"))
+    exploded = exploded.with_columns(pl.col("tools").str.strip_chars().str.to_lowercase().alias("tool_group"))
+    spellings = exploded.group_by("tool_group").agg(pl.col("tools").unique().sort().str.join("/").alias("label"))
+    tools = _breakdown(exploded, tok, "tool_group").join(spellings, on="tool_group", how="left")
+    tools = tools.with_columns(pl.col("label").alias("full"))
+    charts.append(Chart("by-tool", "By tool", figures.stuck_bars(tools, "label", axis, "tool"),
+                        note="An episode that spans several tools counts under each; names that differ only in "
+                             "case (Bash/bash) are one tool."))
+    charts.append(Chart("by-model", "By model", figures.stuck_bars(_breakdown(fdf, tok, "model"), "model", axis, "model"),
                         note="The model that issued the episode's first call."))
-    charts.append(Chart("by-agent", "By agent", figures.stuck_bars(_breakdown(fdf, tok, "format"), "format", axis)))
+    charts.append(Chart("by-agent", "By agent", figures.stuck_bars(_breakdown(fdf, tok, "format"), "format", axis, "agent")))
     proj = _breakdown(fdf, tok, "project").sort("project")
     proj = proj.with_columns(pl.Series("label", _project_labels(proj["project"].to_list())))
-    charts.append(Chart("by-project", "By project", figures.stuck_bars(proj, "label", axis), wide=True,
+    charts.append(Chart("by-project", "By project", figures.stuck_bars(proj, "label", axis, "project"), wide=True,
                         note="Working directory of the session; the largest twelve."))
     dated = fdf.filter(pl.col("day").is_not_null())
     if dated.height:
@@ -108,15 +122,16 @@ def repeat_chart(fdf: pl.DataFrame, rec: Recommendation | None) -> Chart:
 
 
 def session_tables(sessions: pl.DataFrame, links: Links, redact: Redactor) -> tuple[Table, Table | None]:
-    cols = ("Session", "Agent", "Project", "Started", "Calls", "Episodes", "Stuck", "Wasted tokens",
-            "Share of session", "Loop cost")
+    # Dollars first: a token share is dominated by cache reads and reads larger than the money it is.
+    cols = ("Session", "Agent", "Project", "Started", "Loop cost", "Session cost", "Calls", "Episodes", "Stuck",
+            "Wasted tokens", "Share of session")
     rows = []
     for r in sessions.head(LISTED_SESSIONS).iter_rows(named=True):
         rows.append((Link(redact(r["session_id"]) or "", links.session(r["session_id"])), r["format"] or "—",
-                     project_label(redact(r["cwd"])), when(r["started_at"]), num(r["calls"]), num(r["episodes"]),
-                     num(r["stuck_episodes"]), num(r["wasted_tokens"]),
-                     pct(share(r["wasted_tokens"] or 0, r["total_tokens"] or 0)), usd(r["loop_cost_usd"])))
-    numeric = frozenset(range(4, 10))
+                     project_label(redact(r["cwd"])), when(r["started_at"]), usd(r["loop_cost_usd"]),
+                     usd(r["cost_usd"]), num(r["calls"]), num(r["episodes"]), num(r["stuck_episodes"]),
+                     num(r["wasted_tokens"]), pct(share(r["wasted_tokens"] or 0, r["total_tokens"] or 0))))
+    numeric = frozenset(range(4, 11))
     worst = Table(cols, rows[:WORST_SESSIONS], numeric)
     rest = rows[WORST_SESSIONS:]
     other = Table(cols, rest, numeric, more=max(0, sessions.height - LISTED_SESSIONS)) if rest else None
@@ -151,23 +166,95 @@ def index_page(meta: PageMeta, totals: Totals, has_findings: bool, fdf: pl.DataF
         if totals.estimated_tokens:
             estimated_note = (f"Plus ~{compact(totals.estimated_tokens)} tokens estimated from repeated text in "
                               f"loops of transcripts that record no usage.")
+    split = [("input", compact(totals.input_tokens)), ("output", compact(totals.output_tokens)),
+             ("cache read", compact(totals.cache_read_tokens)), ("cache write", compact(totals.cache_write_tokens))]
+    if has_findings and totals.stuck_cost_usd is not None:
+        progress = max(0.0, totals.loop_cost_usd - totals.stuck_cost_usd)
+        split.append(("repeated with progress", usd(progress)))
     return IndexContext(meta, _kpis(totals, has_findings), has_findings, charts, unit, worst, other,
                         error_count, error_table(errors, redact) if error_count else None, estimated_note,
-                        skipped[0] if skipped else 0, skipped_table(skipped[1], redact) if skipped and skipped[0] else None)
+                        skipped[0] if skipped else 0, skipped_table(skipped[1], redact) if skipped and skipped[0] else None,
+                        links.all_sessions, split)
+
+
+# ---- all sessions --------------------------------------------------------------------------------------------------
+
+PROMPT_CHARS = 160
+SEARCH_CHARS = 300
+ALL_COLUMNS = ["id", "href", "agent", "project", "models", "started", "calls", "cost", "cost_note", "tokens",
+               "loops", "kinds", "tools", "wasted", "loop", "search", "prompt"]
+"""One all-sessions row: ``agent``, ``project``, ``models`` and ``tools`` are positions in the page's lookup lists;
+``tokens`` is [input, output, cache read, cache write, estimated]; ``cost_note`` is
+``""``, ``"estimated"`` (no usage recorded: an estimate from the text), ``"unknown"`` (no price) or ``"inexact"``
+(a price matched by another model's name); ``search`` is the loops' repeated calls, searched but not shown."""
+
+
+def _cost_note(sources: list[str] | None, total: int, est_cost: float | None) -> str:
+    srcs = sources or []
+    if not total:
+        return "estimated" if est_cost is not None else "unknown"
+    if any(s == "unknown model" for s in srcs):
+        return "unknown"
+    if any(s.startswith("genai-prices~") for s in srcs):
+        return "inexact"
+    return ""
+
+
+def all_sessions_page(meta: PageMeta, df: pl.DataFrame, has_page: set[str], links: Links,
+                      redact: Redactor) -> AllSessionsContext:
+    """Every session in scope, as compact rows (arrays, not objects: 10,000 sessions stay a few MB)."""
+    rows: list[list[Any]] = []
+    kinds: set[str] = set()
+    with_loops = 0
+    # Values many rows share (agent, project, model, tool) are written once and referred to by number.
+    lookups: dict[str, dict[str, int]] = {"agent": {}, "project": {}, "model": {}, "tool": {}}
+
+    def ref(table: str, value: str) -> int:
+        return lookups[table].setdefault(value, len(lookups[table]))
+
+    for r in df.iter_rows(named=True):
+        sid = r["session_id"]
+        total = int(r["total_tokens"] or 0)
+        est_cost = r.get("estimated_cost_usd")
+        cost = r["cost_usd"] if total else est_cost
+        loops_text = [redact(t) or "" for t in (r.get("loops_text") or [])]
+        prompt = (redact(r.get("first_prompt")) or "").strip()
+        started = r.get("started_at")
+        k = list(r.get("kinds") or [])
+        kinds.update(k)
+        with_loops += 1 if r["loops"] else 0
+        rows.append([
+            redact(sid) or "", links.session(sid) if sid in has_page else "", ref("agent", r["format"] or ""),
+            ref("project", redact(r["cwd"]) or ""), [ref("model", m) for m in (r.get("models") or [])],
+            started.strftime("%Y-%m-%d %H:%M") if started else "",
+            int(r["calls"] or 0), None if cost is None else round(float(cost), 4),
+            _cost_note(r.get("cost_sources"), total, est_cost),
+            [int(r["input_tokens"] or 0), int(r["output_tokens"] or 0), int(r["cache_read_tokens"] or 0),
+             int(r["cache_write_tokens"] or 0), 0 if total else int(r["estimated_tokens"] or 0)],
+            int(r["loops"] or 0), k, [ref("tool", t) for t in (r.get("loop_tools") or [])],
+            round(float(r["wasted_usd"] or 0), 4),
+            loops_text[0] if loops_text else "", " | ".join(loops_text[1:])[:SEARCH_CHARS],
+            " ".join(prompt.split())[:PROMPT_CHARS],
+        ])
+    return AllSessionsContext(meta, ALL_COLUMNS, rows, sorted(kinds), len(rows), with_loops,
+                              {k: list(v) for k, v in lookups.items()})
 
 
 # ---- session -------------------------------------------------------------------------------------------------------
 
 
-def _guard_table(replay: pl.DataFrame | None, seq_of: dict[str, int]) -> Table | None:
+def _guard_table(replay: pl.DataFrame | None, seq_of: dict[str, int], anchors: CallAnchors) -> Table | None:
     if replay is None:
         return None
 
-    def at(call_id: Any) -> str:
+    def at(call_id: Any) -> Any:
         if call_id is None:
             return "—"
         seq = seq_of.get(str(call_id))
-        return f"call #{seq}" if seq is not None else str(call_id)
+        if seq is None:
+            return "a call not in the store"
+        href = anchors.href(seq + 1)
+        return Link(f"call #{seq + 1}", href) if href else f"call #{seq + 1}"
 
     rows = []
     for r in replay.sort("policy").iter_rows(named=True):
@@ -181,19 +268,23 @@ def _guard_table(replay: pl.DataFrame | None, seq_of: dict[str, int]) -> Table |
                   "Cost after halt"), rows, frozenset({4, 5, 6}))
 
 
-def _seq_range(f: dict[str, Any]) -> str:
+def _seq_range(f: dict[str, Any], calls: CallAnchors | None = None) -> Any:
+    """The episode's calls, numbered from 1; a link to its first call where the page holds that call."""
     if f.get("first_seq") is None:
         return "—"  # a text loop whose messages issued no calls
-    return f"#{f['first_seq']}–#{f['last_seq']}"
+    text = f"#{f['first_seq'] + 1}–#{f['last_seq'] + 1}"
+    href = calls.href(int(f["first_seq"]) + 1) if calls is not None else None
+    return Link(text, href) if href else text
 
 
-def _episode_tables(findings: list[dict[str, Any]], anchors: dict[int, str]) -> tuple[Table, Table | None]:
+def _episode_tables(findings: list[dict[str, Any]], anchors: dict[int, str],
+                    calls: CallAnchors | None = None) -> tuple[Table, Table | None]:
     """Every episode in call order: the first ``OPEN_EPISODES`` in view, the rest (up to ``LISTED_EPISODES``)
     collapsed, so a session with hundreds of loops does not bury its details under a table."""
     rows = []
     for i, f in enumerate(findings[:LISTED_EPISODES]):
         kind: Any = Link(f["kind"], "#" + anchors[i]) if i in anchors else f["kind"]
-        rows.append((kind, ", ".join(f.get("tools") or []), _seq_range(f), num(f["repeats"]),
+        rows.append((kind, ", ".join(f.get("tools") or []), _seq_range(f, calls), num(f["repeats"]),
                      "yes" if f.get("stuck") else "no", num(f["wasted_tokens"]), usd(f["cost_usd"])))
     cols = ("Kind", "Tools", "Calls", "Repeats", "Stuck", "Wasted tokens", "Cost")
     numeric = frozenset({3, 5, 6})
@@ -203,33 +294,80 @@ def _episode_tables(findings: list[dict[str, Any]], anchors: dict[int, str]) -> 
     return Table(cols, rows[:OPEN_EPISODES], numeric), Table(cols, rows[OPEN_EPISODES:], numeric, more)
 
 
+def _cost_from(sources: list[str] | None) -> str:
+    """Where a session's cost came from, said plainly; an inexact price match or an unknown model is said first."""
+    srcs = list(sources or [])
+    if not srcs:
+        return "no usage recorded"
+    notes = []
+    for src in sorted(srcs, key=lambda x: (not x.startswith("genai-prices~"), x != "unknown model", x)):
+        if src == "transcript":
+            notes.append("recorded in the transcript")
+        elif src == "unknown model":
+            notes.append("unknown model: no price (counted as $0)")
+        elif src.startswith("genai-prices~"):
+            notes.append(f"inexact price match: {src.split('~', 1)[1]} (genai-prices)")
+        elif src.startswith("genai-prices:"):
+            notes.append(f"price table: {src.split(':', 1)[1]} (genai-prices)")
+        else:
+            notes.append(src)
+    return "; ".join(notes)
+
+
+def _tokens_split(s: dict[str, Any]) -> list[tuple[str, str]]:
+    """Tokens the way users count them: input, output, cache read, cache write (cache reads dominate counts)."""
+    return [("input", num(s.get("input_tokens"))), ("output", num(s.get("output_tokens"))),
+            ("cache read", num(s.get("cache_read_tokens"))), ("cache write", num(s.get("cache_write_tokens")))]
+
+
 def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.DataFrame | None,
-                 redact: Redactor) -> SessionContext:
-    """``replay``: this session's replay rows, or None when replay was not computed at all."""
+                 redact: Redactor, call_prefix: str = "") -> SessionContext:
+    """``replay``: this session's replay rows, or None when replay was not computed at all. ``call_prefix`` goes
+    before each call anchor (``call-12``): a single-file report holds several sessions in one document."""
     s = frames["sessions"].row(0, named=True)
     sid = s["session_id"]
     calls = frames["calls"]
     findings = frames["findings"].to_dicts()
     ep_calls = frames["episode_calls"].to_dicts()
     texts = frames["texts"].to_dicts()
-
-    timeline_fig, timeline_note = figures.timeline(calls, findings)
-    loop_turns = {c["turn_id"] for c in ep_calls if c.get("turn_id")}
-    tokens_fig = figures.cumulative_tokens(frames["turns"], loop_turns)
+    conv = frames["conversation"].to_dicts() if "conversation" in frames else []
 
     # The costliest episodes get a full section; all of them are listed in the table.
     weight = [(f.get("wasted_tokens") or 0, f.get("estimated_tokens") or 0, -i) for i, f in enumerate(findings)]
     chosen = sorted(sorted(range(len(findings)), key=lambda i: weight[i], reverse=True)[:DETAILED_EPISODES])
     prefix = section_id(sid)
     anchors = {i: f"{prefix}-ep-{i + 1}" for i in chosen}
+    call_anchors = CallAnchors(call_prefix)
     builder = Episodes(redact)
     episodes: list[Episode] = []
-    for i in chosen:
+    texts_of: dict[str, list[dict[str, Any]]] = {}
+    for t in texts:
+        texts_of.setdefault(t["finding_id"], []).append(t)
+    conv_of: dict[str, list[dict[str, Any]]] = {}
+    for m in conv:
+        conv_of.setdefault(m["finding_id"], []).append(m)
+    for n, i in enumerate(chosen):
         f = findings[i]
-        episodes.append(builder.build(f, ep_calls, [t for t in texts if t["finding_id"] == f["finding_id"]],
-                                      anchors[i]))
+        episodes.append(builder.build(f, ep_calls, texts_of.get(f["finding_id"], []), anchors[i],
+                                      conv_of.get(f["finding_id"], []) if n < CONVERSATIONS else [],
+                                      call_anchors, open=n < OPEN_CARDS))
+
+    timeline_fig, timeline_note = figures.timeline(calls, findings, call_anchor=call_anchors.id(0)[:-1],
+                                                   linked=sorted(call_anchors.known))
+    loop_turns = {c["turn_id"] for c in ep_calls if c.get("turn_id")}
+    tokens_fig = figures.cumulative_tokens(frames["turns"], loop_turns)
 
     seq_of = {str(c): int(q) for c, q in zip(calls["call_id"].to_list(), calls["seq"].to_list())}
+    total = s.get("total_tokens") or 0
+    if total:
+        tokens = num(total)
+        cost = usd(s.get("cost_usd"))
+    else:
+        est = int(s.get("estimated_tokens") or 0)
+        tokens = f"none recorded; ~{num(est)} estimated (about four characters a token)" if est else "none recorded"
+        est_cost = s.get("estimated_cost_usd")
+        cost = (f"none recorded; ~{usd(est_cost)} estimated (the estimated tokens priced as input)"
+                if est_cost is not None else "unknown: no usage recorded")
     facts = [
         ("agent", s.get("format") or "—"),
         ("project", redact(s.get("cwd")) or "—"),
@@ -238,16 +376,17 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
         ("models", ", ".join(s.get("models") or []) or "—"),
         ("calls", f"{num(s.get('calls'))} ({num(s.get('error_calls'))} errors)"),
         ("user prompts", num(s.get("user_turns"))),
-        ("tokens", num(s.get("total_tokens"))),
-        ("cost", usd(s.get("cost_usd"))),
+        ("cost", cost),
+        ("cost from", _cost_from(s.get("cost_sources"))),
+        ("tokens", tokens),
         ("file", redact(s.get("source_path")) or "—"),
     ]
     if s.get("parent_session_id"):
         facts.append(("spawned by", redact(s["parent_session_id"])))
-    guards = _guard_table(replay, seq_of)
-    first, rest = _episode_tables(findings, anchors)
+    guards = _guard_table(replay, seq_of, call_anchors)
+    first, rest = _episode_tables(findings, anchors, call_anchors)
     return SessionContext(
-        meta=meta, session_id=redact(sid) or "", facts=facts,
+        meta=meta, session_id=redact(sid) or "", facts=facts, tokens_split=_tokens_split(s) if total else [],
         timeline=Chart(f"{prefix}-timeline", "Call timeline", timeline_fig, note=timeline_note, wide=True),
         tokens=(Chart(f"{prefix}-tokens", "Cumulative tokens", tokens_fig, wide=True) if tokens_fig else None),
         episodes=episodes, episode_table=first, more_episodes=rest,
@@ -270,7 +409,8 @@ def pareto(sweep: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(keep, schema=sweep.schema) if keep else sweep.head(0)
 
 
-def _sweep_table(sweep: pl.DataFrame) -> Table:
+def _sweep_table(sweep: pl.DataFrame, rows_of: pl.DataFrame | None = None) -> Table:
+    """The sweep as a table: ``rows_of`` (the frontier) when given, else the best ``SWEEP_ROWS`` settings."""
     spec: list[tuple[str, str, Callable[[Any], str]]] = [
         ("warn", "Warn", num), ("halt", "Halt", num), ("window", "Window", num),
         ("similarity", "Similarity", lambda v: "—" if v is None else f"{float(v):.2f}"),
@@ -280,10 +420,14 @@ def _sweep_table(sweep: pl.DataFrame) -> Table:
         ("false_halt_sessions", "False halts", num), ("false_halt_rate", "False-halt rate", pct),
     ]
     spec = [s for s in spec if s[0] in sweep.columns]
-    top = sweep.sort(["tokens_saved", "false_halt_rate"], descending=[True, False]).head(SWEEP_ROWS)
-    rows = [tuple(f(r[c]) for c, _, f in spec) for r in top.iter_rows(named=True)]
-    return Table(tuple(h for _, h, _ in spec), rows, frozenset(range(len(spec))),
-                 more=max(0, sweep.height - SWEEP_ROWS))
+    if rows_of is not None:
+        top = rows_of.sort(["false_halt_rate", "tokens_saved"], descending=[False, True])
+        more = 0
+    else:
+        top = sweep.sort(["tokens_saved", "false_halt_rate"], descending=[True, False]).head(SWEEP_ROWS)
+        more = max(0, sweep.height - SWEEP_ROWS)
+    rows = [tuple(f(r[c]) if c in top.columns else "—" for c, _, f in spec) for r in top.iter_rows(named=True)]
+    return Table(tuple(h for _, h, _ in spec), rows, frozenset(range(len(spec))), more=more)
 
 
 def preset_table(replay: pl.DataFrame) -> Table:
@@ -309,7 +453,7 @@ def calibration_page(meta: PageMeta, calibration: Calibration | None,
                      replay: pl.DataFrame | None) -> CalibrationContext:
     presets = preset_table(replay) if replay is not None else None
     if calibration is None:
-        return CalibrationContext(meta, False, None, None, None, None, [], None, presets)
+        return CalibrationContext(meta, False, None, None, None, None, [], None, presets, None)
     rec = calibration.recommendation
     front = calibration.frontier if calibration.frontier is not None else pareto(calibration.sweep)
     rec_dict = None
@@ -338,4 +482,4 @@ def calibration_page(meta: PageMeta, calibration: Calibration | None,
         Chart("frontier", "Frontier", figures.frontier(sweep, front, rec_dict), wide=True),
         Chart("sweep", "Sweep: tokens saved by warn and halt", figures.sweep_heatmap(sweep), wide=True,
               note="Each cell is the best over the other swept settings (window, similarity)."),
-        rec, facts, _sweep_table(sweep), presets)
+        rec, facts, _sweep_table(sweep), presets, _sweep_table(sweep, front))

@@ -57,6 +57,10 @@ class Links:
     def calibration(self) -> str:
         return "#calibration" if self.single else f"{self.root}calibration.html"
 
+    @property
+    def all_sessions(self) -> str:
+        return "#sessions" if self.single else f"{self.root}sessions.html"
+
     def session(self, session_id: str) -> str:
         slug = session_slug(session_id)
         return f"#s-{slug}" if self.single else f"{self.root}sessions/{slug}.html"

@@ -193,12 +193,13 @@ def _pages(data: ReportSource, replay: Replay | None,
     links = Links(single)
     state.has_findings = scope.has_findings
 
-    def meta(title: str, page_id: str, depth: int, current: str = "") -> PageMeta:
+    def meta(title: str, page_id: str, depth: int, current: str = "", charts: bool = True) -> PageMeta:
         lk = links.at(depth)
         return PageMeta(title=title, generated_at=generated_at, version=__version__,
                         scope=_scope_text(flt, scope.sessions), redacted=redact,
-                        nav=(Link("Overview", lk.index), Link("Calibration", lk.calibration)), page_id=page_id,
-                        current=current)
+                        nav=(Link("Overview", lk.index), Link("Sessions", lk.all_sessions),
+                             Link("Calibration", lk.calibration)), page_id=page_id,
+                        current=current, charts=charts)
 
     fdf = sessions = None
     if scope.has_findings:
@@ -217,6 +218,10 @@ def _pages(data: ReportSource, replay: Replay | None,
     yield Page("index.html", "index.html", index)
     cal = pages.calibration_page(meta("Calibration", "calibration", 0, "Calibration"), calibration, in_scope)
     yield Page("calibration.html", "calibration.html", cal)
+    has_page = set(sessions["session_id"].to_list()) if sessions is not None else set()
+    every = pages.all_sessions_page(meta("All sessions", "sessions", 0, "Sessions", charts=False),
+                                    data.all_sessions(), has_page, links, redactor)
+    yield Page("sessions.html", "sessions.html", every)
 
     if sessions is None:
         return
@@ -232,7 +237,7 @@ def _pages(data: ReportSource, replay: Replay | None,
                 continue
             replay_rows = rp.get(sid, in_scope.head(0)) if in_scope is not None else None
             ctx = pages.session_page(meta(f"Session {redactor(sid)}", section_id(sid), 1), per, replay_rows,
-                                     redactor)
+                                     redactor, call_prefix=f"{section_id(sid)}-" if single else "")
             state.session_pages += 1
             yield Page(session_page_path(sid), "session.html", ctx)
             if progress is not None:

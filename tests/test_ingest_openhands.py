@@ -37,8 +37,8 @@ def test_saved_trajectory(db: Path) -> None:
     assert got[0][2]["path"] == "/workspace/game_2048.py" and "thought" not in got[0][2]
     # one turn per model response, with that response's usage, priced from the table (no recorded cost)
     turns = query(db, "SELECT turn_id, cost_source FROM turns WHERE role = 'assistant' ORDER BY turn_index")
-    assert turns == [("chatcmpl-6814daca-5c62-431d-8c88-9dafead244f1", "price_table"),
-                     ("chatcmpl-27cc0ad9-6b86-4f1f-9f72-d9c7ab2282f7", "price_table")]
+    assert turns == [("chatcmpl-6814daca-5c62-431d-8c88-9dafead244f1", "genai-prices:anthropic/claude-3-5-sonnet"),
+                     ("chatcmpl-27cc0ad9-6b86-4f1f-9f72-d9c7ab2282f7", "genai-prices:anthropic/claude-3-5-sonnet")]
 
 
 def _unique_response_usage(history: list[dict[str, Any]]) -> tuple[int, int]:

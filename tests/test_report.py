@@ -121,14 +121,17 @@ def test_session_page_shows_timeline_tokens_episodes_diffs_and_guards(corpus: Pa
     prefix = f"s-{session_slug('sess-loop')}"
     assert f'id="{prefix}-timeline-data"' in html and f'id="{prefix}-tokens-data"' in html
     # Four episodes, each with its repeated call; the cycle as a pattern of two calls repeated three times.
-    assert html.count('class="card episode"') == 4
+    assert html.count('class="card episode"') == 4 and html.count("<details class=\"card episode\"") == 4
     assert "command: npm test" in html and "(A B) ×3" in html and "A ×6" in html
     # Drift: the diff shows the changed number struck out and the new one inserted.
     assert "<del>20</del><ins>30</ins>" in html
     # Text loop: the assistant's repeated sentence, escaped.
     assert "I will check the directory &lt;script&gt;" in html
     guards = html[html.index("What each guard would have done"):html.index("Loop episodes")]
-    assert "open-codesign" in guards and "call #2" in guards and "call #4" in guards and "stuck loop" in guards
+    # Calls are numbered from 1 (the store's seq 2 and 4 are calls #3 and #5), each linked to its anchor.
+    assert "open-codesign" in guards and "call #3" in guards and "call #5" in guards and "stuck loop" in guards
+    assert "call #2<" not in guards
+    assert 'href="#call-3"' in guards and 'id="call-3"' in html and 'id="call-5"' in html
 
 
 def test_guard_replay_false_halt_and_calibration_page(corpus: Path, tmp_path: Path) -> None:
@@ -244,3 +247,57 @@ def test_cli_report_command(corpus: Path, tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--since: expected a date" in bad.output
     missing = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "none.duckdb")])
     assert missing.exit_code == 2 and "no store at" in missing.output
+
+
+def test_money_leads_tokens_split_and_costs_say_where_they_came_from(corpus: Path, tmp_path: Path) -> None:
+    render(corpus, tmp_path / "r", replay=sample_replay())
+    html = (tmp_path / "r" / "index.html").read_text()
+    labels = re.findall(r'<div class="kpi-label">([^<]+)</div>', html)
+    assert labels[0] == "Cost"
+    # Wasted money is the stuck loops' (not every repeat), and the repeats that made progress are their own figure.
+    assert "wasted in stuck loops" in html and "repeated with progress" in html
+    for part in ("input", "output", "cache read", "cache write"):
+        assert f"<span>{part} <b>" in html
+    assert 'href="sessions.html"' in html
+    page = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
+    assert "<dt>cost from</dt><dd>recorded in the transcript</dd>" in page
+    assert "<span>cache read <b>" in page
+
+
+def test_all_sessions_page_carries_every_session(corpus: Path, tmp_path: Path) -> None:
+    import json
+
+    render(corpus, tmp_path / "r")
+    html = (tmp_path / "r" / "sessions.html").read_text()
+    blob = re.search(r'<script type="application/json" id="all-sessions-data">(.*?)</script>', html, re.S)
+    assert blob
+    data = json.loads(blob.group(1))
+    cols = data["columns"]
+    ids = {r[cols.index("id")] for r in data["rows"]}
+    assert len(ids) == 5 and {"sess-loop", "sess-window", "../../x", "sess-broken"} <= ids
+    # Sessions with loops link to their page; the others are listed without a link.
+    linked = {r[cols.index("id")] for r in data["rows"] if r[cols.index("href")]}
+    assert linked == {"sess-loop", "sess-window", "../../x"}
+    # The only scripts are the report's own (the data block is never executed).
+    scripts = [m for m in re.findall(r"<script[^>]*>", html) if "application/json" not in m]
+    assert scripts and all(re.fullmatch(r'<script src="assets/loopscope-[0-9a-f]+\.js" defer>', m) for m in scripts)
+    assert "plotly" not in html
+
+
+def test_a_session_without_usage_shows_estimates_labelled(tmp_path: Path) -> None:
+    """The OpenAI-messages sample records no usage: its page says so and shows estimated tokens and cost, labelled,
+    instead of an empty chart and $0.00."""
+    from analyzer.scan.run import scan
+    from conftest import SAMPLE_DATA
+    from helpers import ingest_paths
+
+    db = tmp_path / "s.duckdb"
+    ingest_paths(db, SAMPLE_DATA / "openai_messages")
+    scan(db)
+    render(db, tmp_path / "r")
+    page = (tmp_path / "r" / "sessions" / f"{session_slug('support-7f3a91')}.html").read_text()
+    tokens = re.search(r"<dt>tokens</dt><dd>([^<]*)</dd>", page)
+    cost = re.search(r"<dt>cost</dt><dd>([^<]*)</dd>", page)
+    assert tokens and tokens.group(1).startswith("none recorded; ~") and "estimated" in tokens.group(1)
+    assert cost and "$0.00" not in cost.group(1) and ("estimated" in cost.group(1) or "unknown" in cost.group(1))
+    assert "records no token usage" in page  # no empty cumulative-token chart

@@ -2,8 +2,8 @@
 disk: no console error, no request outside the report folder, every chart drawn, links that work, and hostile
 transcript content shown as text without running.
 
-Screenshots of the index and a session page land in the test's tmp folder, and in $LOOPSCOPE_SCREENSHOTS when set,
-for a person to look at.
+Screenshots of the index and a session page land in the test's tmp folder, in benchmarks/out/screens/ (git-ignored)
+and in $LOOPSCOPE_SCREENSHOTS when set, for a person to look at.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from reports import render_report
 from reports.paths import session_slug
 
 CHROMIUM = Path("/usr/bin/chromium")
+SCREENS = Path(__file__).resolve().parents[1] / "benchmarks" / "out" / "screens"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--no-first-run"]
 
@@ -102,8 +103,8 @@ def screenshot(visit: Visit, tmp_path: Path, name: str) -> None:
     path = tmp_path / f"{name}.png"
     visit.page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
-    if os.environ.get("LOOPSCOPE_SCREENSHOTS"):
-        dest = Path(os.environ["LOOPSCOPE_SCREENSHOTS"])
+    for dest in [SCREENS] + ([Path(os.environ["LOOPSCOPE_SCREENSHOTS"])] if os.environ.get("LOOPSCOPE_SCREENSHOTS")
+                             else []):
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest / path.name)
 
@@ -112,6 +113,12 @@ def test_every_page_loads_clean_and_draws_every_chart(site: Path, browser: Any) 
     out = site / "report"
     pages = [out / "index.html", out / "calibration.html", *sorted((out / "sessions").glob("*.html"))]
     assert len(pages) == 5
+    v = Visit(browser, (out / "sessions.html").as_uri())  # the all-sessions index: no chart, no plotly.js
+    try:
+        v.check_clean(out)
+        assert v.page.locator("#all-sessions tbody tr").count() == 5  # with the one without loops
+    finally:
+        v.close()
     for page in pages:
         v = Visit(browser, page.as_uri())
         try:

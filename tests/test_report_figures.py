@@ -41,15 +41,40 @@ def test_every_builder_produces_a_figure_plotly_accepts() -> None:
                           "is_error": [True, None, False, True, False, False]})
     fig, note = figures.timeline(calls, [{"first_seq": 0, "last_seq": 3, "kind": "streak"}])
     valid(fig)
-    assert note is None and fig["layout"]["shapes"][0]["x0"] == -0.5
+    # Calls are numbered from 1: the episode of seqs 0..3 shades calls #1..#4.
+    assert note is None and fig["layout"]["shapes"][0]["x0"] == 0.5 and fig["data"][0]["x"][0] == 1
     turns = pl.DataFrame({"turn_index": [1, 3, 5], "turn_id": ["a", "b", "c"], "tokens": [10, 0, 30],
                           "last_seq": [0, None, 2]})
     fig = valid(figures.cumulative_tokens(turns, {"c"}))
-    assert fig["data"][0]["y"] == [10, 10, 40] and fig["data"][1]["x"] == [2]
+    assert fig["data"][0]["y"] == [10, 10, 40] and fig["data"][1]["x"] == [3]
     sweep = pl.DataFrame({"warn": [2, 3, 3], "halt": [4, 5, 6], "tokens_saved": [10, 30, 20],
                           "false_halt_rate": [0.0, 0.1, 0.1], "window": [10, 10, 10]})
     valid(figures.frontier(sweep, pareto(sweep), {"warn": 3, "halt": 5, "false_halt_rate": 0.1, "tokens_saved": 30}))
     valid(figures.sweep_heatmap(sweep))
+
+
+def test_every_chart_names_both_axes() -> None:
+    """A chart reads on its own: an axis title (with its unit) on each axis of every builder's figure."""
+    bars = pl.DataFrame({"kind": ["streak"], "episodes": [3], "stuck_tokens": [900], "other_tokens": [100],
+                         "tokens": [1000], "cost_usd": [0.3], "full": ["streak"]})
+    days = bars.with_columns(pl.Series("day", [date(2026, 3, 1)]))
+    hist = pl.DataFrame({"repeats": [3], "stuck": [2], "other": [1]})
+    calls = pl.DataFrame({"seq": [0, 1], "tool": ["bash", "bash"], "is_error": [False, False]})
+    turns = pl.DataFrame({"turn_index": [1], "turn_id": ["a"], "tokens": [10], "last_seq": [0]})
+    sweep = pl.DataFrame({"warn": [2, 3], "halt": [4, 5], "tokens_saved": [10, 30], "false_halt_rate": [0.0, 0.1]})
+    rec = {"warn": 3, "halt": 5, "false_halt_rate": 0.1, "tokens_saved": 30}
+    figs = [figures.stuck_bars(bars, "kind", "tokens", "loop kind"), figures.daily(days),
+            figures.repeat_histogram(hist, 3, 5), figures.timeline(calls, [])[0],
+            figures.cumulative_tokens(turns, set()), figures.frontier(sweep, pareto(sweep), rec),
+            figures.sweep_heatmap(sweep)]
+    for fig in figs:
+        for axis in ("xaxis", "yaxis"):
+            assert fig["layout"][axis]["title"]["text"], (axis, fig["layout"])
+    # The recommendation's star sits inside the axes' ranges, not on their edge, and is never clipped.
+    front = figs[5]
+    star = front["data"][-1]
+    assert star["cliponaxis"] is False
+    assert front["layout"]["xaxis"]["range"][1] > 0.1 and front["layout"]["yaxis"]["range"][1] > 30
 
 
 def test_no_usage_means_no_token_chart() -> None:
@@ -113,3 +138,20 @@ def test_clip_redacts_before_cutting_and_counts_what_is_left_out() -> None:
     shown = c.head + c.rest
     assert "x" * 20 not in shown and "[REDACTED anthropic-key]" in shown
     assert len(shown) == SHOW_CHARS and c.omitted == len(redact(text)) + 50_000 - SHOW_CHARS
+
+
+def test_diff_of_unrelated_edits_stays_readable() -> None:
+    """Four unrelated edits diff line by line (whole lines removed and added), not character by character; a flag
+    that changed inside one long line still diffs word by word."""
+    from reports.episodes import diff_parts
+
+    before = "path: src/a.py\nold: def alpha(x):\n    return x + 1\nnew: def alpha(x):\n    return x + 2"
+    after = "path: docs/readme.md\nold: ## Install\nRun make.\nnew: ## Install\nRun make install."
+    parts = diff_parts(before, after)
+    deleted = "".join(p.text for p in parts if p.op == "delete")
+    inserted = "".join(p.text for p in parts if p.op == "insert")
+    assert "def alpha(x):" in deleted and "## Install" in inserted
+    # No part is a fragment of a word: every changed part is made of whole lines or whole words.
+    assert len(parts) <= 8
+    word = diff_parts("grep -n handler src/app.js | head -20", "grep -n handler src/app.js | head -30")
+    assert [(p.op, p.text) for p in word if p.op != "equal"] == [("delete", "20"), ("insert", "30")]

@@ -11,6 +11,7 @@ import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
@@ -52,6 +53,58 @@ ForceOpt = Annotated[bool, typer.Option(
 ProjectOpt = Annotated[Optional[str], typer.Option(
     "--project", help="Only sessions whose working directory contains this text.", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")]
+
+
+class SortOrder(str, Enum):
+    asc = "asc"
+    desc = "desc"
+
+
+SortOpt = Annotated[Optional[str], typer.Option(
+    "--sort", help="Sort the rows by this column (any of --all-columns).", show_default=False, metavar="COLUMN")]
+OrderOpt = Annotated[Optional[SortOrder], typer.Option(
+    "--order", help="Sort order: asc or desc. Default: desc for numbers, asc for text.", show_default=False)]
+ColumnsOpt = Annotated[Optional[str], typer.Option(
+    "--columns", help="Show these columns, comma-separated (see --all-columns for their names).", show_default=False,
+    metavar="A,B,...")]
+AllColumnsOpt = Annotated[bool, typer.Option("--all-columns", help="Show every column in the table view.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Shortcut for --format json.")]
+
+
+def _human_error(exc: Any) -> str:
+    """A bad option value said for people, not as a pydantic validation error (typer validates with pydantic)."""
+    try:
+        errors = exc.errors()
+    except Exception:  # noqa: BLE001
+        return str(exc)
+    if not errors:
+        return str(exc)
+    e = errors[0]
+    value, kind, ctx = e.get("input"), e.get("type", ""), e.get("ctx") or {}
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"{value!r} is not a whole number"
+    if kind in ("float_parsing", "float_type"):
+        return f"{value!r} is not a number"
+    if kind in ("bool_parsing", "bool_type"):
+        return f"{value!r} is not yes/no (use true or false)"
+    if kind in ("enum", "literal_error") and "expected" in ctx:
+        return f"{value!r} is not one of {ctx['expected']}"
+    msg = str(e.get("msg") or exc)
+    return msg.removeprefix("Value error, ")
+
+
+def _install_human_errors() -> None:
+    """Typer (0.2x) formats a bad value with pydantic's first error message ("Input should be a valid integer,
+    unable to parse string as an integer"); say it plainly instead, once for every command."""
+    try:
+        from typer import _coercion
+    except ImportError:  # a typer without pydantic coercion already prints click's plain messages
+        return
+    if hasattr(_coercion, "get_error_msg"):
+        _coercion.get_error_msg = _human_error  # type: ignore[attr-defined]
+
+
+_install_human_errors()
 
 
 def db_path(db: Path | None) -> Path:
@@ -207,22 +260,69 @@ class Scope:
 
 @dataclass(frozen=True)
 class Listing(Scope):
-    """A ``Scope`` plus how to write the command's rows (``--format``, ``--output``)."""
+    """A ``Scope`` plus how to write the command's rows: ``--format``/``--json``, ``--output``, ``--sort``/``--order``,
+    ``--columns``/``--all-columns``."""
 
     format: OutputFormat = OutputFormat.table
     output: Path | None = None
+    sort: str | None = None
+    order: SortOrder | None = None
+    columns: str | None = None
+    all_columns: bool = False
+    json: bool = False
 
-    def write(self, df: "pl.DataFrame", title: str, table_columns: list[str] | None = None) -> None:
+    @property
+    def fmt(self) -> OutputFormat:
+        return OutputFormat.json if self.json else self.format
+
+    def arrange(self, df: "pl.DataFrame", limit: int | None = None) -> "pl.DataFrame":
+        """``df`` sorted as ``--sort``/``--order`` ask, then cut to ``limit`` rows."""
+        if self.sort:
+            col = self.sort.strip()
+            if col not in df.columns:
+                raise UsageError(f"--sort: no column {col!r}; choose from {', '.join(df.columns)}")
+            numeric = df.schema[col].is_numeric() or df.schema[col].is_temporal()
+            desc = self.order is SortOrder.desc if self.order is not None else numeric
+            df = df.sort(col, descending=desc, nulls_last=True, maintain_order=True)
+        elif self.order is not None:
+            raise UsageError("--order needs --sort COLUMN")
+        return df.head(limit) if limit is not None else df
+
+    def chosen_columns(self, df: "pl.DataFrame", default: list[str] | None) -> list[str] | None:
+        """The columns to show: ``--columns``, every one with ``--all-columns``, else ``default``."""
+        if self.columns:
+            wanted = [c.strip() for c in self.columns.split(",") if c.strip()]
+            unknown = [c for c in wanted if c not in df.columns]
+            if unknown:
+                raise UsageError(f"--columns: no column {', '.join(map(repr, unknown))}; choose from "
+                                 f"{', '.join(df.columns)}")
+            return wanted
+        if self.all_columns:
+            return None
+        return default
+
+    def write(self, df: "pl.DataFrame", title: str, table_columns: list[str] | None = None,
+              limit: int | None = None) -> None:
+        """Write the rows: sorted, cut to ``limit``; the table shows ``table_columns`` (or what ``--columns`` and
+        ``--all-columns`` ask for); the machine formats carry every column unless ``--columns`` names some."""
         from analyzer.commands.output import write_frame
 
-        write_frame(df, self.format, self.output, title=title, table_columns=table_columns)
+        df = self.arrange(df, limit)
+        cols = self.chosen_columns(df, table_columns)
+        if self.columns and self.fmt is not OutputFormat.table and cols:
+            df = df.select(cols)
+        write_frame(df, self.fmt, self.output, title=title, table_columns=cols)
 
 
 _SCOPE_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
     ("db", DbOpt, None), ("since", SinceOpt, None), ("until", UntilOpt, None), ("agent", AgentOpt, None),
     ("project", ProjectOpt, None),
 )
-_ROW_OPTIONS: tuple[tuple[str, Any, Any], ...] = (("format", FormatOpt, OutputFormat.table), ("output", OutputOpt, None))
+_ROW_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("format", FormatOpt, OutputFormat.table), ("json", JsonOpt, False), ("output", OutputOpt, None),
+    ("sort", SortOpt, None), ("order", OrderOpt, None), ("columns", ColumnsOpt, None),
+    ("all_columns", AllColumnsOpt, False),
+)
 
 
 def _adding_options(fn: F, name: str, options: tuple[tuple[str, Any, Any], ...], make: Callable[..., Any]) -> F:
@@ -252,7 +352,8 @@ def scoped(fn: F) -> F:
 
 
 def listing(fn: F) -> F:
-    """``scoped`` plus ``--format`` and ``--output``; the command receives ``listing: Listing``."""
+    """``scoped`` plus ``--format``/``--json``, ``--output``, ``--sort``/``--order`` and ``--columns``/``--all-columns``;
+    the command receives ``listing: Listing``."""
     return _adding_options(fn, "listing", _SCOPE_OPTIONS + _ROW_OPTIONS, Listing)
 
 

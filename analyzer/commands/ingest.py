@@ -52,9 +52,35 @@ def sessions(
     listing: Listing,
     limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many rows.", show_default=False)] = None,
 ) -> None:
-    """List sessions with their totals, most expensive first."""
+    """List sessions with their totals, most expensive first.
+
+    The table shows session, agent, project, cost, wasted $ (the cost of stuck loops), loops and the main repeated
+    call; --columns and --all-columns show others (tokens split into input, output, cache read and cache write).
+    """
     from analyzer.store.queries import SESSION_TABLE_COLUMNS
 
     with listing.store() as store:
-        df = store.sessions(listing.filter, limit)
-    listing.write(df, "sessions", SESSION_TABLE_COLUMNS)
+        df = store.sessions(listing.filter, None if listing.sort else limit)
+    listing.write(df, "sessions", SESSION_TABLE_COLUMNS, limit=limit)
+    _price_notes(df)
+
+
+def _price_notes(df: Any) -> None:
+    """Never a silent price: say which sessions were priced by an inexact model match or have no price at all."""
+    from analyzer.commands.common import err
+
+    if "cost_sources" not in df.columns or df.height == 0:
+        return
+    inexact: dict[str, int] = {}
+    unknown = 0
+    for sources in df["cost_sources"].to_list():
+        srcs = sources or []
+        for s in {s for s in srcs if s.startswith("genai-prices~")}:
+            inexact[s.split("~", 1)[1]] = inexact.get(s.split("~", 1)[1], 0) + 1
+        unknown += 1 if "unknown model" in srcs else 0
+    for model, n in sorted(inexact.items()):
+        err.print(f"note: {n:,} session(s) priced as {model} by an inexact model match (genai-prices); "
+                  "see turns.cost_source", soft_wrap=True, markup=False)
+    if unknown:
+        err.print(f"note: {unknown:,} session(s) use a model with no known price: their cost leaves those turns "
+                  "out", soft_wrap=True, markup=False)

@@ -52,10 +52,12 @@ def _flatten_for_csv(df: "pl.DataFrame") -> "pl.DataFrame":
     return df.with_columns(exprs) if exprs else df
 
 
-def _cell(v: Any, width: int) -> str:
+def _cell(v: Any, width: int, money: bool = False) -> str:
     if v is None:
         return ""
-    if isinstance(v, float):
+    if money and isinstance(v, (int, float)) and not isinstance(v, bool):
+        s = f"${v:,.2f}" if v == 0 or abs(v) >= 0.01 else f"${v:.4f}"
+    elif isinstance(v, float):
         s = f"{v:,.4f}" if abs(v) < 1 else f"{v:,.2f}"
     elif isinstance(v, int) and not isinstance(v, bool):
         s = f"{v:,}"
@@ -69,17 +71,67 @@ def _cell(v: Any, width: int) -> str:
     return s if len(s) <= width else s[: width - 1] + "…"
 
 
-def render_table(df: "pl.DataFrame", title: str | None = None, width: int = 48) -> "Table":
+def table_width(output: Path | None) -> int | None:
+    """The table's width: the terminal's (or $COLUMNS); off a terminal, where rich would assume 80 columns, 200 unless
+    $COLUMNS says otherwise (a listing piped to a file or pager reads better wide)."""
+    import os
+
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    wide = output is not None or not sys.stdout.isatty()
+    return 200 if wide else None
+
+
+ID_WIDTH = 13
+"""A session id cut to this many characters still tells sessions apart; it gives up its width first."""
+
+
+def fit_widths(natural: list[int], total: int | None, floor: int = 8, ids: frozenset[int] = frozenset(),
+               numeric: frozenset[int] = frozenset()) -> list[int]:
+    """Column widths that fit ``total`` characters (the gaps between columns included): short columns (counts,
+    money, kinds, flags) keep their width; id columns (``ids``) shrink first, to ``ID_WIDTH``; then the long text
+    columns share what is left, in proportion to their length."""
+    if total is None:
+        return natural
+    room = total - 2 * (len(natural) - 1)  # two spaces between columns, no outer border
+    if sum(natural) <= room:
+        return natural
+    natural = list(natural)
+    for i in ids:
+        over = sum(natural) - room
+        if over > 0 and natural[i] > ID_WIDTH:
+            natural[i] = max(ID_WIDTH, natural[i] - over)
+    if sum(natural) <= room:
+        return natural
+    long = [i for i, w in enumerate(natural) if w > 16 and i not in numeric]
+    fixed = sum(w for i, w in enumerate(natural) if i not in long)
+    budget = max(room - fixed, floor * len(long))
+    want = sum(natural[i] for i in long) or 1
+    out = list(natural)
+    for i in long:
+        out[i] = max(floor, min(natural[i], budget * natural[i] // want))
+    return out
+
+
+def render_table(df: "pl.DataFrame", title: str | None = None, width: int = 48,
+                 total_width: int | None = None) -> "Table":
+    """``df`` as a rich table; with ``total_width`` (the console's) the long text columns are cut so that the table
+    fits it, and the short ones are never squeezed."""
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=title, show_lines=False, header_style="bold")
-    rows = [[_cell(v, width) for v in row] for row in df.iter_rows()]
+    # Columns two spaces apart under a rule, no outer border: narrow terminals keep room for the data.
+    table = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
+                  pad_edge=False, collapse_padding=True, title_justify="left")
+    money = [name.endswith(("_usd", "cost")) for name in df.columns]
+    rows = [[_cell(v, width, m) for v, m in zip(row, money)] for row in df.iter_rows()]
+    natural = [max([len(name)] + [len(r[i]) for r in rows]) for i, name in enumerate(df.columns)]
+    fitted = fit_widths(natural, total_width, ids=frozenset(i for i, c in enumerate(df.columns) if c.endswith("_id")),
+                        numeric=frozenset(i for i, t in enumerate(df.dtypes) if t.is_numeric()))
     for i, (name, dtype) in enumerate(df.schema.items()):
-        natural = max([len(name)] + [len(r[i]) for r in rows])
-        # When the table is too wide rich shrinks every column; short ones (kinds, counts, flags) keep their width
-        # so only the long text columns are cut.
         table.add_column(name, justify="right" if dtype.is_numeric() else "left", no_wrap=True,
-                         overflow="ellipsis", max_width=width, min_width=natural if natural <= 16 else 12)
+                         overflow="ellipsis", min_width=fitted[i], max_width=fitted[i])
     for r in rows:
         table.add_row(*r)
     return table
@@ -108,14 +160,11 @@ def write_frame(
         from rich.console import Console
 
         shown = df.select([c for c in table_columns if c in df.columns]) if table_columns else df
-        # Off a terminal rich assumes 80 columns; a listing piped to a file or pager reads better wide.
-        wide = output is not None or not sys.stdout.isatty()
-        console = Console(file=open(output, "w", encoding="utf-8") if output else None,
-                          width=200 if wide else None)
+        console = Console(file=open(output, "w", encoding="utf-8") if output else None, width=table_width(output))
         if df.height == 0:
             console.print("(no rows)")
         else:
-            console.print(render_table(shown, title))
+            console.print(render_table(shown, title, total_width=console.width))
         if output:
             console.file.close()
         return

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from analyzer.errors import UsageError
-from analyzer.commands.output import OutputFormat
+from analyzer.commands.output import OutputFormat, table_width
 from analyzer.commands.common import FormatOpt, Listing, OutputOpt, err, handle_errors, listing
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 PolicyOpt = Annotated[Optional[list[str]], typer.Option(
     "--policy", "-p", help="Policy to use: a preset (open-codesign, gitagent, pi-anti-doom-loop, gemini-cli, cline, "
                            "roo-code, opencode, openhands), a policy from --policy-file, or all. Repeatable.",
-    show_default=False)]
+    show_default=False, metavar="NAME")]
 PolicyFileOpt = Annotated[Optional[Path], typer.Option(
     "--policy-file", help="TOML file of custom policies ([policies.<name>] tables with base = a preset).",
     show_default=False)]
@@ -39,7 +39,7 @@ class Scope(str, Enum):
 
 SetOpt = Annotated[Optional[list[str]], typer.Option(
     "--set", help="Change a setting for this run: NAME=VALUE (tool lists comma-separated). Repeatable.",
-    show_default=False)]
+    show_default=False, metavar="NAME=VALUE")]
 
 
 def _overrides(sets: list[str] | None, warn: int | None, halt: int | None, window: int | None) -> dict[str, str]:
@@ -142,8 +142,8 @@ def replay(
         listing.write(tot, "replay totals", TOTALS_TABLE_COLUMNS)
     elif calls:
         listing.write(result.verdicts, "verdicts")
-    elif listing.format is OutputFormat.table:
-        _print_tables(rows, tot, listing.output)
+    elif listing.fmt is OutputFormat.table:
+        _print_tables(listing.arrange(rows), tot, listing.output, listing.chosen_columns(rows, None))
     else:
         listing.write(rows, "replay")
 
@@ -154,24 +154,44 @@ def _console(output: Path | None) -> Iterator["Console"]:
     from rich.console import Console
 
 
-    wide = output is not None or not sys.stdout.isatty()
     fh = open(output, "w", encoding="utf-8") if output else None
     try:
-        yield Console(file=fh, width=200 if wide else None, highlight=False)
+        yield Console(file=fh, width=table_width(output), highlight=False)
     finally:
         if fh:
             fh.close()
 
 
-def _print_tables(rows: "pl.DataFrame", tot: "pl.DataFrame", output: Path | None) -> None:
+def _call_numbers(rows: "pl.DataFrame") -> "pl.DataFrame":
+    """The warning and halting calls as a person counts them, from 1 (``#12``), instead of the transcript's ids."""
+    import polars as pl
+
+    def number(col: str) -> "pl.Expr":
+        return pl.when(pl.col(col).is_null()).then(pl.lit(None, dtype=pl.String)).otherwise(
+            pl.format("#{}", pl.col(col) + 1))
+
+    out = []
+    for seq, name in (("first_warn_seq", "first_warn_call_id"), ("halt_seq", "halt_call_id")):
+        if seq in rows.columns:
+            out.append(number(seq).alias(name))
+    return rows.with_columns(out) if out else rows
+
+
+def _print_tables(rows: "pl.DataFrame", tot: "pl.DataFrame", output: Path | None,
+                  columns: list[str] | None = None) -> None:
     """The session table, then the totals, on one console (``write_frame`` would overwrite --output)."""
     from analyzer.commands.output import render_table
     from analyzer.guards.replay import SESSION_TABLE_COLUMNS, TOTALS_TABLE_COLUMNS
+
+    shown = _call_numbers(rows).rename({"first_warn_call_id": "first_warn", "halt_call_id": "halt"})
+    table_cols = [{"first_warn_call_id": "first_warn", "halt_call_id": "halt"}.get(c, c)
+                  for c in (columns or SESSION_TABLE_COLUMNS)]
 
 
     with _console(output) as console:
         if rows.height == 0:
             console.print("(no sessions)")
         else:
-            console.print(render_table(rows.select(SESSION_TABLE_COLUMNS), "replay"))
-        console.print(render_table(tot.select(TOTALS_TABLE_COLUMNS), "totals"))
+            console.print(render_table(shown.select([c for c in table_cols if c in shown.columns]), "replay",
+                                       total_width=console.width))
+        console.print(render_table(tot.select(TOTALS_TABLE_COLUMNS), "totals", total_width=console.width))

@@ -75,8 +75,8 @@ def findings(
 
     with listing.store() as store:
         df = store.findings(listing.filter, kind=kind, min_repeats=min_repeats, session=session, stuck=stuck,
-                            limit=limit)
-    listing.write(df, "findings", FINDING_TABLE_COLUMNS)
+                            limit=None if listing.sort else limit)
+    listing.write(df, "findings", FINDING_TABLE_COLUMNS, limit=limit)
 
 
 @listing
@@ -88,7 +88,7 @@ def summary(listing: Listing) -> None:
     """
     with listing.store() as store:
         parts = store.summary(listing.filter)
-    write_summary(parts, listing.format, listing.output)
+    write_summary(parts, listing.fmt, listing.output)
     totals = parts["totals"].row(0, named=True)
     if totals["scanned_sessions"] < totals["sessions"]:
         err.print(f"{totals['sessions'] - totals['scanned_sessions']:,} of {totals['sessions']:,} sessions not "

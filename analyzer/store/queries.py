@@ -10,25 +10,47 @@ from analyzer.store.filters import SessionFilter
 from analyzer.detect.rules import FINDINGS, KINDS
 from analyzer.store.db import frame, has_table
 
-SESSION_TABLE_COLUMNS = [
-    "session_id", "format", "started_at", "cwd", "models", "user_turns", "calls", "error_calls", "total_tokens",
-    "cost_usd", "loops", "wasted_tokens",
-]
-FINDING_TABLE_COLUMNS = [
-    "session_id", "kind", "period", "repeats", "stuck", "first_seq", "last_seq", "tools", "wasted_tokens",
-    "cost_usd", "why",
-]
+# The compact table views (they fit a 100-column terminal and lead with money); `--columns` and `--all-columns`
+# choose others, and the machine formats carry every column.
+SESSION_TABLE_COLUMNS = ["session_id", "format", "project", "cost_usd", "wasted_usd", "loops", "loop"]
+FINDING_TABLE_COLUMNS = ["session_id", "kind", "calls", "repeats", "stuck", "cost_usd", "loop"]  # and `why` by name
 
 # Per-session loop columns `loopscope sessions` adds (NULL for a session that was never scanned).
 SESSION_LOOP_COLUMNS = {
     "loops": "Findings (loop episodes) in the session.",
     "stuck_loops": "Findings whose repeats made no progress.",
     "wasted_tokens": "Tokens of the turns that repeated a stuck loop (each turn once across the session's findings).",
-    "wasted_cost_usd": "Cost of those turns.",
+    "wasted_usd": "Cost of those turns: the money stuck loops wasted.",
     "progress_repeat_tokens": "Tokens of the turns that repeated a loop that made progress (a poll whose result "
                               "changed, edits that succeeded): repeats, not waste.",
     "loop_estimated_tokens": "Sum of the stuck findings' estimated_tokens (for transcripts without usage).",
 }
+
+
+def _loop_labels(con: duckdb.DuckDBPyConnection, source: str, params: list) -> pl.DataFrame:
+    """``finding_id``, ``session_id``, ``stuck``, ``repeats`` and ``loop`` (the repeated call, or a cycle's block, as
+    one line: ``Bash: pytest -q ×4``) of the findings ``source`` selects."""
+    from analyzer.calltext import loop_text
+
+    df = frame(con, f"""
+        SELECT f.finding_id, f.session_id, f.stuck, f.repeats, f.kind,
+               list(c.tool ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_tools,
+               list(left(c.args, 400) ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_args
+        FROM ({source}) f
+        LEFT JOIN calls c ON c.session_id = f.session_id AND f.first_seq IS NOT NULL
+             AND c.seq BETWEEN f.first_seq AND f.first_seq + greatest(coalesce(f.period, 1), 1) - 1
+        GROUP BY ALL""", params)
+    labels = [loop_text(t or [], a or [], r) for t, a, r in
+              zip(df["c_tools"].to_list(), df["c_args"].to_list(), df["repeats"].to_list())]
+    return df.drop("c_tools", "c_args").with_columns(pl.Series("loop", labels, dtype=pl.String))
+
+
+def _main_loops(labels: pl.DataFrame) -> pl.DataFrame:
+    """Per session, the loop a person would look at first: stuck before progress, then the most repeats."""
+    if labels.height == 0:
+        return pl.DataFrame(schema={"session_id": pl.String, "loop": pl.String})
+    return (labels.sort(["stuck", "repeats"], descending=True, nulls_last=True)
+            .group_by("session_id", maintain_order=True).first().select("session_id", "loop"))
 
 
 def _wasted_turns(source: str, group: str | None, stuck: bool = True) -> str:
@@ -66,7 +88,7 @@ def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(wasted.tokens, 0) END::BIGINT
                        AS wasted_tokens,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(wasted.cost, 0) END::DOUBLE
-                       AS wasted_cost_usd,
+                       AS wasted_usd,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(progress.tokens, 0) END::BIGINT
                        AS progress_repeat_tokens,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.est, 0) END::BIGINT
@@ -80,14 +102,44 @@ def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(
             ORDER BY s.cost_usd DESC, s.total_tokens DESC, s.session_id
         """
         params = params + params
+        scanned = True
     else:
+        scanned = False
         nulls = ", ".join(f"NULL::{'BIGINT' if 'tokens' in c else 'DOUBLE' if 'usd' in c else 'INTEGER'} AS {c}"
                           for c in SESSION_LOOP_COLUMNS)
         sql = (f"SELECT s.* EXCLUDE (file_id), {nulls} FROM sessions s WHERE {where} "
                "ORDER BY s.cost_usd DESC, s.total_tokens DESC, s.session_id")
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return frame(con, sql, params)
+    df = frame(con, sql, params)
+    df = df.with_columns(pl.col("cwd").map_elements(_project, return_dtype=pl.String).alias("project"))
+    if df.height:
+        src = frame(con, """
+            SELECT session_id, list(DISTINCT cost_source ORDER BY cost_source) AS cost_sources FROM turns
+            WHERE usage_counted AND cost_source IS NOT NULL GROUP BY ALL""")
+        df = df.join(src, on="session_id", how="left", maintain_order="left")
+    else:
+        df = df.with_columns(pl.lit(None, dtype=pl.List(pl.String)).alias("cost_sources"))
+    if scanned and df.height:
+        ids = df["session_id"].to_list()
+        con.execute("CREATE OR REPLACE TEMP TABLE _q_ids (session_id VARCHAR)")
+        con.executemany("INSERT INTO _q_ids VALUES (?)", [[i] for i in ids])
+        try:
+            main = _main_loops(_loop_labels(
+                con, "SELECT * FROM findings WHERE session_id IN (SELECT session_id FROM _q_ids)", []))
+        finally:
+            con.execute("DROP TABLE IF EXISTS _q_ids")
+        df = df.join(main, on="session_id", how="left")
+    else:
+        df = df.with_columns(pl.lit(None, dtype=pl.String).alias("loop"))
+    return df
+
+
+def _project(cwd: str | None) -> str | None:
+    """The project as people name it: the last part of the working directory."""
+    if not cwd:
+        return None
+    return cwd.rstrip("/\\").replace("\\", "/").rsplit("/", 1)[-1] or cwd
 
 
 def _need_findings(con: duckdb.DuckDBPyConnection) -> None:
@@ -130,7 +182,21 @@ def findings(
            "f.first_turn_index, f.kind")
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
-    return frame(con, sql, params)
+    df = frame(con, sql, params)
+    if df.height == 0:
+        return df.with_columns(pl.lit(None, dtype=pl.String).alias("calls"), pl.lit(None, dtype=pl.String).alias("loop"))
+    ids = df["finding_id"].to_list()
+    con.execute("CREATE OR REPLACE TEMP TABLE _q_f (finding_id VARCHAR)")
+    con.executemany("INSERT INTO _q_f VALUES (?)", [[i] for i in ids])
+    try:
+        labels = _loop_labels(con, "SELECT * FROM findings WHERE finding_id IN (SELECT finding_id FROM _q_f)", [])
+    finally:
+        con.execute("DROP TABLE IF EXISTS _q_f")
+    # Calls numbered from 1, as a person counts them (the store's seq is 0-based).
+    calls = pl.when(pl.col("first_seq").is_null()).then(pl.lit("—")).otherwise(
+        pl.format("#{}–#{}", pl.col("first_seq") + 1, pl.col("last_seq") + 1))
+    return (df.with_columns(calls.alias("calls"))
+            .join(labels.select("finding_id", "loop"), on="finding_id", how="left", maintain_order="left"))
 
 
 def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> dict[str, pl.DataFrame]:
@@ -142,7 +208,10 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
                     FROM sessions s WHERE {where}""", params)
     con.execute("CREATE OR REPLACE TEMP TABLE _sum_f AS SELECT f.* FROM findings f "
                 "WHERE f.session_id IN (SELECT session_id FROM _sum_s)")
-    con.execute("CREATE OR REPLACE TEMP TABLE _sum_ft AS SELECT f.*, unnest(f.tools) AS tool FROM _sum_f f")
+    # Tool names that differ only by an agent's convention (Bash/bash) count as one tool; `names` keeps each
+    # agent's own spelling.
+    con.execute("CREATE OR REPLACE TEMP TABLE _sum_ft AS SELECT f.*, lower(trim(u.tool)) AS tool, u.tool AS tool_name "
+                "FROM _sum_f f, (SELECT DISTINCT unnest(f.tools) AS tool) u")
     try:
         totals = frame(con, f"""
             WITH w AS ({_wasted_turns('_sum_f', None)}),
@@ -162,7 +231,7 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
                    coalesce((SELECT tokens FROM w), 0) / nullif(s.total_tokens, 0) AS wasted_token_share,
                    coalesce((SELECT tokens FROM pr), 0)::BIGINT AS progress_repeat_tokens,
                    s.total_cost::DOUBLE AS total_cost_usd,
-                   coalesce((SELECT cost FROM w), 0)::DOUBLE AS wasted_cost_usd,
+                   coalesce((SELECT cost FROM w), 0)::DOUBLE AS wasted_usd,
                    coalesce((SELECT cost FROM w), 0) / nullif(s.total_cost, 0) AS wasted_cost_share,
                    coalesce((SELECT cost FROM pr), 0)::DOUBLE AS progress_repeat_cost_usd,
                    f.est::BIGINT AS estimated_tokens
@@ -170,6 +239,8 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
         """)
         by_kind = _grouped(con, "_sum_f", "kind")
         by_tool = _grouped(con, "_sum_ft", "tool")
+        names = frame(con, "SELECT tool, list(DISTINCT tool_name ORDER BY tool_name) AS names FROM _sum_ft GROUP BY tool")
+        by_tool = by_tool.join(names, on="tool", how="left", maintain_order="left")
     finally:
         for t in ("_sum_s", "_sum_f", "_sum_ft"):
             con.execute(f"DROP TABLE IF EXISTS {t}")
@@ -181,7 +252,7 @@ def _grouped(con: duckdb.DuckDBPyConnection, source: str, col: str) -> pl.DataFr
         WITH w AS ({_wasted_turns(source, col)}), pr AS ({_wasted_turns(source, col, stuck=False)})
         SELECT g.{col}, g.loops::BIGINT AS loops, g.stuck_loops::BIGINT AS stuck_loops,
                g.sessions::BIGINT AS sessions, g.loop_calls::BIGINT AS loop_calls,
-               coalesce(w.tokens, 0)::BIGINT AS wasted_tokens, coalesce(w.cost, 0)::DOUBLE AS wasted_cost_usd,
+               coalesce(w.tokens, 0)::BIGINT AS wasted_tokens, coalesce(w.cost, 0)::DOUBLE AS wasted_usd,
                coalesce(pr.tokens, 0)::BIGINT AS progress_repeat_tokens,
                g.est::BIGINT AS estimated_tokens
         FROM (SELECT {col}, count(*) AS loops, count(*) FILTER (WHERE stuck) AS stuck_loops,

@@ -63,7 +63,7 @@ SESSIONS = _t(
     ("cache_read_tokens", "BIGINT", "Input tokens read from the prompt cache."),
     ("cache_write_tokens", "BIGINT", "Input tokens written to the prompt cache."),
     ("total_tokens", "BIGINT", "input + cache read + cache write + output, as ccusage counts them."),
-    ("cost_usd", "DOUBLE", "The transcript's own cost where it records one (pi), else the offline price table."),
+    ("cost_usd", "DOUBLE", "The transcript's own cost where it records one (pi), else priced offline by genai-prices; NULL when unknown."),
 )
 
 TURNS = _t(
@@ -85,7 +85,9 @@ TURNS = _t(
     ("cache_write_tokens", "BIGINT", "Cache-write input tokens."),
     ("total_tokens", "BIGINT", "Sum of the four, or the agent's own total where it records one (Codex)."),
     ("cost_usd", "DOUBLE", "Cost of the response."),
-    ("cost_source", "VARCHAR", "`transcript`, `price_table` or NULL (unknown model or no usage)."),
+    ("cost_source", "VARCHAR", "Where `cost_usd` came from: `transcript`; `genai-prices:<provider>/<model>` (the "
+     "price database's entry for this model); `genai-prices~<provider>/<model>` (an inexact match: a different model "
+     "name); `unknown model` (usage but no price: `cost_usd` is NULL); NULL without usage."),
     ("usage_key", "VARCHAR", "Deduplication key of the API response, so one response split over several lines "
      "or replayed in another file counts once (Claude Code: `message.id`, with `:requestId` or `@sessionId` where "
      "ccusage tells copies apart); NULL where every message is its own response (pi, Codex)."),
