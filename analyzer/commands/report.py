@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -31,6 +31,10 @@ def report(
     until: UntilOpt = None,
     agent: AgentOpt = None,
     project: ProjectOpt = None,
+    from_dir: Annotated[Optional[str], typer.Option(
+        "--from", help="Draw the report from Parquet results (`loopscope export --format parquet` or `loopscope spark "
+                       "run`): a folder, or a URL pyarrow reads (s3://..., gs://...), instead of the store.",
+        show_default=False)] = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Write a static HTML report: overview, one page per session with loops, calibration.
@@ -43,7 +47,12 @@ def report(
     from analyzer.store import db as store
 
     flt = session_filter(since, until, agent, project)
-    con = store.connect(db_path(db), read_only=True)
+    if from_dir:
+        from analyzer.store.parquet import open_dir
+
+        con = open_dir(from_dir)
+    else:
+        con = store.connect(db_path(db), read_only=True)
     try:
         result = with_progress("report", quiet, lambda cb: write_report(
             con, out_dir, flt, single_file=single_file, redact=not no_redact, progress=cb), unit="pages")

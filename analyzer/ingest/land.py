@@ -26,7 +26,7 @@ def _ts(col: str) -> str:
     return f"timezone('UTC', TRY_CAST({col} AS TIMESTAMPTZ))"
 
 
-def _spool_source(spool: dict[str, list[str]], table: str) -> str:
+def spool_source(spool: dict[str, list[str]], table: str) -> str:
     """A FROM-clause source for a spool table: its Parquet files, or an empty relation of the same columns."""
     paths = spool.get(table) or []
     if paths:
@@ -117,7 +117,7 @@ def load_chunk(
 
         # Turns and calls stream straight from the spool into their tables; only the small sessions spool is
         # materialised, for the duplicate check.
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _new_sessions AS SELECT * FROM {_spool_source(spool, 'sessions')}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _new_sessions AS SELECT * FROM {spool_source(spool, 'sessions')}")
 
         # A session id already in the store from another file (an archived copy, a duplicated dataset row) is
         # recorded as an error and not loaded twice; within the chunk the lowest file id wins.
@@ -135,7 +135,7 @@ def load_chunk(
         keep = ("WHERE NOT EXISTS (SELECT 1 FROM _dup d WHERE d.session_id = t.session_id "
                 "AND d.file_id = t.file_id)")
         for table, spec in (("sessions", SESSIONS), ("turns", TURNS), ("calls", CALLS)):
-            source = "_new_sessions" if table == "sessions" else _spool_source(spool, table)
+            source = "_new_sessions" if table == "sessions" else spool_source(spool, table)
             con.execute(f"INSERT INTO {table} ({', '.join(spec.names)}) {landed_sql(table, source, keep)}")
         con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "
                     "WHERE file_id IN (SELECT file_id FROM _chunk_files) AND usage_key IS NOT NULL")
