@@ -17,7 +17,8 @@ app = typer.Typer(help="The pipeline on Apache Spark (pip install 'loopscope[spa
 @handle_errors
 def run(
     paths: Annotated[list[Path], typer.Argument(help="Transcript files or folders (every executor must see them).")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the Parquet tables (DIR/<table>/).")],
+    out_dir: Annotated[str, typer.Option("--out", help="Folder for the Parquet tables (DIR/<table>/): a path, or a "
+                                                       "URL Spark writes (hdfs://, s3a://).")],
     master: Annotated[Optional[str], typer.Option(
         "--master", help="Spark master URL (local[4], spark://host:7077, yarn, ...). Default: what spark-submit "
                          "set, else local[*].", show_default=False)] = None,

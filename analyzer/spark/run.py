@@ -8,7 +8,6 @@ tasks' tagged output so each adapter and detector runs exactly once per file and
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,9 +38,10 @@ class SparkSummary:
     cores: int = 0
 
 
-def run(paths: Sequence[Path], out: Path, master: str | None = None, config: "Config | None" = None,
+def run(paths: Sequence[Path], out: str | Path, master: str | None = None, config: "Config | None" = None,
         spark: "SparkSession | None" = None, keep_stage: bool = False) -> SparkSummary:
-    """Ingest and scan the transcripts under ``paths`` on Spark; write the tables under ``out``."""
+    """Ingest and scan the transcripts under ``paths`` on Spark; write the tables under ``out`` (a local folder or
+    any URL Spark writes, e.g. ``s3a://bucket/prefix``)."""
     from pyspark.sql import functions as F
 
     from analyzer.detect.stream.calls import Config
@@ -59,8 +59,8 @@ def run(paths: Sequence[Path], out: Path, master: str | None = None, config: "Co
     if not found:
         raise NothingToIngestError(f"no files found under {', '.join(map(str, paths))}")
     summary.files, summary.bytes = len(found), sum(f.size for f in found)
-    out = Path(out)
-    stage = out / "_stage"
+    out = str(out).rstrip("/")
+    stage = f"{out}/_stage"
     log = TaskLog(spark)
 
     # -- ingest: one task call per file, biggest files first, spread round-robin over the slices
@@ -70,8 +70,8 @@ def run(paths: Sequence[Path], out: Path, master: str | None = None, config: "Co
     rdd = sc.parallelize([order[i::slices] for i in range(slices)], slices).flatMap(lambda x: x)
     files_df = spark.createDataFrame(rdd, spark_schema(ingest.TASK_COLS))
     (files_df.mapInArrow(ingest.parse_task(log), tagged_schema(ingest.PARSED))
-     .write.mode("overwrite").partitionBy("_t").parquet(str(stage / "parsed")))
-    parsed = {name: _tagged(spark, stage / "parsed", name) for name in ingest.PARSED}
+     .write.mode("overwrite").partitionBy("_t").parquet(f"{stage}/parsed"))
+    parsed = {name: _tagged(spark, f"{stage}/parsed", ingest.PARSED, name) for name in ingest.PARSED}
     tables = ingest.settle(spark, parsed)
     _write(tables["sessions"], tables["sessions"], out, "sessions", summary)
     sessions = _read(spark, out, "sessions", tables["sessions"])
@@ -92,9 +92,9 @@ def run(paths: Sequence[Path], out: Path, master: str | None = None, config: "Co
     buckets = max(sc.defaultParallelism, summary.rows.get("calls", 0) // scan.CALLS_PER_GROUP + 1)
     grouped = scan.grouped_input(fp, calls, turns, buckets)
     (grouped.groupBy("_b").applyInArrow(scan.scan_task(log, config), tagged_schema(scan.SCANNED))
-     .write.mode("overwrite").partitionBy("_t").parquet(str(stage / "scanned")))
+     .write.mode("overwrite").partitionBy("_t").parquet(f"{stage}/scanned"))
     for name in scan.SCANNED:
-        df = _tagged(spark, stage / "scanned", name)
+        df = _tagged(spark, f"{stage}/scanned", scan.SCANNED, name)
         if name == "scan_state":
             df = df.withColumn("detector", F.lit(detector)).withColumn(
                 "scanned_at", F.current_timestamp().cast("timestamp_ntz"))
@@ -103,22 +103,27 @@ def run(paths: Sequence[Path], out: Path, master: str | None = None, config: "Co
     summary.sessions_scanned_in_tasks = log.sessions.value
     summary.task_pids = frozenset(log.pids.value)
     if not keep_stage:
-        shutil.rmtree(stage, ignore_errors=True)
+        _delete(spark, stage)
     summary.seconds = time.perf_counter() - t0
     return summary
 
 
-def _tagged(spark: "SparkSession", stage: Path, name: str) -> "DataFrame":
-    """Table ``name``'s rows out of a tagged staging folder (an empty frame of its shape when no task emitted any)."""
-    from analyzer.spark.session import tagged_schema  # noqa: F401
+def _tagged(spark: "SparkSession", stage: str, parts: dict[str, list[tuple[str, str]]], name: str) -> "DataFrame":
+    """Table ``name``'s rows out of a staging folder of tagged rows (partition pruning reads only its folder; the
+    schema is given, so a table no task emitted reads as empty)."""
+    from analyzer.spark.session import tagged_schema
 
-    part = stage / f"_t={name}"
-    if part.is_dir():
-        return spark.read.parquet(str(part)).select(f"{name}.*")
-    return spark.read.parquet(str(stage)).where(f"_t = '{name}'").select(f"{name}.*")
+    return spark.read.schema(tagged_schema(parts)).parquet(stage).where(f"_t = '{name}'").select(f"{name}.*")
 
 
-def _write(df: "DataFrame", sessions: "DataFrame", out: Path, name: str, summary: SparkSummary,
+def _delete(spark: "SparkSession", path: str) -> None:
+    """Remove a folder through Hadoop's filesystem layer (local, HDFS or an object store alike)."""
+    jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    p.getFileSystem(conf).delete(p, True)
+
+
+def _write(df: "DataFrame", sessions: "DataFrame", out: str, name: str, summary: SparkSummary,
            files: "DataFrame | None" = None) -> None:
     """Write table ``name`` under ``out/name`` with the partition keys of ``analyzer.store.parquet``."""
     from pyspark.sql import functions as F
@@ -141,10 +146,10 @@ def _write(df: "DataFrame", sessions: "DataFrame", out: Path, name: str, summary
     df = df.select(*cols, *keys)
     if keys:
         df = df.repartition(*keys)
-    df.write.mode("overwrite").partitionBy(*keys).parquet(str(out / name))
+    df.write.mode("overwrite").partitionBy(*keys).parquet(f"{out}/{name}")
     summary.rows[name] = _read(df.sparkSession, out, name, df.drop(*keys)).count()
 
 
-def _read(spark: "SparkSession", out: Path, name: str, like: "DataFrame") -> "DataFrame":
+def _read(spark: "SparkSession", out: str, name: str, like: "DataFrame") -> "DataFrame":
     """Table ``name`` as written under ``out`` (its own columns; the schema is given, so an empty table reads)."""
-    return spark.read.schema(like.schema).parquet(str(out / name)).select(*like.columns)
+    return spark.read.schema(like.schema).parquet(f"{out}/{name}").select(*like.columns)

@@ -38,22 +38,26 @@ def missing() -> str | None:
 
 
 def spark_session(master: str | None = None, shuffle_partitions: int | None = None) -> "SparkSession":
-    """The active SparkSession, or a new one: ``master`` (default ``local[*]``, or whatever ``spark-submit`` set)."""
+    """The active SparkSession, or a new one on ``master`` (default: what ``spark-submit`` set, else
+    ``$LOOPSCOPE_SPARK_MASTER``, else ``local[*]``)."""
     why = missing()
     if why:
         raise UsageError(why)
-    # Python workers run this interpreter (the one with loopscope installed) unless the cluster says otherwise.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         return active
+    # Under spark-submit the JVM is already up with its --master: leave it be. Otherwise default to local mode.
+    submitted = bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+    if master is None and not submitted:
+        master = os.environ.get("LOOPSCOPE_SPARK_MASTER", "local[*]")
+    if master is not None and master.startswith("local"):
+        # Local Python workers run this interpreter (the one with loopscope installed); a cluster sets its own.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     b = SparkSession.builder.appName("loopscope")
-    if master:
+    if master is not None:
         b = b.master(master)
-    elif "spark.master" not in os.environ.get("PYSPARK_SUBMIT_ARGS", "") and not os.environ.get("SPARK_MASTER"):
-        b = b.config("spark.master", os.environ.get("LOOPSCOPE_SPARK_MASTER", "local[*]"))
     return (b.config("spark.sql.shuffle.partitions", str(shuffle_partitions or SHUFFLE_PARTITIONS))
              .config("spark.sql.session.timeZone", "UTC")
              .config("spark.ui.showConsoleProgress", "false")
