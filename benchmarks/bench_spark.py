@@ -89,6 +89,9 @@ def main() -> None:
             print(f"| {name} | {cores} | {ti:.1f} | {mb / ti:,.2f} | {mb / ti / cores:,.2f} | {ts:.1f} | "
                   f"{calls / ts:,.0f} | {calls / ts / cores:,.0f} |")
         print()
+        print(f"inside the Spark tasks (the per-file and per-session work, without Spark's job and shuffle "
+              f"overheads): parsing {s.task_parse_seconds:.1f} task-s = {mb / s.task_parse_seconds:,.2f} MB/s per "
+              f"core; detectors {s.task_scan_seconds:.1f} task-s = {calls / s.task_scan_seconds:,.0f} calls/s per core")
         print(f"tasks: {s.files_parsed_in_tasks:,} files parsed and {s.sessions_scanned_in_tasks:,} sessions scanned "
               f"in {len(s.task_pids)} executor Python processes (driver pid {os.getpid()} not among them: "
               f"{os.getpid() not in s.task_pids})")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from analyzer.spark.session import TaskLog, table_cols, tagged_batch
 from analyzer.store.schema import CALLS, FILES, INGEST_ERRORS, SESSIONS, TURNS
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
@@ -27,46 +29,64 @@ PARSED = {t.name: table_cols(t) for t in (FILES, INGEST_ERRORS, SESSIONS, TURNS,
 TASK_COLS = [("file_id", "INTEGER"), ("path", "VARCHAR"), ("size", "BIGINT"), ("mtime_ns", "BIGINT")]
 
 
-def parse_one(file_id: int, path: str, size: int, mtime_ns: int) -> dict[str, "pa.Table"]:
-    """One file -> the store's rows of it (sessions without totals, turns before usage dedup, calls, its files row
-    and ingest errors), exactly as ``load_chunk`` would land them."""
-    import duckdb
+CHUNK_FILES = 64  # files landed together in a task: one DuckDB pass per chunk, not per file
+CHUNK_BYTES = 32 << 20
 
-    from analyzer.ingest.parse import FileTask, parse_file
-    from analyzer.ingest.rows import RowSink
+
+def parse_chunk(tasks: list[tuple[int, str, int, int]], con: "duckdb.DuckDBPyConnection") -> dict[str, "pa.Table"]:
+    """Whole files -> the store's rows of them (sessions without totals, turns before usage dedup, calls, their
+    ``files`` rows and ingest errors), exactly as ``load_chunk`` would land them: the store's ``parse_chunk`` writes
+    the spool, the store's ``landed_sql`` turns it into rows."""
+    from analyzer.ingest.parse import FileTask
+    from analyzer.ingest.pipeline import parse_chunk as parse_to_spool
 
     tmp = tempfile.mkdtemp(prefix="loopscope-spark-")
     try:
-        sink = RowSink(__import__("pathlib").Path(tmp), f"f{file_id}")
-        outcome = parse_file(FileTask(file_id, path, size, mtime_ns), sink)
-        spool = {k: [v] for k, v in sink.close().items()}
-        out = outcome_rows([outcome])
-        con = duckdb.connect()
-        try:
-            con.execute("SET TimeZone = 'UTC'")
-            con.execute("SET threads = 1")
-            for table in ("sessions", "turns", "calls"):
-                out[table] = con.sql(landed_sql(table, spool_source(spool, table))).to_arrow_table()
-        finally:
-            con.close()
+        outcomes, spool = parse_to_spool([FileTask(*t) for t in tasks], tmp, "spark")
+        out = outcome_rows(outcomes)
+        for table in ("sessions", "turns", "calls"):
+            out[table] = con.sql(landed_sql(table, spool_source(spool, table))).to_arrow_table()
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _chunks(rows: list[dict]) -> Iterator[list[tuple[int, str, int, int]]]:
+    cur: list[tuple[int, str, int, int]] = []
+    size = 0
+    for r in rows:
+        if cur and (len(cur) >= CHUNK_FILES or size + r["size"] > CHUNK_BYTES):
+            yield cur
+            cur, size = [], 0
+        cur.append((r["file_id"], r["path"], r["size"], r["mtime_ns"]))
+        size += r["size"]
+    if cur:
+        yield cur
+
+
 def parse_task(log: TaskLog):  # noqa: ANN201 - a mapInArrow function
     """The ``mapInArrow`` function: file tasks in, tagged rows of every table out (``session.tagged_schema``)."""
     def run(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
+        import duckdb
+
         pid = os.getpid()
-        for batch in batches:
-            for row in batch.to_pylist():
-                tables = parse_one(row["file_id"], row["path"], row["size"], row["mtime_ns"])
-                log.files.add(1)
-                log.bytes.add(int(tables["files"].column("size")[0].as_py() or 0))
-                log.pids.add(frozenset([pid]))
-                for name, rows in tables.items():
-                    if rows.num_rows:
-                        yield tagged_batch(PARSED, name, rows)
+        con = duckdb.connect()
+        try:
+            con.execute("SET TimeZone = 'UTC'")  # as the store: transcript timestamps without a zone are UTC
+            con.execute("SET threads = 1")  # Spark runs one task per core
+            for batch in batches:
+                for chunk in _chunks(batch.to_pylist()):
+                    t0 = time.perf_counter()
+                    tables = parse_chunk(chunk, con)
+                    log.parse_seconds.add(time.perf_counter() - t0)
+                    log.files.add(len(chunk))
+                    log.bytes.add(sum(v or 0 for v in tables["files"].column("size").to_pylist()))
+                    log.pids.add(frozenset([pid]))
+                    for name, rows in tables.items():
+                        if rows.num_rows:
+                            yield tagged_batch(PARSED, name, rows)
+        finally:
+            con.close()
     return run
 
 

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
     from analyzer.detect.stream.calls import Config
 
 
+COUNTED = ("files", "ingest_errors", "sessions", "calls", "findings")  # the tables the summary counts (a Spark job each)
+
+
 @dataclass
 class SparkSummary:
     files: int = 0
@@ -30,6 +33,8 @@ class SparkSummary:
     files_parsed_in_tasks: int = 0
     bytes_parsed_in_tasks: int = 0
     sessions_scanned_in_tasks: int = 0
+    task_parse_seconds: float = 0.0  # summed over tasks: the per-file work itself, without Spark's job overheads
+    task_scan_seconds: float = 0.0
     task_pids: frozenset[int] = frozenset()
     ingest_seconds: float = 0.0
     scan_seconds: float = 0.0
@@ -65,7 +70,7 @@ def run(paths: Sequence[Path], out: str | Path, master: str | None = None, confi
 
     # -- ingest: one task call per file, biggest files first, spread round-robin over the slices
     tasks = [(i, f.path, f.size, f.mtime_ns) for i, f in enumerate(found, start=1)]
-    slices = max(1, min(len(tasks), sc.defaultParallelism * 4))
+    slices = max(1, min(len(tasks), sc.defaultParallelism * 2))
     order = sorted(tasks, key=lambda t: -t[2])
     rdd = sc.parallelize([order[i::slices] for i in range(slices)], slices).flatMap(lambda x: x)
     files_df = spark.createDataFrame(rdd, spark_schema(ingest.TASK_COLS))
@@ -101,6 +106,7 @@ def run(paths: Sequence[Path], out: str | Path, master: str | None = None, confi
         _write(df, sessions, out, name, summary)
     summary.scan_seconds = time.perf_counter() - t1
     summary.sessions_scanned_in_tasks = log.sessions.value
+    summary.task_parse_seconds, summary.task_scan_seconds = log.parse_seconds.value, log.scan_seconds.value
     summary.task_pids = frozenset(log.pids.value)
     if not keep_stage:
         _delete(spark, stage)
@@ -147,7 +153,8 @@ def _write(df: "DataFrame", sessions: "DataFrame", out: str, name: str, summary:
     if keys:
         df = df.repartition(*keys)
     df.write.mode("overwrite").partitionBy(*keys).parquet(f"{out}/{name}")
-    summary.rows[name] = _read(df.sparkSession, out, name, df.drop(*keys)).count()
+    if name in COUNTED:
+        summary.rows[name] = _read(df.sparkSession, out, name, df.drop(*keys)).count()
 
 
 def _read(spark: "SparkSession", out: str, name: str, like: "DataFrame") -> "DataFrame":

@@ -6,6 +6,7 @@ holding the group's calls and turns, then ``scan_group``, the vectorised detecto
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -68,8 +69,10 @@ def scan_task(log: TaskLog, config: "Config") -> Callable[["pa.Table"], "pa.Tabl
             return group.filter(pc.equal(group.column("_t"), tag)).select([n for n, _ in cols]).cast(
                 arrow_schema(cols))
 
+        t0 = time.perf_counter()
         sessions = part("s", SESSION_COLS)
         out = scan_rows(part("c", table_cols(CALLS)), part("t", table_cols(TURNS)), sessions, config)
+        log.scan_seconds.add(time.perf_counter() - t0)
         log.sessions.add(sessions.num_rows)
         log.pids.add(frozenset([os.getpid()]))
         state = out["scan_state"]

@@ -139,4 +139,6 @@ class TaskLog:
         self.files = sc.accumulator(0)
         self.bytes = sc.accumulator(0)
         self.sessions = sc.accumulator(0)
+        self.parse_seconds = sc.accumulator(0.0)  # time tasks spent parsing and landing files (the per-file work)
+        self.scan_seconds = sc.accumulator(0.0)  # time tasks spent in the detector core (the per-session work)
         self.pids = sc.accumulator(frozenset(), SetParam())
