@@ -128,3 +128,18 @@ def test_report_from_spark_results_is_the_stores_report(both, tmp_path: Path) ->
         con.close()
         pq.close()
     same_report(tmp_path / "store", tmp_path / "spark")
+
+
+def test_spark_run_command_writes_the_tables(spark, tmp_path: Path) -> None:  # noqa: ANN001
+    from typer.testing import CliRunner
+
+    from analyzer.cli import app
+
+    res = CliRunner().invoke(app, ["spark", "run", str(FIXTURES / "pi"), "--out", str(tmp_path / "out")])
+    assert res.exit_code == 0, res.output
+    assert "sessions" in res.output and "findings" in res.output
+    for table in ("sessions", "calls", "findings", "ingest_errors"):
+        assert (tmp_path / "out" / table).is_dir(), table
+    res = CliRunner().invoke(app, ["report", "--from", str(tmp_path / "out"), "--out", str(tmp_path / "report"), "-q"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "report" / "index.html").is_file()
