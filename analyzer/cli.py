@@ -10,10 +10,12 @@ import typer
 from analyzer import __version__
 from analyzer.commands import job as analyze_cmds
 from analyzer.commands import calibrate as calibrate_cmds
+from analyzer.commands import export as export_cmds
 from analyzer.commands import ingest as ingest_cmds
 from analyzer.commands import replay as replay_cmds
 from analyzer.commands import report as report_cmds
 from analyzer.commands import scan as scan_cmds
+from analyzer.commands import spark as spark_cmds
 from analyzer.commands.common import out
 
 app = typer.Typer(
@@ -50,6 +52,8 @@ app.command("policies")(replay_cmds.policies)
 app.command("replay")(replay_cmds.replay)
 app.command("calibrate")(calibrate_cmds.calibrate)
 app.command("report")(report_cmds.report)
+app.command("export")(export_cmds.export)
+app.add_typer(spark_cmds.app, name="spark")
 
 
 def main() -> None:

@@ -72,7 +72,7 @@ def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> Scope:
             FROM findings f
             JOIN _r_sessions s USING (session_id)
             LEFT JOIN calls c ON c.session_id = f.session_id AND c.seq = f.first_seq
-            LEFT JOIN (SELECT session_id, turn_id, any_value(model) AS model FROM turns
+            LEFT JOIN (SELECT session_id, turn_id, max(model) AS model FROM turns
                        WHERE role = 'assistant' GROUP BY ALL) t
                    ON t.session_id = c.session_id AND t.turn_id = c.turn_id
         """)
@@ -144,7 +144,7 @@ def ingest_errors(con: duckdb.DuckDBPyConnection, limit: int) -> tuple[int, pl.D
     """All ingest errors are shown whatever the filter: they belong to files, not to sessions."""
     row = one(con, "SELECT count(*) FROM ingest_errors")
     n = int(row[0]) if row else 0
-    df = frame(con, f"SELECT path, line, reason, excerpt FROM ingest_errors ORDER BY path, line NULLS FIRST "
+    df = frame(con, f"SELECT path, line, reason, excerpt FROM ingest_errors ORDER BY path, line NULLS FIRST, reason, excerpt "
                     f"LIMIT {int(limit)}")
     return n, df
 
@@ -354,7 +354,7 @@ def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
             SELECT session_id, sum(tokens) AS tokens, sum(cost) AS cost
             FROM (SELECT * FROM named UNION ALL SELECT * FROM own) GROUP BY ALL)
         SELECT f.session_id, count(*) AS loops, list(DISTINCT f.kind ORDER BY f.kind) AS kinds,
-               flatten(list(f.tools)) AS loop_tools,
+               flatten(list(f.tools ORDER BY f.first_seq NULLS FIRST, f.finding_id)) AS loop_tools,
                any_value(stuck.cost) AS wasted_usd, any_value(stuck.tokens)::BIGINT AS wasted_tokens
         FROM _r_findings f LEFT JOIN stuck USING (session_id) GROUP BY f.session_id""")
     per = per.with_columns(pl.col("loop_tools").list.unique(maintain_order=True))
@@ -369,9 +369,11 @@ def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
     text = [loop_text(t or [], a or [], r, width=90) for t, a, r in
             zip(labels["c_tools"].to_list(), labels["c_args"].to_list(), labels["repeats"].to_list())]
     labels = (labels.drop("c_tools", "c_args").with_columns(pl.Series("loop", text, dtype=pl.String))
-              .sort(["session_id", "stuck", "repeats"], descending=[False, True, True], nulls_last=True)
+              .sort(["session_id", "stuck", "repeats", "finding_id"], descending=[False, True, True, False],
+                    nulls_last=True)
               .group_by("session_id", maintain_order=True).agg(pl.col("loop").alias("loops_text")))
-    out = base.join(per, on="session_id", how="left").join(labels, on="session_id", how="left")
+    out = (base.join(per, on="session_id", how="left", maintain_order="left")
+           .join(labels, on="session_id", how="left", maintain_order="left"))
     return _estimated_cost(out.with_columns(pl.col("loops").fill_null(0), pl.col("wasted_usd").fill_null(0.0),
                                             pl.col("wasted_tokens").fill_null(0)))
 

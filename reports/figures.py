@@ -73,7 +73,7 @@ def stuck_bars(df: pl.DataFrame, label: str, unit: str = "tokens", what: str | N
     """Horizontal bars of wasted tokens per ``label``, split into stuck loops and loops that made progress; the
     largest on top. ``df`` has ``label``, ``episodes``, ``stuck_tokens``, ``other_tokens``, ``cost_usd``, ``full``
     (the hover name)."""
-    df = df.sort("tokens", descending=True).head(BAR_TOP).reverse()
+    df = df.sort(["tokens", "episodes", "full"], descending=[True, True, False]).head(BAR_TOP).reverse()
     labels = [plain(v) for v in df[label].to_list()]
     custom = [[plain(f), e, c] for f, e, c in zip(df["full"].to_list(), _ints(df["episodes"]),
                                            [round(float(c or 0), 2) for c in df["cost_usd"].to_list()])]

@@ -11,8 +11,8 @@ Layers, lowest first (siblings on one floor must not import each other):
     analyzer.store                the DuckDB store: schema, connection, queries
     analyzer.ingest | analyzer.scan | analyzer.guards
                                   files -> store | store -> signals, findings | guards, policies, replay
-    analyzer.calibrate | analyzer.reporting
-                                  sweeps and recommendations | the report's queries
+    analyzer.calibrate | analyzer.reporting | analyzer.spark
+                                  sweeps and recommendations | the report's queries | the pipeline on Spark
     reports                       rendering only: plain data in, HTML out
     analyzer.analyze              the end-to-end job
     analyzer.commands             the CLI's commands, thin over the library
@@ -32,7 +32,7 @@ LAYERS: list[list[str]] = [
     ["analyzer.detect"],
     ["analyzer.store"],
     ["analyzer.ingest", "analyzer.scan", "analyzer.guards"],
-    ["analyzer.calibrate", "analyzer.reporting"],
+    ["analyzer.calibrate", "analyzer.reporting", "analyzer.spark"],
     ["reports"],
     ["analyzer.analyze"],
     ["analyzer.commands"],

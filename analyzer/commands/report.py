@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -24,6 +25,10 @@ def report(
     out_dir: OutDirOpt = Path("loopscope-report"),
     single_file: SingleFileOpt = False,
     no_redact: NoRedactOpt = False,
+    from_dir: Annotated[Optional[str], typer.Option(
+        "--from", help="Draw the report from Parquet results (`loopscope export --format parquet` or `loopscope spark "
+                       "run`): a folder, or a URL pyarrow reads (s3://..., gs://...), instead of the store.",
+        show_default=False)] = None,
     quiet: QuietOpt = False,
     force: ForceOpt = False,
 ) -> None:
@@ -36,9 +41,16 @@ def report(
     from analyzer.analyze import write_report
 
     check_report_target(out_dir, single_file, force)
-    with scope.store() as store:
+    if from_dir:
+        from analyzer.store.parquet import open_dir
+
+        opened = closing(open_dir(from_dir))
+    else:
+        opened = scope.store()
+    with opened as handle:
+        con = handle if from_dir else handle.con
         result = with_progress("report", quiet, lambda cb: write_report(
-            store.con, out_dir, scope.filter, single_file=single_file, redact=not no_redact, progress=cb),
+            con, out_dir, scope.filter, single_file=single_file, redact=not no_redact, progress=cb),
             unit="pages")
     if not quiet:
         loops = "" if result.has_findings else " (no findings: run `loopscope scan` for the loop sections)"

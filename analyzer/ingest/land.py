@@ -26,7 +26,7 @@ def _ts(col: str) -> str:
     return f"timezone('UTC', TRY_CAST({col} AS TIMESTAMPTZ))"
 
 
-def _spool_source(spool: dict[str, list[str]], table: str) -> str:
+def spool_source(spool: dict[str, list[str]], table: str) -> str:
     """A FROM-clause source for a spool table: its Parquet files, or an empty relation of the same columns."""
     paths = spool.get(table) or []
     if paths:
@@ -35,6 +35,59 @@ def _spool_source(spool: dict[str, list[str]], table: str) -> str:
 
     cols = ", ".join(f"NULL::{sql} AS {n}" for n, sql in SPOOL[table])
     return f"(SELECT {cols} LIMIT 0)"
+
+
+def landed_sql(table: str, source: str, where: str = "") -> str:
+    """The SELECT that turns spool rows of ``table`` (from ``source``, aliased ``t``, filtered by ``where``) into the
+    store's rows: timestamps parsed, keys hashed; session totals are zero until ``TOTALS_SQL`` fills them. Shared by
+    the store's load and the Spark path (``analyzer.spark``), which runs it with DuckDB inside each task."""
+    if table == "sessions":
+        return f"""
+            SELECT session_id, format, source_path, file_id, parent_session_id, agent_version,
+                   {_ts("first_ts")} AS started_at, {_ts("last_ts")} AS ended_at, cwd, models,
+                   0 AS user_turns, 0 AS turns, 0 AS calls, 0 AS error_calls, 0 AS input_tokens, 0 AS output_tokens,
+                   0 AS cache_read_tokens, 0 AS cache_write_tokens, 0 AS total_tokens, 0.0 AS cost_usd
+            FROM {source} t {where}"""
+    if table == "turns":
+        return f"SELECT {', '.join(_ts(c) + ' AS ts' if c == 'ts' else c for c in TURNS.names)} FROM {source} t {where}"
+    # The ordered and shallow variants are NULL when they equal the canonical JSON (most calls): their key is
+    # then the canonical key, reused rather than hashed again.
+    call_exprs = {
+        "call_key": "ck",
+        "call_key_ordered": "CASE WHEN args_ordered IS NULL THEN ck ELSE "
+                            + SQL_CALL_KEY.format(tool="tool", args="args_ordered") + " END",
+        "call_key_shallow": "CASE WHEN args_shallow IS NULL THEN ck ELSE "
+                            + SQL_CALL_KEY.format(tool="tool", args="args_shallow") + " END",
+        "result_key": SQL_RESULT_KEY.format(has_result="has_result", is_error="is_error", text="result_text"),
+        "ts": _ts("ts"),
+        "result_ts": _ts("result_ts"),
+    }
+    return f"""
+        SELECT {", ".join(call_exprs.get(c, c) + " AS " + c for c in CALLS.names)}
+        FROM (SELECT *, {SQL_CALL_KEY.format(tool="tool", args="args")} AS ck FROM {source} t {where})"""
+
+
+# One counted row per API response (``usage_key``): non-sidechain first, then the largest total, as ccusage.
+USAGE_ORDER = "is_sidechain, total_tokens DESC, file_id, line, turn_index"
+
+# Session totals from turns and from calls, for the sessions ``{where}`` selects (a clause on ``session_id``). Plain
+# SQL that DuckDB and Spark SQL both run: the store refreshes totals with it, the Spark path computes them with it.
+TURN_TOTALS_SQL = """
+    SELECT session_id,
+           count(*) FILTER (WHERE role = 'user') AS user_turns,
+           count(*) AS turns,
+           coalesce(sum(input_tokens) FILTER (WHERE usage_counted), 0) AS input_tokens,
+           coalesce(sum(output_tokens) FILTER (WHERE usage_counted), 0) AS output_tokens,
+           coalesce(sum(cache_read_tokens) FILTER (WHERE usage_counted), 0) AS cache_read_tokens,
+           coalesce(sum(cache_write_tokens) FILTER (WHERE usage_counted), 0) AS cache_write_tokens,
+           coalesce(sum(total_tokens) FILTER (WHERE usage_counted), 0) AS total_tokens,
+           coalesce(sum(cost_usd) FILTER (WHERE usage_counted), 0) AS cost_usd,
+           min(ts) AS first_ts, max(ts) AS last_ts
+    FROM {turns} {where} GROUP BY session_id"""
+CALL_TOTALS_SQL = """
+    SELECT session_id, count(*) AS calls, count(*) FILTER (WHERE is_error) AS error_calls,
+           min(ts) AS first_ts, greatest(max(ts), max(result_ts)) AS last_ts
+    FROM {calls} {where} GROUP BY session_id"""
 
 
 def load_chunk(
@@ -64,7 +117,7 @@ def load_chunk(
 
         # Turns and calls stream straight from the spool into their tables; only the small sessions spool is
         # materialised, for the duplicate check.
-        con.execute(f"CREATE OR REPLACE TEMP TABLE _new_sessions AS SELECT * FROM {_spool_source(spool, 'sessions')}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE _new_sessions AS SELECT * FROM {spool_source(spool, 'sessions')}")
 
         # A session id already in the store from another file (an archived copy, a duplicated dataset row) is
         # recorded as an error and not loaded twice; within the chunk the lowest file id wins.
@@ -81,36 +134,9 @@ def load_chunk(
         """)
         keep = ("WHERE NOT EXISTS (SELECT 1 FROM _dup d WHERE d.session_id = t.session_id "
                 "AND d.file_id = t.file_id)")
-        con.execute(f"""
-            INSERT INTO sessions ({", ".join(SESSIONS.names)})
-            SELECT session_id, format, source_path, file_id, parent_session_id, agent_version,
-                   {_ts("first_ts")}, {_ts("last_ts")}, cwd, models, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0
-            FROM _new_sessions t {keep}
-        """)
-        turn_cols = [c for c in TURNS.names]
-        con.execute(f"""
-            INSERT INTO turns ({", ".join(turn_cols)})
-            SELECT {", ".join(_ts("ts") if c == "ts" else c for c in turn_cols)}
-            FROM {_spool_source(spool, "turns")} t {keep}
-        """)
-        # The ordered and shallow variants are NULL when they equal the canonical JSON (most calls): their key is
-        # then the canonical key, reused rather than hashed again.
-        call_exprs = {
-            "call_key": "ck",
-            "call_key_ordered": "CASE WHEN args_ordered IS NULL THEN ck ELSE "
-                                + SQL_CALL_KEY.format(tool="tool", args="args_ordered") + " END",
-            "call_key_shallow": "CASE WHEN args_shallow IS NULL THEN ck ELSE "
-                                + SQL_CALL_KEY.format(tool="tool", args="args_shallow") + " END",
-            "result_key": SQL_RESULT_KEY.format(has_result="has_result", is_error="is_error", text="result_text"),
-            "ts": _ts("ts"),
-            "result_ts": _ts("result_ts"),
-        }
-        con.execute(f"""
-            INSERT INTO calls ({", ".join(CALLS.names)})
-            SELECT {", ".join(call_exprs.get(c, c) for c in CALLS.names)}
-            FROM (SELECT *, {SQL_CALL_KEY.format(tool="tool", args="args")} AS ck
-                  FROM {_spool_source(spool, "calls")} t {keep})
-        """)
+        for table, spec in (("sessions", SESSIONS), ("turns", TURNS), ("calls", CALLS)):
+            source = "_new_sessions" if table == "sessions" else spool_source(spool, table)
+            con.execute(f"INSERT INTO {table} ({', '.join(spec.names)}) {landed_sql(table, source, keep)}")
 
         _drop_replayed_calls(con)
         con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "
@@ -119,18 +145,10 @@ def load_chunk(
         _dedup_usage(con)
         _refresh_totals(con)
 
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
-        file_rows = [(o.file_id, o.path, o.format, o.status, o.reason, o.size, o.mtime_ns, o.content_hash,
-                      o.sessions, o.calls, o.error_count, now) for o in outcomes]
-        err_rows = []
-        for o in outcomes:
-            err_rows.extend((o.file_id, o.path, line, reason, text) for line, reason, text in o.errors)
-            if o.error_count > len(o.errors):
-                err_rows.append((o.file_id, o.path, None,
-                                 f"{o.error_count - len(o.errors)} more errors in this file not listed", ""))
-        _insert_rows(con, "files", _arrow_rows(FILES, file_rows))
-        if err_rows:
-            _insert_rows(con, "ingest_errors", _arrow_rows(INGEST_ERRORS, err_rows))
+        rows = outcome_rows(outcomes)
+        _insert_rows(con, "files", rows["files"])
+        if rows["ingest_errors"].num_rows:
+            _insert_rows(con, "ingest_errors", rows["ingest_errors"])
         con.execute("""
             INSERT INTO ingest_errors
             SELECT d.file_id, s.source_path, NULL,
@@ -144,6 +162,20 @@ def load_chunk(
         """)
         for t in ("_new_sessions", "_dup", "_keys", "_touched", "_chunk_files"):
             con.execute(f"DROP TABLE IF EXISTS {t}")
+
+
+def outcome_rows(outcomes: Sequence["FileOutcome"]) -> dict[str, "pa.Table"]:
+    """The ``files`` and ``ingest_errors`` rows of parsed files (before duplicate sessions are counted)."""
+    now = datetime.now(timezone.utc).replace(tzinfo=None)
+    file_rows = [(o.file_id, o.path, o.format, o.status, o.reason, o.size, o.mtime_ns, o.content_hash,
+                  o.sessions, o.calls, o.error_count, now) for o in outcomes]
+    err_rows = []
+    for o in outcomes:
+        err_rows.extend((o.file_id, o.path, line, reason, text) for line, reason, text in o.errors)
+        if o.error_count > len(o.errors):
+            err_rows.append((o.file_id, o.path, None,
+                             f"{o.error_count - len(o.errors)} more errors in this file not listed", ""))
+    return {"files": _arrow_rows(FILES, file_rows), "ingest_errors": _arrow_rows(INGEST_ERRORS, err_rows)}
 
 
 def _arrow_rows(table: Table, rows: Sequence[tuple]) -> "pa.Table":
@@ -195,13 +227,12 @@ def _drop_replayed_calls(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _dedup_usage(con: duckdb.DuckDBPyConnection) -> None:
-    """One counted row per API response (``usage_key``): non-sidechain first, then the largest total, as ccusage."""
-    con.execute("""
+    """One counted row per API response (``usage_key``), ordered by ``USAGE_ORDER``."""
+    con.execute(f"""
         UPDATE turns SET usage_counted = (r.rn = 1)
         FROM (
             SELECT session_id, turn_index,
-                   row_number() OVER (PARTITION BY usage_key
-                                      ORDER BY is_sidechain, total_tokens DESC, file_id, line, turn_index) AS rn
+                   row_number() OVER (PARTITION BY usage_key ORDER BY {USAGE_ORDER}) AS rn
             FROM turns WHERE usage_key IN (SELECT usage_key FROM _keys)
         ) r
         WHERE turns.session_id = r.session_id AND turns.turn_index = r.turn_index
@@ -211,36 +242,21 @@ def _dedup_usage(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("""
+    where = "WHERE session_id IN (SELECT session_id FROM _touched)"
+    con.execute(f"""
         UPDATE sessions SET
             user_turns = t.user_turns, turns = t.turns,
             input_tokens = t.input_tokens, output_tokens = t.output_tokens,
             cache_read_tokens = t.cache_read_tokens, cache_write_tokens = t.cache_write_tokens,
             total_tokens = t.total_tokens, cost_usd = t.cost_usd,
             started_at = least(sessions.started_at, t.first_ts), ended_at = greatest(sessions.ended_at, t.last_ts)
-        FROM (
-            SELECT session_id,
-                   count(*) FILTER (WHERE role = 'user') AS user_turns,
-                   count(*) AS turns,
-                   coalesce(sum(input_tokens) FILTER (WHERE usage_counted), 0) AS input_tokens,
-                   coalesce(sum(output_tokens) FILTER (WHERE usage_counted), 0) AS output_tokens,
-                   coalesce(sum(cache_read_tokens) FILTER (WHERE usage_counted), 0) AS cache_read_tokens,
-                   coalesce(sum(cache_write_tokens) FILTER (WHERE usage_counted), 0) AS cache_write_tokens,
-                   coalesce(sum(total_tokens) FILTER (WHERE usage_counted), 0) AS total_tokens,
-                   coalesce(sum(cost_usd) FILTER (WHERE usage_counted), 0) AS cost_usd,
-                   min(ts) AS first_ts, max(ts) AS last_ts
-            FROM turns WHERE session_id IN (SELECT session_id FROM _touched) GROUP BY session_id
-        ) t
+        FROM ({TURN_TOTALS_SQL.format(turns="turns", where=where)}) t
         WHERE sessions.session_id = t.session_id
     """)
-    con.execute("""
+    con.execute(f"""
         UPDATE sessions SET calls = c.calls, error_calls = c.error_calls,
             started_at = least(sessions.started_at, c.first_ts), ended_at = greatest(sessions.ended_at, c.last_ts)
-        FROM (
-            SELECT session_id, count(*) AS calls, count(*) FILTER (WHERE is_error) AS error_calls,
-                   min(ts) AS first_ts, greatest(max(ts), max(result_ts)) AS last_ts
-            FROM calls WHERE session_id IN (SELECT session_id FROM _touched) GROUP BY session_id
-        ) c
+        FROM ({CALL_TOTALS_SQL.format(calls="calls", where=where)}) c
         WHERE sessions.session_id = c.session_id
     """)
 

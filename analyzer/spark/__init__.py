@@ -1,0 +1,11 @@
+"""The pipeline on Apache Spark, over Parquet (``loopscope spark run``, the ``loopscope[spark]`` extra).
+
+The same adapters, the same landing SQL and the same detector core as the single-machine store, run in Spark tasks;
+only the set work that needs the whole corpus (duplicate sessions, usage deduplication across files, session totals)
+is Spark's own, as shuffles over the parsed rows. One module per stage:
+
+- ``session``: the SparkSession (local mode or ``--master``), the Java check, and the Spark schemas of the tables;
+- ``ingest``: files -> rows, one file per task call (``mapInArrow``), then the cross-file set work;
+- ``scan``: sessions -> signals and findings, whole sessions per group (``groupBy(...).applyInArrow``);
+- ``run``: the job end to end, writing every table as Parquet in the layout of ``analyzer.store.parquet``.
+"""

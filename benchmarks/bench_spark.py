@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Spark benchmark: ``loopscope spark run`` next to the single-machine pipeline (``ingest`` + ``scan``) on the same
+generated corpus, and a check that both give the same rows in every table.
+
+    python benchmarks/bench_spark.py [--size-mb 27] [--corpus /tmp/loopscope-spark-corpus] [--master local[2]]
+
+The corpus comes from gen_corpus.py (~22 sessions per MB: the issue's 600 sessions are ``--size-mb 27``; the default
+is smaller, 10 MB, because a Spark run in local mode on a small machine is dominated by fixed costs). Spark's
+session start is timed apart (paid once per job, not per file). Throughput is MB/s of transcript for ingest and
+calls/s for the scan, overall and per core; the cores are Spark's ``defaultParallelism`` and, for the single-machine
+path, the workers it ran with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+from gen_corpus import ensure  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size-mb", type=float, default=10, help="corpus size in MB (~22 sessions per MB; default 10)")
+    ap.add_argument("--corpus", type=Path, default=None, help="corpus folder (default /tmp/loopscope-spark-<size>mb)")
+    ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--master", default=None, help="Spark master (default local[N], N = --cores)")
+    ap.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="cores for both paths (default: all)")
+    args = ap.parse_args()
+
+    from analyzer.ingest.pipeline import ingest
+    from analyzer.scan.run import scan
+    from analyzer.spark.run import run
+    from analyzer.spark.session import missing, spark_session
+    from analyzer.store import db as store
+    from analyzer.store.parquet import open_dir
+    from parquet_support import TABLES, rows
+
+    why = missing()
+    if why:
+        raise SystemExit(f"cannot run Spark here: {why}")
+    corpus = args.corpus or Path(f"/tmp/loopscope-spark-{args.size_mb:g}mb")
+    ensure(corpus, args.size_mb, args.seed)
+    work = Path(tempfile.mkdtemp(prefix="loopscope-bench-spark-"))
+    try:
+        db = work / "store.duckdb"
+        t = time.perf_counter()
+        ing = ingest([corpus], db, workers=args.cores)
+        t_ingest = time.perf_counter() - t
+        t = time.perf_counter()
+        sc = scan(db, workers=args.cores)
+        t_scan = time.perf_counter() - t
+
+        t = time.perf_counter()
+        spark = spark_session(args.master or f"local[{args.cores}]")
+        t_start = time.perf_counter() - t
+        s = run([corpus], work / "out", spark=spark)
+        spark.stop()
+
+        con, pq = store.connect(db, read_only=True), open_dir(work / "out")
+        try:
+            diff = [t for t in TABLES if rows(pq, t) != rows(con, t)]
+            n = con.execute("SELECT count(*), sum(calls), sum(total_tokens) FROM sessions").fetchone()
+            findings = con.execute("SELECT count(*) FROM findings").fetchone()[0]
+        finally:
+            con.close()
+            pq.close()
+
+        mb = ing.bytes / 1e6
+        calls = int(n[1])
+        print(f"corpus: {corpus} ({mb:,.1f} MB, {s.files:,} files, {n[0]:,} sessions, {calls:,} calls, "
+              f"{int(n[2]):,} tokens, {findings:,} findings)")
+        print(f"spark session start: {t_start:.1f} s ({s.master}, {s.cores} cores)")
+        print()
+        print("| path | cores | ingest s | ingest MB/s | MB/s per core | scan s | scan calls/s | calls/s per core |")
+        print("|---|---|---|---|---|---|---|---|")
+        for name, cores, ti, ts in (("DuckDB store (ingest + scan)", args.cores, t_ingest, t_scan),
+                                    ("Spark (spark run)", s.cores, s.ingest_seconds, s.scan_seconds)):
+            print(f"| {name} | {cores} | {ti:.1f} | {mb / ti:,.2f} | {mb / ti / cores:,.2f} | {ts:.1f} | "
+                  f"{calls / ts:,.0f} | {calls / ts / cores:,.0f} |")
+        print()
+        print(f"inside the Spark tasks (the per-file and per-session work, without Spark's job and shuffle "
+              f"overheads): parsing {s.task_parse_seconds:.1f} task-s = {mb / s.task_parse_seconds:,.2f} MB/s per "
+              f"core; detectors {s.task_scan_seconds:.1f} task-s = {calls / s.task_scan_seconds:,.0f} calls/s per core")
+        print(f"tasks: {s.files_parsed_in_tasks:,} files parsed and {s.sessions_scanned_in_tasks:,} sessions scanned "
+              f"in {len(s.task_pids)} executor Python processes (driver pid {os.getpid()} not among them: "
+              f"{os.getpid() not in s.task_pids})")
+        if diff:
+            raise SystemExit(f"NOT EQUAL: tables {', '.join(diff)} differ between the store and the Spark run")
+        print(f"equal: {', '.join(TABLES)} hold the same rows in the store and the Spark run")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
