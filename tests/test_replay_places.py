@@ -64,3 +64,16 @@ def test_a_text_halt_at_a_message_without_calls_is_one_halt_in_both_views() -> N
     assert len(marked) == 1 and marked[0]["at"] == "message" and marked[0]["turn_id"] == "a4"
     assert (marked[0]["call_id"], marked[0]["seq"]) == (row["halt_call_id"], row["halt_seq"]) == ("c0", 0)
     assert marked[0]["calls_after_halt"] == row["calls_after_halt"] == halts[0]["calls_after_halt"] == 1
+
+
+def test_the_report_counts_a_session_warned_at_a_message_as_warned() -> None:
+    import polars as pl
+
+    from analyzer.guards.replay import Corpus, replay
+    from reports.pages import preset_table
+
+    events = [U, T(LOOP_TEXT), T(LOOP_TEXT), T(LOOP_TEXT), U, C("bash", {"command": "ls"})]
+    rep = replay(Corpus([build(events)]), [policy("pi-anti-doom-loop")], workers=1)
+    table = preset_table(rep.sessions)
+    assert table.rows[0][2] == "1"  # Warned
+    assert rep.sessions.filter(pl.col("first_warn_turn_id") == "a3").height == 1
