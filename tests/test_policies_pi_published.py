@@ -129,7 +129,7 @@ def test_near_identical_text_streak_and_window() -> None:
     assert text_actions(PUB, [U] + [T(v) for v in spread]) == ["steer"]
 
 
-# -- published vs seed ---------------------------------------------------------------------------------------------------
+# -- published vs seed -------------------------------------------------------------------------------------------
 SED_A = bash("sed -n '1,200p' src/a.py")
 SED_B = bash("sed -n '1,200p' src/b.py")
 SED_C = bash("sed -n '1,200p' src/c.py")

@@ -293,7 +293,8 @@ def _resolve_stop_calls(s: Session, stops: list[Stop]) -> None:
 # -- rows --------------------------------------------------------------------------------------------------------------
 SESSION_COLUMNS = {
     "session_id": pl.String, "policy": pl.String, "calls": pl.Int64, "warns": pl.Int64,
-    "first_warn_call_id": pl.String, "first_warn_turn_id": pl.String, "first_warn_seq": pl.Int64, "halts": pl.Int64, "halt_call_id": pl.String,
+    "first_warn_call_id": pl.String, "first_warn_turn_id": pl.String, "first_warn_seq": pl.Int64, "halts": pl.Int64,
+    "halt_call_id": pl.String,
     "halt_seq": pl.Int64, "halt_user_turn": pl.Int64, "halt_action": pl.String, "halt_reason": pl.String,
     "calls_after_halt": pl.Int64, "tokens_after_halt": pl.Int64, "cost_after_halt_usd": pl.Float64,
     "halt_on": pl.String,

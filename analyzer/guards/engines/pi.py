@@ -160,8 +160,9 @@ class PiGuard(Guard):
         "window count or near-identical run; 3 failures block", True, one_threshold=True, windows=(5, 10, 20),
         similarities=(None, 0.55, 0.7, 0.85), rule="window", text_rules=True, caveat=(
             "the window counts calls pi would have blocked (pi does not record them); near-identical arguments are "
-            "compared with the previous call of the tool only; text rules and script blocks come from the stored "
-            "counters (texts over a window of 10); cross-script aborts, loop_ack and the fail rate are not "
+            "compared with the previous call of the tool only and over the scan's words (punctuated words dropped; "
+            "the replay keeps paths and patterns, so it matches fewer calls); text rules and script blocks come from "
+            "the stored counters (texts over a window of 10); cross-script aborts, loop_ack and the fail rate are not "
             "modelled."))
     PARAMS = {
         "warn": Param("int", 3, "PI_ANTI_LOOP_REPEATS: occurrences of a call (current included) that block it.",
