@@ -256,12 +256,19 @@ def _guard_table(replay: pl.DataFrame | None, seq_of: dict[str, int], anchors: C
         href = anchors.href(seq + 1)
         return Link(f"call #{seq + 1}", href) if href else f"call #{seq + 1}"
 
+    def warn_at(r: dict[str, Any]) -> str:
+        """The first warning's place: its call, or the message without calls it came at (before the next call)."""
+        if r["first_warn_call_id"] is not None or r.get("first_warn_turn_id") is None:
+            return at(r["first_warn_call_id"])
+        seq = r.get("first_warn_seq")
+        return "a message" + (f" before call #{seq}" if seq is not None else "")
+
     rows = []
     for r in replay.sort("policy").iter_rows(named=True):
         halted = r["halt_call_id"] is not None
         hit = "—" if not halted else ("stuck loop" if r["halt_on"] == "stuck" else f"{r['halt_on'] or 'progress'} "
                                                                                    "(false halt)")
-        rows.append((r["policy"], at(r["first_warn_call_id"]), at(r["halt_call_id"]), hit,
+        rows.append((r["policy"], warn_at(r), at(r["halt_call_id"]), hit,
                      num(r["calls_after_halt"]) if halted else "—", num(r["tokens_after_halt"]) if halted else "—",
                      usd(r["cost_after_halt_usd"]) if halted else "—"))
     return Table(("Guard", "First warning", "Halt", "Halt hit", "Calls after halt", "Tokens after halt",
@@ -433,9 +440,13 @@ def _sweep_table(sweep: pl.DataFrame, rows_of: pl.DataFrame | None = None) -> Ta
 def preset_table(replay: pl.DataFrame) -> Table:
     halted = pl.col("halt_call_id").is_not_null()
     stuck = halted & (pl.col("halt_on") == "stuck")
+    # A warning at a message without calls has no call id; its message (first_warn_turn_id) still counts.
+    warned = pl.col("first_warn_call_id").is_not_null()
+    if "first_warn_turn_id" in replay.columns:
+        warned = warned | pl.col("first_warn_turn_id").is_not_null()
     g = replay.group_by("policy").agg(
         pl.len().alias("sessions"),
-        pl.col("first_warn_call_id").is_not_null().sum().alias("warned"),
+        warned.sum().alias("warned"),
         halted.sum().alias("halted"),
         stuck.sum().alias("stuck"),
         (halted & ~stuck).sum().alias("false"),

@@ -9,7 +9,7 @@ import pytest
 from analyzer.errors import UsageError
 from analyzer.guards.policies import PRESETS, load_policy_file, parse_sets, policies_frame, resolve, settings_frame
 
-PRESET_NAMES = ["open-codesign", "gitagent", "pi-anti-doom-loop", "gemini-cli", "cline", "roo-code", "opencode",
+PRESET_NAMES = ["open-codesign", "gitagent", "pi-anti-doom-loop", "pi-anti-doom-loop@0.0.7", "gemini-cli", "cline", "roo-code", "opencode",
                 "openhands"]
 
 

@@ -35,9 +35,14 @@ def test_stops_are_one_per_run_and_land_on_halting_calls(evs: list) -> None:
                 assert stop.call.user_turn == stop.user_turn, name
                 if stop.call.turn == stop.turn:  # halted at the call itself (not a text halt resolved forward)
                     assert sim.levels[stop.call.index] == HALT, name
-        if sim.first_warn is not None and sim.levels[sim.first_warn.index] == 0:
-            # Only a text rule warns at a message without calls; its warning then points at the run's next call.
-            assert name == "pi-anti-doom-loop"
+        # Every warning has a place: the call it applies to (which then carries a warning or more), or the message.
+        assert sim.first_warn_seen == (sim.warns > 0), name
+        if sim.warns:
+            assert (sim.first_warn is None) != (sim.first_warn_msg is None), name
+        if sim.first_warn is not None:
+            assert sim.levels[sim.first_warn.index] > 0, name
+        if sim.first_warn_msg is not None:  # only a text rule warns at a message without calls
+            assert name.startswith("pi-anti-doom-loop"), name
         again = simulate(pol.guard(), s)
         assert again.levels == sim.levels and again.actions == sim.actions, name
 
@@ -68,7 +73,7 @@ def test_saved_figures_never_exceed_what_came_after(evs: list) -> None:
     total_tokens = sum(s.turn_tokens)
     for pol in PRESETS.values():
         r = replay_session(pol, s, None, False)
-        (sid, _, calls, warns, fw, fw_seq, halts, hc, hseq, hut, act, reason, after_calls, after_tokens, after_cost,
+        (sid, _, calls, warns, fw, fw_turn, fw_seq, halts, hc, hseq, hut, act, reason, after_calls, after_tokens, after_cost,
          halt_on) = r.row
         assert calls == len(s.calls) and halt_on is None
         if halts == 0:

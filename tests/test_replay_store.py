@@ -39,6 +39,7 @@ EXPECTED: dict[str, dict[str, tuple | None]] = {
         "open-codesign": (2, 4, 3, 400, "stuck"),
         "gitagent": (None, 4, 3, 400, "stuck"),
         "pi-anti-doom-loop": (2, 3, 4, 500, "stuck"),  # blocked at 3, the re-issue aborts
+        "pi-anti-doom-loop@0.0.7": (2, 3, 4, 500, "stuck"),  # identical calls: the same as the seed here
         "gemini-cli": (None, 4, 3, 400, "stuck"),
         "cline": (2, 4, 3, 400, "stuck"),
         "roo-code": (None, 3, 4, 500, "stuck"),
@@ -49,6 +50,7 @@ EXPECTED: dict[str, dict[str, tuple | None]] = {
         "open-codesign": (2, 4, 1, 200, "progress"),
         "gitagent": (None, 4, 1, 200, "progress"),
         "pi-anti-doom-loop": (2, 3, 2, 300, "progress"),
+        "pi-anti-doom-loop@0.0.7": (2, 3, 2, 300, "progress"),
         "gemini-cli": (None, 4, 1, 200, "progress"),
         "cline": (2, 4, 1, 200, "progress"),
         "roo-code": (None, 3, 2, 300, "progress"),
@@ -59,6 +61,7 @@ EXPECTED: dict[str, dict[str, tuple | None]] = {
         "open-codesign": (8, 14, 0, 100, "stuck"),
         "gitagent": None,
         "pi-anti-doom-loop": (6, 9, 5, 600, "stuck"),  # read, edit, bash each blocked once, then read aborts
+        "pi-anti-doom-loop@0.0.7": (6, 9, 5, 600, "stuck"),  # identical calls: the same as the seed here
         "gemini-cli": (None, 14, 0, 100, "stuck"),  # a 3-cycle trips at call 15
         "cline": None,
         "roo-code": None,

@@ -501,7 +501,7 @@ def verify_setting(con: "duckdb.DuckDBPyConnection", policy: Policy, flt: Sessio
     on = h["cls"].to_list()
     false_sessions = h.filter(pl.col("cls") != STUCK)["session_id"].n_unique()
     # Episodes caught: the first warning or halt inside each, no later than its run's halt.
-    acts = rep.verdicts.select("session_id", "seq").join(calls.select("session_id", "sidx", "seq", "run"),
+    acts = rep.verdicts.filter(pl.col("at") == "call").select("session_id", "seq").join(calls.select("session_id", "sidx", "seq", "run"),
                                                          on=["session_id", "seq"])
     mem = frames.members.select("ep", "sidx", "seq").join(acts.select("sidx", "seq", "run"), on=["sidx", "seq"])
     first = mem.group_by("ep").agg(pl.col("seq").min().alias("det_seq"), pl.col("run").sort_by("seq").first())

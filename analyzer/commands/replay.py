@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 # The library (polars, DuckDB, the guards) is imported inside the commands, so every other command starts fast.
 
 PolicyOpt = Annotated[Optional[list[str]], typer.Option(
-    "--policy", "-p", help="Policy to use: a preset (open-codesign, gitagent, pi-anti-doom-loop, gemini-cli, cline, "
-                           "roo-code, opencode, openhands), a policy from --policy-file, or all. Repeatable.",
+    "--policy", "-p", help="Policy to use: a preset (open-codesign, gitagent, pi-anti-doom-loop (the seed's rules), "
+                           "pi-anti-doom-loop@0.0.7 (the published code), gemini-cli, cline, roo-code, opencode, "
+                           "openhands), a policy from --policy-file, or all. Repeatable.",
     show_default=False, metavar="NAME")]
 PolicyFileOpt = Annotated[Optional[Path], typer.Option(
     "--policy-file", help="TOML file of custom policies ([policies.<name>] tables with base = a preset).",

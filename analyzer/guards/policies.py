@@ -1,6 +1,6 @@
 """Policies as data: a guard engine (an exact replica of one shipped loop guard, ``analyzer.guards``) plus its settings.
 
-Each of the eight presets is its engine with the guard's own defaults. A custom policy starts from a preset (or from
+Each preset is its engine with the guard's own defaults. A custom policy starts from a preset (or from
 another custom policy) and changes settings, from a TOML file or from flags; the replay and the calibration sweep run
 any of them the same way (``Policy.guard()`` builds a fresh simulator per session).
 

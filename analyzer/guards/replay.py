@@ -11,6 +11,10 @@ What the figures mean:
   refusal, permission ask, stuck error or pi-anti-doom-loop abort. For gitagent the run stops at the end of the first
   batch whose every result said terminate. The guard keeps simulating after it (the verdict stream is informative),
   but nothing later in that run counts as a new halt.
+- Every warning has a place: the call it applies to, or — a text rule firing at an assistant message that issued no
+  call — that message. ``first_warn_call_id`` is the call of the session's first warning (NULL when it came at a
+  message), ``first_warn_turn_id`` the turn id of the message that issued that call or of the message itself, and
+  ``first_warn_seq`` the call's seq, or for a message the seq of the next call recorded after it (NULL if none).
 - ``halt_call_id`` is the call at which the run stops. When a text rule stops it at an assistant message, it is the
   first call issued by that message or by a later message of the same run (NULL when the run issued none).
 - **Saved** figures count what came after the halt in the transcript: ``calls_after_halt`` the calls with a higher
@@ -19,6 +23,12 @@ What the figures mean:
   ``turns.cost_usd``. With ``scope="run"`` (the default) both stop at the next user prompt — the user would have
   prompted again after a halt — and a session's row sums every halted run; with ``scope="session"`` the first halt
   ends the session and everything after it counts.
+- ``--calls`` (``verdicts=True``) lists one row per verdict: ``at`` = ``call`` for a call the guard warned or halted,
+  ``message`` for a verdict at a message without calls (``turn_id``, and ``seq`` the next call's; for a message that
+  stopped its run, ``call_id``/``seq`` are the run's halting call). ``halt`` is true on exactly the rows of the
+  session's halts — the same call as ``halt_call_id``/``halt_seq`` of the halt rows — and those rows carry the same
+  ``calls_after_halt`` and ``tokens_after_halt``. Other halt verdicts are not the halt: gitagent's ``terminate``
+  results before the batch that ends the run, or the verdicts after a run already stopped.
 - ``halt_on`` classifies the halt with the ``findings`` table written by ``loopscope scan``: ``stuck`` when the halting
   call's ``seq`` lies in a finding of the session whose ``stuck`` is true, ``progress`` when it lies only in findings
   that made progress (a false halt), ``none`` when it lies in no finding. NULL when the session was never scanned (no
@@ -173,6 +183,7 @@ class Stop:
     call: Call | None
     action: str
     reason: str
+    at_message: bool = False  # a verdict at a message without calls stopped it (``call``: the run's next call)
 
 
 @dataclass(slots=True)
@@ -181,9 +192,12 @@ class Simulation:
     actions: list[str | None]
     reasons: list[str | None]
     stops: list[Stop] = field(default_factory=list)
-    first_warn: Call | None = None
+    first_warn: Call | None = None  # the call the session's first warning applies to
+    first_warn_msg: Message | None = None  # or the message, when that warning came at a message without calls
     first_warn_seen: bool = False
     warns: int = 0
+    # verdicts at messages without (visible) calls: (message, verdict), in order
+    msg_verdicts: list[tuple[Message, Verdict]] = field(default_factory=list)
 
 
 def simulate(guard: Guard, s: Session) -> Simulation:
@@ -193,12 +207,11 @@ def simulate(guard: Guard, s: Session) -> Simulation:
     levels, actions, reasons = sim.levels, sim.actions, sim.reasons
     stopped: set[int] = set()
     batch, nested = guard.BATCH_STOP, guard.SEES_NESTED
-    pending_warn: int | None = None  # step of a message-level warn waiting for its call
 
     def stop(step_i: int, msg: Message, call: Call | None, v: Verdict) -> None:
         if msg.user_turn not in stopped:
             stopped.add(msg.user_turn)
-            sim.stops.append(Stop(msg.user_turn, step_i, msg.turn, call, v.action, v.reason))
+            sim.stops.append(Stop(msg.user_turn, step_i, msg.turn, call, v.action, v.reason, call is None))
 
     def mark(call: Call, v: Verdict) -> None:
         i = call.index
@@ -209,23 +222,25 @@ def simulate(guard: Guard, s: Session) -> Simulation:
         if v.level > levels[i]:
             levels[i], actions[i], reasons[i] = v.level, v.action, v.reason
 
+    def mark_message(msg: Message, v: Verdict) -> None:
+        sim.msg_verdicts.append((msg, v))
+        if v.level == WARN:
+            sim.warns += 1
+            if not sim.first_warn_seen:
+                sim.first_warn_seen, sim.first_warn_msg = True, msg
+
     for step_i, step in enumerate(s.steps):
         if type(step) is UserPrompt:
             guard.on_user()
-            pending_warn = None
             continue
         msg: Message = step  # type: ignore[assignment]
         calls = msg.calls if nested else [c for c in msg.calls if c.parent is None]
-        if pending_warn is not None and calls:
-            sim.first_warn, pending_warn = calls[0], None
         v = guard.on_message(msg)
-        if v is not None:  # a text rule: it takes effect on the message's first call, or on the run's next one
+        if v is not None:  # a text rule: it takes effect on the message's first call, or on the message itself
             if calls:
                 mark(calls[0], v)
-            elif v.level == WARN:
-                sim.warns += 1
-                if not sim.first_warn_seen:
-                    sim.first_warn_seen, pending_warn = True, step_i
+            else:
+                mark_message(msg, v)
             if v.level == HALT and not batch:
                 stop(step_i, msg, calls[0] if calls else None, v)
         ran: list[Call] = []
@@ -250,6 +265,8 @@ def simulate(guard: Guard, s: Session) -> Simulation:
         if v is not None:
             if calls:
                 mark(calls[-1], v)
+            else:
+                mark_message(msg, v)
             if v.level == HALT and not batch:
                 stop(step_i, msg, calls[-1] if calls else None, v)
         if batch and calls and all(levels[c.index] == HALT for c in calls):
@@ -276,7 +293,8 @@ def _resolve_stop_calls(s: Session, stops: list[Stop]) -> None:
 # -- rows --------------------------------------------------------------------------------------------------------------
 SESSION_COLUMNS = {
     "session_id": pl.String, "policy": pl.String, "calls": pl.Int64, "warns": pl.Int64,
-    "first_warn_call_id": pl.String, "first_warn_seq": pl.Int64, "halts": pl.Int64, "halt_call_id": pl.String,
+    "first_warn_call_id": pl.String, "first_warn_turn_id": pl.String, "first_warn_seq": pl.Int64, "halts": pl.Int64,
+    "halt_call_id": pl.String,
     "halt_seq": pl.Int64, "halt_user_turn": pl.Int64, "halt_action": pl.String, "halt_reason": pl.String,
     "calls_after_halt": pl.Int64, "tokens_after_halt": pl.Int64, "cost_after_halt_usd": pl.Float64,
     "halt_on": pl.String,
@@ -288,8 +306,9 @@ HALT_COLUMNS = {
     "halt_on": pl.String, "session_tokens": pl.Int64,
 }
 VERDICT_COLUMNS = {
-    "session_id": pl.String, "policy": pl.String, "seq": pl.Int64, "call_id": pl.String, "user_turn": pl.Int64,
-    "tool": pl.String, "level": pl.String, "action": pl.String, "reason": pl.String,
+    "session_id": pl.String, "policy": pl.String, "at": pl.String, "seq": pl.Int64, "call_id": pl.String,
+    "turn_id": pl.String, "user_turn": pl.Int64, "tool": pl.String, "level": pl.String, "action": pl.String,
+    "reason": pl.String, "halt": pl.Boolean, "calls_after_halt": pl.Int64, "tokens_after_halt": pl.Int64,
 }
 TOTALS_TABLE_COLUMNS = ["policy", "sessions", "sessions_warned", "sessions_halted", "halts", "halts_stuck",
                         "halts_progress", "halts_none", "calls_after_halt", "tokens_after_halt",
@@ -355,9 +374,16 @@ def replay_session(policy: Policy, s: Session, findings: list[tuple[int, int, bo
                       s.turn_ids[st.turn] if st.turn >= 0 else None, st.action, st.reason, n_calls, tokens, cost,
                       classify(findings, seq, scanned), session_tokens))
     first = stops[0] if stops else None
-    fw = sim.first_warn
+    fw, fw_msg = sim.first_warn, sim.first_warn_msg
+    if fw is not None:
+        fw_turn, fw_seq = _turn_id(s, fw.turn), fw.seq
+    elif fw_msg is not None:
+        nxt = _next_call(s, fw_msg)
+        fw_turn, fw_seq = _turn_id(s, fw_msg.turn), nxt.seq if nxt else None
+    else:
+        fw_turn = fw_seq = None
     row = (
-        s.session_id, policy.name, len(s.calls), sim.warns, fw.call_id if fw else None, fw.seq if fw else None,
+        s.session_id, policy.name, len(s.calls), sim.warns, fw.call_id if fw else None, fw_turn, fw_seq,
         len(stops), first.call.call_id if first and first.call else None,
         first.call.seq if first and first.call else None, first.user_turn if first else None,
         first.action if first else None, first.reason if first else None,
@@ -366,12 +392,57 @@ def replay_session(policy: Policy, s: Session, findings: list[tuple[int, int, bo
     )
     vrows = []
     if verdicts:
-        for c in s.calls:
-            lv = sim.levels[c.index]
-            if lv:
-                vrows.append((s.session_id, policy.name, c.seq, c.call_id, c.user_turn, c.tool, LEVELS[lv],
-                              sim.actions[c.index], sim.reasons[c.index]))
+        vrows = _verdict_rows(policy, s, sim, stops, halts)
     return SessionReplay(row, halts, vrows)
+
+
+def _turn_id(s: Session, turn: int) -> str | None:
+    return s.turn_ids[turn] if turn >= 0 else None
+
+
+def _next_call(s: Session, msg: Message) -> Call | None:
+    """The first call recorded after ``msg`` (calls are in transcript order, each message's after the message)."""
+    for c in s.calls:
+        if c.turn > msg.turn:
+            return c
+    return None
+
+
+def _verdict_rows(policy: Policy, s: Session, sim: Simulation, stops: list[Stop], halts: list[tuple]) -> list[tuple]:
+    """One row per call the guard warned or halted (``at`` = call) and per verdict given at a message without calls
+    (``at`` = message: its turn id, and the seq of the next call). ``halt`` marks the row of each run's halt — the call
+    the session and halt rows name as ``halt_call_id`` — with what that halt saves; the guard's other halt verdicts
+    (gitagent's terminate results before its batch ends, later verdicts of a halted run) are not the halt."""
+    by_call: dict[int, tuple[int, int]] = {}  # call index -> (calls, tokens) after the halt
+    by_msg: dict[int, tuple[Call | None, int, int]] = {}  # message turn of a call-less halt -> (call, calls, tokens)
+    for st, h in zip(stops, halts):
+        if st.at_message:
+            by_msg[st.turn] = (st.call, h[8], h[9])
+        elif st.call is not None:
+            by_call[st.call.index] = (h[8], h[9])
+    rows: list[tuple[int, int, tuple]] = []  # (turn, order, row)
+    for c in s.calls:
+        lv = sim.levels[c.index]
+        saved = by_call.get(c.index)
+        if lv or saved:
+            rows.append((c.turn, c.index, (
+                s.session_id, policy.name, "call", c.seq, c.call_id, _turn_id(s, c.turn), c.user_turn, c.tool,
+                LEVELS[lv], sim.actions[c.index], sim.reasons[c.index], saved is not None,
+                saved[0] if saved else None, saved[1] if saved else None)))
+    for msg, v in sim.msg_verdicts:
+        stop = by_msg.pop(msg.turn, None) if v.level == HALT else None
+        if stop is not None:
+            call = stop[0]
+            seq, cid, tool = (call.seq, call.call_id, call.tool) if call is not None else (None, None, None)
+        else:
+            nxt = _next_call(s, msg)
+            seq, cid, tool = (nxt.seq if nxt else None), None, None
+        rows.append((msg.turn, -1, (
+            s.session_id, policy.name, "message", seq, cid, _turn_id(s, msg.turn), msg.user_turn, tool,
+            LEVELS[v.level], v.action, v.reason, stop is not None, stop[1] if stop else None,
+            stop[2] if stop else None)))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return [r[2] for r in rows]
 
 
 # -- the corpus replay -------------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Tool calls are checked before they run: a key seen ``warn`` times counting the c
 executed calls (the source's ``recentSigs`` holds the last 10 recorded calls and adds the current one), or a tool
 whose last ``fails`` results were all errors, blocks the call. Blocked calls are not recorded and their results are
 ignored; blocking the same key a second time in a prompt aborts the turn. From the seed (newer than v0.0.7):
-near-identical arguments (shared-token score >= ``similarity``) count as the same call, scripts (``exact_only_tools``)
+near-identical arguments (shared-token score >= ``similarity``, over words that keep paths, patterns and file names —
+calls on different objects never match; ``call_words``) count as the same call, scripts (``exact_only_tools``)
 compare by identity only, ``loop_ack`` clears a repeat block's cluster, and calls nested in a script get their own
 stricter per-script rules.
 
@@ -49,16 +50,48 @@ def repeated_segment(norm: str, threshold: int, min_len: int = 16) -> str | None
     return None
 
 
+_PLAIN_WORD = re.compile(r"[a-z0-9_-]{3,}")
+_OBJECT_WORD = re.compile(r"(?=.*[a-z])(?=.*[^a-z0-9_-])")
+_WORD_EDGES = "\"'`()[]{}<>,;:!?|&"
+
+
+def call_words(text: str) -> frozenset[str]:
+    """The words the seed's near-identical call rule compares: lower-cased, split on whitespace, quotes and brackets
+    trimmed from each end; plain words of 3+ ``[a-z0-9_-]`` characters, and — unlike the text rule, which drops any
+    word carrying punctuation — the words that name an object: paths, patterns, file names, URLs (a letter and a
+    character outside ``[a-z0-9_-]``, e.g. ``src/a.py``, ``1,200p``, ``*.ts``)."""
+    out = set()
+    for raw in text.lower().split():
+        w = raw.strip(_WORD_EDGES)
+        if _PLAIN_WORD.fullmatch(w) or _OBJECT_WORD.match(w):
+            out.add(w)
+    return frozenset(out)
+
+
+def objects_of(words: frozenset[str]) -> frozenset[str]:
+    """The object words (paths, patterns, file names) among a call's words."""
+    return frozenset(w for w in words if not _PLAIN_WORD.fullmatch(w))
+
+
 def call_tokens(call: Call) -> frozenset[str]:
-    """Shared-token set of a call's argument values (cached on the call)."""
+    """The near-identical words of a call's argument values (``call_words``; cached on the call)."""
     toks = call.tokens
     if toks is None:
         try:
-            toks = token_set(args_text(orjson.loads(call.args)))
+            toks = call_words(args_text(orjson.loads(call.args)))
         except orjson.JSONDecodeError:  # a payload truncated at load time: score its raw text
-            toks = token_set(call.args)
+            toks = call_words(call.args)
         call.tokens = toks
     return toks
+
+
+def call_score(a: Call, b: Call) -> float:
+    """Shared-token score of two calls' arguments; 0 when they act on different objects (their paths, patterns or
+    file names differ), so ``sed -n '1,200p' src/a.py`` never matches ``... src/b.py``."""
+    ta, tb = call_tokens(a), call_tokens(b)
+    if objects_of(ta) != objects_of(tb):
+        return 0.0
+    return jaccard(ta, tb)
 
 
 class TextLoops:
@@ -110,9 +143,10 @@ class PiGuard(Guard):
     UNIT = "call (window of executed calls); assistant message (text)"
     RANK = 3
     SEES_NESTED = True
-    DESCRIPTION = ("Seed guard: block at 3 in a 10-call window or 3 failures; re-issue aborts; text loops steer then "
-                   "abort.")
-    ALIASES = ("pi", "anti-doom-loop")
+    DESCRIPTION = ("Seed guard, the seed README's behaviour (newer than the published v0.0.7, which is "
+                   "pi-anti-doom-loop@0.0.7): block at 3 same or near-identical calls (same paths and patterns) in a "
+                   "10-call window or 3 failures; re-issue aborts; text loops steer then abort.")
+    ALIASES = ("pi", "anti-doom-loop", "pi-anti-doom-loop@seed")
     SEED = True
     PASTE_NOTES = {
         "open-codesign": "on a streak of identical calls pi blocks at {warn} and aborts at {halt}; open-codesign "
@@ -126,8 +160,9 @@ class PiGuard(Guard):
         "window count or near-identical run; 3 failures block", True, one_threshold=True, windows=(5, 10, 20),
         similarities=(None, 0.55, 0.7, 0.85), rule="window", text_rules=True, caveat=(
             "the window counts calls pi would have blocked (pi does not record them); near-identical arguments are "
-            "compared with the previous call of the tool only; text rules and script blocks come from the stored "
-            "counters (texts over a window of 10); cross-script aborts, loop_ack and the fail rate are not "
+            "compared with the previous call of the tool only and over the scan's words (punctuated words dropped; "
+            "the replay keeps paths and patterns, so it matches fewer calls); text rules and script blocks come from "
+            "the stored counters (texts over a window of 10); cross-script aborts, loop_ack and the fail rate are not "
             "modelled."))
     PARAMS = {
         "warn": Param("int", 3, "PI_ANTI_LOOP_REPEATS: occurrences of a call (current included) that block it.",
@@ -210,7 +245,8 @@ class PiGuard(Guard):
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
-        near = f" (near-identical args >= {p['similarity']} count)" if p["near_identical_calls"] else ""
+        near = (f" (near-identical args >= {p['similarity']} on the same paths and patterns count)"
+                if p["near_identical_calls"] else "")
         return {
             "key": "name + canonical JSON" + near,
             "window": f"current call + last {p['window']} executed calls; last {p['window']} texts",
@@ -237,11 +273,14 @@ class PiGuard(Guard):
         self.nested_blocked: dict[str, str] = {}  # key -> script that first blocked it
 
     def _similar(self, e: _Entry, key: str, call: Call) -> bool:
-        if e.key == key:
-            return True
-        if not self._near or e.tool != call.tool or call.tool in self._exact_only:
-            return False
-        return jaccard(call_tokens(e.call), call_tokens(call)) >= self._sim
+        return e.key == key or self._near_score(e, key, call) is not None
+
+    def _near_score(self, e: _Entry, key: str, call: Call) -> float | None:
+        """The shared-token score of a near-identical (not identical) earlier call, else None."""
+        if e.key == key or not self._near or e.tool != call.tool or call.tool in self._exact_only:
+            return None
+        score = call_score(e.call, call)
+        return score if score >= self._sim else None
 
     def _consecutive_fails(self, tool: str) -> int:
         n = 0
@@ -262,17 +301,25 @@ class PiGuard(Guard):
         if tool in self._exclude:
             return None
         key = call.key
-        total = 1 + sum(1 for e in self.sigs if self._similar(e, key, call))
+        exact = 1 + sum(1 for e in self.sigs if e.key == key)
+        near = [(sc, e.call) for e in self.sigs if (sc := self._near_score(e, key, call)) is not None]
+        total = exact + len(near)
         fails = self._consecutive_fails(tool)
         reasons = []
-        if total >= self._t:
-            reasons.append(f"{tool!r} called with the same arguments {total} times in the last {self._w} calls")
+        if exact >= self._t:
+            reasons.append(f"exact repeat: {tool!r} called with the same arguments {exact} times in the last "
+                           f"{self._w} calls")
+        elif total >= self._t:
+            score, earlier = near[-1]  # the latest near-identical call in the window
+            reasons.append(f"near-identical: {tool!r} called with the same or near-identical arguments {total} times "
+                           f"in the last {self._w} calls ({exact} identical; shared-token score {score:.2f} with "
+                           f"call {earlier.call_id})")
         if fails >= self._fails:
-            reasons.append(f"{tool!r} failed {fails} consecutive times")
+            reasons.append(f"failure run: {tool!r} failed {fails} consecutive times")
         if self._rate > 0:
             mine = [err for t, err in self.results if t == tool]
             if len(mine) >= self._rate_min and sum(mine) / len(mine) >= self._rate:
-                reasons.append(f"{tool!r} failed {sum(mine)} of {len(mine)} calls in the window")
+                reasons.append(f"fail rate: {tool!r} failed {sum(mine)} of {len(mine)} calls in the window")
         if not reasons:
             self.sigs.append(_Entry(key, tool, call))
             if len(self.sigs) > self._w:
@@ -311,10 +358,10 @@ class PiGuard(Guard):
         key = call.key
         first = self.nested_blocked.get(key)
         if first is not None and first != script:
-            return Verdict(HALT, "abort", "a call blocked in an earlier script was issued again", True)
+            return Verdict(HALT, "abort", "script repeat: a call blocked in an earlier script was issued again", True)
         entries = self.scripts.setdefault(script, [])
         if key in self.script_failed.get(script, ()):
-            reason = "the identical call already failed inside this script"
+            reason = "script failure: the identical call already failed inside this script"
         else:
             total = 1 + sum(1 for e in entries if self._similar(e, key, call))
             if total < self._nested_t:
@@ -322,7 +369,7 @@ class PiGuard(Guard):
                 if len(entries) > self._nested_mem:
                     del entries[0]
                 return None
-            reason = f"called {total} times inside one script"
+            reason = f"script repeat: called {total} times inside one script"
         self.nested_blocked.setdefault(key, script)
         return Verdict(WARN, "block", reason, True)
 
@@ -345,8 +392,8 @@ class PiGuard(Guard):
             return None
         if not self.steered:
             self.steered = True
-            return Verdict(WARN, "steer", reason, False)
+            return Verdict(WARN, "steer", "text: " + reason, False)
         if self.resumes < self.p["resume_budget"]:
             self.resumes += 1
-            return Verdict(HALT, "abort+resume", reason, False)
-        return Verdict(HALT, "abort", reason, False)
+            return Verdict(HALT, "abort+resume", "text: " + reason, False)
+        return Verdict(HALT, "abort", "text: " + reason, False)
