@@ -41,12 +41,15 @@ import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from analyzer.errors import UsageError
 from analyzer.guards import ENGINES, Guard, Param, aliases
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# polars is imported inside the two listings only: the Claude Code hook builds policies on every tool call.
 
 ALIASES = aliases()  # other names for a preset, declared by each guard (``Guard.ALIASES``)
 SHORTCUTS = ("warn", "halt", "window")
@@ -281,16 +284,20 @@ POLICY_TABLE_COLUMNS = ["policy", "unit", "key", "window", "reset", "exemptions"
                         "thresholds"]
 
 
-def policies_frame(policies: Sequence[Policy]) -> pl.DataFrame:
+def policies_frame(policies: Sequence[Policy]) -> "pl.DataFrame":
     """One row per policy: how it counts, resets and escalates, in words."""
+    import polars as pl
+
     rows = [p.describe() for p in policies]
     cols = ["policy", "engine", "unit", "key", "window", "reset", "exemptions", "blocked_count", "escalation",
             "thresholds", "source", "description", "origin"]
     return pl.DataFrame([{c: r.get(c, "") for c in cols} for r in rows], schema={c: pl.String for c in cols})
 
 
-def settings_frame(policy: Policy) -> pl.DataFrame:
+def settings_frame(policy: Policy) -> "pl.DataFrame":
     """Every setting of one policy, with the guard's default and what it means."""
+    import polars as pl
+
     spec = policy.engine_class.PARAMS
     return pl.DataFrame(
         {
