@@ -10,6 +10,7 @@ import typer
 from analyzer import __version__
 from analyzer.commands import job as analyze_cmds
 from analyzer.commands import calibrate as calibrate_cmds
+from analyzer.commands import hook as hook_cmds
 from analyzer.commands import ingest as ingest_cmds
 from analyzer.commands import replay as replay_cmds
 from analyzer.commands import report as report_cmds
@@ -50,6 +51,7 @@ app.command("policies")(replay_cmds.policies)
 app.command("replay")(replay_cmds.replay)
 app.command("calibrate")(calibrate_cmds.calibrate)
 app.command("report")(report_cmds.report)
+app.add_typer(hook_cmds.app, name="hook")
 
 
 def main() -> None:

@@ -209,6 +209,6 @@ class LoopscopeGuard(Guard):
             return f"a {period}-call cycle ending with {what} repeated {reps} times with no progress"
         if kind == "drift":
             return f"{reps} near-identical variants of {what} in a row with no progress"
-        if last is not None and last[1]:
-            return f"the same {what} failed {reps} times with the same error"
+        if last is not None and last[1]:  # the current call has not run yet
+            return f"the same {what} failed {reps - 1} times in a row with the same error"
         return f"the same {what} ran {reps} times with the same result"
