@@ -91,15 +91,16 @@ def install(
         removed, added = inst.install(path, inst.hook_command(_extra(policy, settings, sets)))
     except ValueError as exc:  # settings.json that is not JSON: leave it alone
         raise UsageError(f"{path}: not changed ({exc})") from None
-    out.print(f"{path}:", markup=False)
+    out.print(f"{path}:", markup=False, soft_wrap=True)
     for r in removed:
         out.print(f"  - {r}", markup=False, soft_wrap=True)
     for a in added:
         out.print(f"  + {a}", markup=False, soft_wrap=True)
     src = settings or settings_path()
-    how = f"settings from {src}" if src.exists() and not policy else "its defaults" if not sets else "--set"
-    out.print(f"guard: {pol.name} ({', '.join(f'{k}={v}' for k, v in pol.changed().items()) or 'defaults'}; "
-              f"{how}). Claude Code reads hooks at startup: restart running sessions.", markup=False, soft_wrap=True)
+    changed = ", ".join(f"{k} {v}" for k, v in pol.changed().items()) or "its defaults"
+    whence = f" (from {src})" if src.exists() and pol.changed() else ""
+    out.print(f"guard: {pol.name}, {changed}{whence}. Claude Code reads hooks at startup: restart running "
+              "sessions.", markup=False, soft_wrap=True)
 
 
 @app.command("uninstall")
@@ -123,7 +124,7 @@ def uninstall(
     if not removed:
         err.print(f"{path}: no loopscope hook to remove", markup=False)
         return
-    out.print(f"{path}:", markup=False)
+    out.print(f"{path}:", markup=False, soft_wrap=True)
     for r in removed:
         out.print(f"  - {r}", markup=False, soft_wrap=True)
 
