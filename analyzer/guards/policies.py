@@ -37,7 +37,6 @@ followed by the changes, e.g. ``open-codesign[halt=8]``.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,6 +186,8 @@ _KIND_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false"
 # -- lookup and files ---------------------------------------------------------------------------------------------------
 def load_policy_file(path: Path) -> dict[str, Policy]:
     """Read custom policies from a TOML file (schema in this module's docstring)."""
+    import tomllib
+
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -75,7 +75,7 @@ class LoopscopeGuard(Guard):
     ENGINE = "loopscope"
     SOURCE = "loopscope detector core (analyzer/detect/stream/calls.py): streak, cycles, drift, progress"
     UNIT = "call"
-    RANK = 0
+    RANK = 100  # listed after the shipped guards it is compared with
     DESCRIPTION = ("loopscope's own: warn at 3, block at 5 repeats of a stuck episode (streak, cycle or drift with no "
                    "progress); a poll whose output changes never counts.")
     ALIASES = ("ours", "stuck")
