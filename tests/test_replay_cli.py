@@ -36,7 +36,7 @@ def test_policies_lists_the_presets_with_their_semantics() -> None:
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert [r["policy"] for r in rows][:3] == ["open-codesign", "gitagent", "pi-anti-doom-loop"]
-    assert len(rows) == 8 and all(r["escalation"] for r in rows)
+    assert len(rows) == 9 and rows[-1]["policy"] == "loopscope" and all(r["escalation"] for r in rows)
     one = runner.invoke(app, ["policies", "--policy", "roo-code", "--format", "csv"])
     assert one.exit_code == 0 and one.stdout.splitlines()[0] == "setting,value,default,meaning"
     table = runner.invoke(app, ["policies"])
