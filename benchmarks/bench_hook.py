@@ -76,6 +76,38 @@ def session(n: int, seed: int = 7) -> list[tuple[str, dict, str, bool]]:
     return out[:n]
 
 
+def run_session(calls, call, base, transcript, state, pre_ms, post_ms, sizes, counts) -> None:  # noqa: ANN001
+    """Send the session's events, one hook process each (``counts``: denied, warned)."""
+    sid = base["session_id"]
+    for i, (tool, tool_input, result, failed) in enumerate(calls):
+        if i % 200 == 0:
+            call({**base, "hook_event_name": "UserPromptSubmit", "prompt": "next task"})
+        tid = f"toolu_{i:05d}"
+        line = {"type": "assistant", "sessionId": sid, "message": {"id": f"msg_{i:05d}", "role": "assistant",
+                "content": [{"type": "text", "text": f"Step {i}: let me run {tool}."},
+                            {"type": "tool_use", "id": tid, "name": tool, "input": tool_input}]}}
+        with transcript.open("ab") as f:
+            f.write(orjson.dumps(line) + b"\n")
+        ms, out = call({**base, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
+                        "tool_use_id": tid})
+        pre_ms.append(ms)
+        if b'"deny"' in out:
+            counts[0] += 1
+        else:
+            counts[1] += b"additionalContext" in out
+            ev = {**base, "tool_name": tool, "tool_input": tool_input, "tool_use_id": tid}
+            if failed:
+                ev.update(hook_event_name="PostToolUseFailure", error=result)
+            else:
+                ev.update(hook_event_name="PostToolUse", tool_response=result)
+            ms, _ = call(ev)
+            post_ms.append(ms)
+        sizes.append(state.stat().st_size)
+        with transcript.open("ab") as f:
+            f.write(orjson.dumps({"type": "user", "sessionId": sid, "message": {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": tid, "content": result, "is_error": failed}]}}) + b"\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calls", type=int, default=2000)
@@ -98,7 +130,7 @@ def main() -> None:
     post_ms: list[float] = []
     cpu_ms: list[float] = []
     sizes: list[int] = []
-    denied = warned = 0
+    counts = [0, 0]
 
     def call(payload: dict) -> tuple[float, bytes]:
         u0 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -112,33 +144,11 @@ def main() -> None:
         return ms, r.stdout
 
     calls = session(args.calls)
-    for i, (tool, tool_input, result, failed) in enumerate(calls):
-        if i % 200 == 0:
-            call({**base, "hook_event_name": "UserPromptSubmit", "prompt": "next task"})
-        tid = f"toolu_{i:05d}"
-        line = {"type": "assistant", "sessionId": sid, "message": {"id": f"msg_{i:05d}", "role": "assistant",
-                "content": [{"type": "text", "text": f"Step {i}: let me run {tool}."},
-                            {"type": "tool_use", "id": tid, "name": tool, "input": tool_input}]}}
-        with transcript.open("ab") as f:
-            f.write(orjson.dumps(line) + b"\n")
-        ms, out = call({**base, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
-                        "tool_use_id": tid})
-        pre_ms.append(ms)
-        if b'"deny"' in out:
-            denied += 1
-        else:
-            warned += b"additionalContext" in out
-            ev = {**base, "tool_name": tool, "tool_input": tool_input, "tool_use_id": tid}
-            if failed:
-                ev.update(hook_event_name="PostToolUseFailure", error=result)
-            else:
-                ev.update(hook_event_name="PostToolUse", tool_response=result)
-            ms, _ = call(ev)
-            post_ms.append(ms)
-        sizes.append(state.stat().st_size)
-        with transcript.open("ab") as f:
-            f.write(orjson.dumps({"type": "user", "sessionId": sid, "message": {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tid, "content": result, "is_error": failed}]}}) + b"\n")
+    try:
+        run_session(calls, call, base, transcript, state, pre_ms, post_ms, sizes, counts)
+    except KeyboardInterrupt:  # print what was measured so far
+        calls = calls[:len(pre_ms)]
+    denied, warned = counts
 
     def q(xs: list[float], p: float) -> float:
         s = sorted(xs)

@@ -35,6 +35,7 @@ MESSAGES_KEPT = 4
 TOOL_IDS_KEPT = 256
 PENDING_KEPT = 64
 SUFFIX = "change approach or ask the user"
+ARGS_LIMIT = 100_000  # characters of arguments a guard reads, as the replay loads them (guards.replay.ARGS_LIMIT)
 
 
 @dataclass
@@ -106,7 +107,7 @@ def _pre(payload: dict[str, Any], st: State, policy: Policy) -> dict[str, Any] |
         if v is not None:
             verdicts.append(v)
     canon = canonical_json(args)
-    call = Call(st.n, st.n, tid, st.turn, st.user_turn, tool, canon, call_key(tool, canon),
+    call = Call(st.n, st.n, tid, st.turn, st.user_turn, tool, canon[:ARGS_LIMIT], call_key(tool, canon),
                 call_key(tool, ordered_json(args)), call_key(tool, shallow_sorted_json(args)), None, None, None)
     st.n += 1
     if st.msg_obj is not None:
