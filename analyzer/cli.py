@@ -11,6 +11,7 @@ from analyzer import __version__
 from analyzer.commands import job as analyze_cmds
 from analyzer.commands import calibrate as calibrate_cmds
 from analyzer.commands import export as export_cmds
+from analyzer.commands import hook as hook_cmds
 from analyzer.commands import ingest as ingest_cmds
 from analyzer.commands import replay as replay_cmds
 from analyzer.commands import report as report_cmds
@@ -54,6 +55,7 @@ app.command("calibrate")(calibrate_cmds.calibrate)
 app.command("report")(report_cmds.report)
 app.command("export")(export_cmds.export)
 app.add_typer(spark_cmds.app, name="spark")
+app.add_typer(hook_cmds.app, name="hook")
 
 
 def main() -> None:

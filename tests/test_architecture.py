@@ -11,8 +11,9 @@ Layers, lowest first (siblings on one floor must not import each other):
     analyzer.store                the DuckDB store: schema, connection, queries
     analyzer.ingest | analyzer.scan | analyzer.guards
                                   files -> store | store -> signals, findings | guards, policies, replay
-    analyzer.calibrate | analyzer.reporting | analyzer.spark
-                                  sweeps and recommendations | the report's queries | the pipeline on Spark
+    analyzer.calibrate | analyzer.reporting | analyzer.spark | analyzer.hook
+                                  sweeps and recommendations | the report's queries | the pipeline on Spark | the
+                                  live Claude Code hook
     reports                       rendering only: plain data in, HTML out
     analyzer.analyze              the end-to-end job
     analyzer.commands             the CLI's commands, thin over the library
@@ -32,7 +33,7 @@ LAYERS: list[list[str]] = [
     ["analyzer.detect"],
     ["analyzer.store"],
     ["analyzer.ingest", "analyzer.scan", "analyzer.guards"],
-    ["analyzer.calibrate", "analyzer.reporting", "analyzer.spark"],
+    ["analyzer.calibrate", "analyzer.reporting", "analyzer.spark", "analyzer.hook"],
     ["reports"],
     ["analyzer.analyze"],
     ["analyzer.commands"],
@@ -118,3 +119,45 @@ def test_no_import_circle() -> None:
         if m not in state:
             visit(m)
     assert not circles, "import circles:\n" + "\n".join(" -> ".join(c) for c in circles)
+
+
+# The hook runs before every tool call: its entry point reaches only the guard engines and what they stand on.
+HOOK_ENTRY = "analyzer.hook.main"
+HOOK_MAY_REACH = ("analyzer", "analyzer.errors", "analyzer.tables", "analyzer.detect", "analyzer.guards",
+                  "analyzer.hook")
+HEAVY = ("typer", "polars", "duckdb", "plotly", "rich", "pyarrow", "jinja2", "click")
+
+
+def test_the_hook_entry_point_imports_only_the_guard_engines() -> None:
+    graph = _graph()
+    seen, todo = set(), [HOOK_ENTRY]
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        todo.extend(graph[m])
+    outside = sorted(m for m in seen if not any(m == p or m.startswith(p + ".") for p in HOOK_MAY_REACH[1:])
+                     and m != "analyzer")
+    assert not outside, f"{HOOK_ENTRY} reaches {outside}"
+    assert "analyzer.hook.install" not in seen
+
+
+def test_the_hook_process_loads_no_heavy_library(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys, io; from analyzer.hook.main import main; "
+            "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode())); main(['claude-code']); "
+            "print('\\n' + ' '.join(sorted(sys.modules)), file=sys.stderr)")
+    payload = json.dumps({"session_id": "arch", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "ls"}, "tool_use_id": "t1"})
+    env = {**os.environ, "LOOPSCOPE_CACHE_DIR": str(tmp_path), "LOOPSCOPE_CONFIG_DIR": str(tmp_path)}
+    proc = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    modules = set(proc.stderr.strip().splitlines()[-1].split())
+    assert "analyzer.hook.claude_code" in modules and "analyzer.guards.engines.loopscope" in modules
+    loaded = sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert not loaded, f"the hook loaded {loaded}"

@@ -116,3 +116,25 @@ def test_missing_or_unscanned_store(tmp_path: Path) -> None:
     ingest_paths(db, pi_session(tmp_path / "a.jsonl", "a", [U, C("read", {"path": "x"})]))
     res = runner.invoke(app, ["calibrate", "--db", str(db)])
     assert res.exit_code == 2 and "loopscope scan" in res.stderr
+
+
+def test_write_settings_hands_the_recommendation_to_the_hook(db: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--write-settings` calibrates the loopscope guard (unless --policy says otherwise) and writes what the hook
+    then runs."""
+    from analyzer.hook.settings import hook_policy, settings_path
+
+    monkeypatch.setenv("LOOPSCOPE_CONFIG_DIR", str(tmp_path / "cfg"))
+    res = runner.invoke(app, ["calibrate", "--db", str(db), "--write-settings", "--no-verify", "-o",
+                              str(tmp_path / "cal.txt")])
+    assert res.exit_code == 0, res.output
+    data = json.loads(settings_path().read_text())
+    assert data["policy"] == "loopscope" and set(data["settings"]) == {"warn", "halt"}
+    assert "hook settings written to" in res.output
+    pol = hook_policy()
+    assert pol.engine == "loopscope" and pol.params["halt"] == data["settings"]["halt"]
+    res = runner.invoke(app, ["calibrate", "--db", str(db), "--policy", "open-codesign", "--write-settings",
+                              "--no-verify", "-o", str(tmp_path / "cal2.txt")])
+    assert res.exit_code == 0, res.output
+    assert json.loads(settings_path().read_text())["policy"] == "open-codesign"
+    assert hook_policy().engine == "open-codesign"

@@ -9,12 +9,13 @@ import pytest
 from analyzer.errors import UsageError
 from analyzer.guards.policies import PRESETS, load_policy_file, parse_sets, policies_frame, resolve, settings_frame
 
-PRESET_NAMES = ["open-codesign", "gitagent", "pi-anti-doom-loop", "pi-anti-doom-loop@0.0.7", "gemini-cli", "cline", "roo-code", "opencode",
-                "openhands"]
+PRESET_NAMES = ["open-codesign", "gitagent", "pi-anti-doom-loop", "pi-anti-doom-loop@0.0.7", "gemini-cli", "cline",
+                "roo-code", "opencode", "openhands", "loopscope"]
 
 
-def test_eight_presets_with_their_guards_defaults() -> None:
+def test_presets_with_their_guards_defaults() -> None:
     assert list(PRESETS) == PRESET_NAMES
+    assert (PRESETS["loopscope"].params["warn"], PRESETS["loopscope"].params["halt"]) == (3, 5)
     assert PRESETS["open-codesign"].params["warn"] == 3 and PRESETS["open-codesign"].params["halt"] == 5
     assert PRESETS["open-codesign"].params["exempt_tools"] == ("done",)
     assert PRESETS["gitagent"].params == {"key": "ordered", "halt": 5, "max_turns": 50}

@@ -37,7 +37,7 @@ def test_policies_lists_the_presets_with_their_semantics() -> None:
     rows = json.loads(res.stdout)
     assert [r["policy"] for r in rows][:4] == ["open-codesign", "gitagent", "pi-anti-doom-loop",
                                                "pi-anti-doom-loop@0.0.7"]
-    assert len(rows) == 9 and all(r["escalation"] for r in rows)
+    assert len(rows) == 10 and rows[-1]["policy"] == "loopscope" and all(r["escalation"] for r in rows)
     one = runner.invoke(app, ["policies", "--policy", "roo-code", "--format", "csv"])
     assert one.exit_code == 0 and one.stdout.splitlines()[0] == "setting,value,default,meaning"
     table = runner.invoke(app, ["policies"])

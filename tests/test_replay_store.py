@@ -45,6 +45,7 @@ EXPECTED: dict[str, dict[str, tuple | None]] = {
         "roo-code": (None, 3, 4, 500, "stuck"),
         "opencode": None,  # one call per message never trips it
         "openhands": (None, 2, 5, 600, "stuck"),  # 3 identical actions, each an error
+        "loopscope": (2, 4, 3, 400, "stuck"),  # the 5th attempt after 4 identical failures
     },
     "poll": {
         "open-codesign": (2, 4, 1, 200, "progress"),
@@ -56,6 +57,7 @@ EXPECTED: dict[str, dict[str, tuple | None]] = {
         "roo-code": (None, 3, 2, 300, "progress"),
         "opencode": None,
         "openhands": (None, 3, 2, 300, "progress"),  # commands compare by exit status: the poll looks stuck
+        "loopscope": None,  # the status changes on every call: progress, never stuck
     },
     "cycle": {
         "open-codesign": (8, 14, 0, 100, "stuck"),
@@ -67,10 +69,12 @@ EXPECTED: dict[str, dict[str, tuple | None]] = {
         "roo-code": None,
         "opencode": None,
         "openhands": None,
+        "loopscope": None,  # the first block read something new: 4 stuck repeats after it, warned from the 4th block
     },
     "repeat": {name: None for name in PRESETS},
 }
 REPEAT_WARNS = {"cline": 2}  # Cline counts identical calls across user prompts: the third run gets the notice
+NO_HALT_WARNS = {("cycle", "loopscope"): 9}
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +111,7 @@ def test_each_preset_on_each_session(result, sid: str, name: str) -> None:  # ty
     exp = EXPECTED[sid][name]
     if exp is None:
         assert (row["halts"], row["halt_call_id"], row["calls_after_halt"], row["halt_on"]) == (0, None, None, None)
-        warn_seq = REPEAT_WARNS.get(name) if sid == "repeat" else None
+        warn_seq = REPEAT_WARNS.get(name) if sid == "repeat" else NO_HALT_WARNS.get((sid, name))
         assert row["first_warn_seq"] == warn_seq
         return
     first_warn, halt_seq, calls_after, tokens_after, halt_on = exp

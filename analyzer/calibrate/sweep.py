@@ -215,7 +215,8 @@ ls AS (
 c AS (
     SELECT g.session_id, g.seq, coalesce(g.user_turn, 0) AS user_turn, coalesce(g.tool, '?') AS tool,
            coalesce(g.nested, false) AS nested, g.streak, g.cycle2, g.cycle3, g.cycle4, g.cycle5, g.window5,
-           g.window_count, g.window20, g.sim_prev, g.fail_run, g.nested_repeat,
+           g.window_count, g.window20, g.sim_prev, g.fail_run, g.nested_repeat, g.drift_run,
+           coalesce(g.progress, false) AS progress,
            hash(k.call_key) AS key, k.result_key IS NOT NULL AS has_result,
            coalesce(m1.ti, m2.ti) AS ti0,
            CASE WHEN ls.l_stuck IS NOT NULL THEN CASE WHEN ls.l_stuck THEN 0 ELSE 3 END
@@ -298,6 +299,8 @@ def measures(base: str, f: Frames, params: dict[str, Any], window: int | None = 
         top = _cline(top, params)
     elif spec.rule == "max":
         top = top.with_columns(pl.col("a").alias("h"))
+    elif spec.rule == "stuck":
+        top = _stuck(top, spec.cycles)
     else:
         raise ValueError(f"{base}: unknown sweep rule {spec.rule!r}")
     return Measured(_stop_here(top))
@@ -311,6 +314,20 @@ def _windowed(f: Frames, top: pl.DataFrame, params: dict[str, Any], window: int 
         f.cache[key] = _pi_events(f, params)
     halts, acts = f.cache[key]
     return Measured(_pi(top, params, window or 10, similarity), halts, acts)
+
+
+def _stuck(top: pl.DataFrame, cycles: int) -> pl.DataFrame:
+    """loopscope's measure (rule ``stuck``): the streak, each cycle's full blocks and the drift run, each capped by
+    the calls (blocks) since the last call of the run that made progress (``progress``)."""
+    top = top.with_columns(pl.int_range(pl.len()).over("run").alias("_i"))
+    top = top.with_columns(pl.when(pl.col("progress")).then(pl.col("_i")).alias("_p"))
+    top = top.with_columns((pl.col("_i") - pl.col("_p").shift(1).forward_fill().over("run"))
+                           .fill_null(1 << 30).alias("_since")).drop("_i", "_p")
+    since = pl.col("_since")
+    parts = [pl.min_horizontal("streak", since), pl.min_horizontal("drift_run", since)]
+    parts += [pl.min_horizontal(f"cycle{k}", since // k) for k in range(2, cycles + 1)]
+    return top.with_columns(pl.max_horizontal(*parts).cast(pl.Int64).alias("a")).with_columns(
+        pl.col("a").alias("h")).drop("_since")
 
 
 def _stop_here(top: pl.DataFrame) -> pl.DataFrame:

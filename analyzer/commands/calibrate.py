@@ -46,8 +46,9 @@ FRONTIER_COLUMNS = ["warn", "halt", "window", "similarity", "halts", "stuck_caug
 
 @handle_errors
 def calibrate(
-    policy: Annotated[str, typer.Option(
-        "--policy", "-p", help=f"Base guard whose thresholds are swept: {BASES_TEXT}.")] = "open-codesign",
+    policy: Annotated[Optional[str], typer.Option(
+        "--policy", "-p", help=f"Base guard whose thresholds are swept: {BASES_TEXT}. Default: open-codesign "
+                               "(loopscope with --write-settings).", show_default=False)] = None,
     labels: Annotated[Optional[Path], typer.Option(
         "--labels", help="CSV or JSON labels (session_id, label stuck|benign, optional first_call_id/last_call_id "
                          "or finding_id) that override the scan's stuck/progress proxy.", show_default=False)] = None,
@@ -72,6 +73,9 @@ def calibrate(
     save: Annotated[bool, typer.Option(
         "--save/--no-save", help="Record the run in the store (calibration_runs, calibration_sweep) for the "
                                  "report; --no-save opens the store read-only.")] = True,
+    write_settings: Annotated[bool, typer.Option(
+        "--write-settings", help="Write the recommended setting to the hook's settings file, which `loopscope hook "
+                                 "claude-code` then runs (~/.config/loopscope/hook-settings.json).")] = False,
     workers: Annotated[Optional[int], typer.Option(
         "--workers", min=1, help="Processes for the exact replay. Default: by store size.", show_default=False)] = None,
     db: DbOpt = None,
@@ -94,6 +98,7 @@ def calibrate(
     from analyzer.store import db as store
     from analyzer.calibrate.recommend import Grid, calibrate_store, parse_range, parse_similarities, parse_windows
 
+    policy = policy or ("loopscope" if write_settings else "open-codesign")
     flt = session_filter(since, until, agent, project)
     if output is not None:
         check_output_file(output)
@@ -120,6 +125,25 @@ def calibrate(
         for note in res.notes:
             err.print(f"note: {note}", soft_wrap=True)
     _write(res, format, output)
+    if write_settings:
+        _write_settings(res)
+
+
+def _write_settings(res: "CalibrationResult") -> None:
+    """The recommended thresholds into the hook's settings file (nothing without a recommendation)."""
+    from analyzer.calibrate.recommend import base_policy
+    from analyzer.hook.settings import write_settings
+
+    if res.recommended is None:
+        err.print("note: no recommendation, so no hook settings were written", soft_wrap=True)
+        return
+    pol = base_policy(res.base)
+    settings = pol.engine_class.sweep_settings(res.recommended, pol.params)
+    within = "" if res.qualified else ", NOT within the target"
+    path = write_settings(pol.name, settings, f"loopscope calibrate --policy {pol.name} (target false-halt rate "
+                                             f"{res.target:.2%}, {res.sessions:,} sessions{within})")
+    shown = ", ".join(f"{k} {v}" for k, v in settings.items())
+    err.print(f"hook settings written to {path}: {pol.name}, {shown}", soft_wrap=True, markup=False)
 
 
 def _write(res: "CalibrationResult", fmt: OutputFormat, output: Path | None) -> None:

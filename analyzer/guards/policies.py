@@ -37,16 +37,18 @@ followed by the changes, e.g. ``open-codesign[halt=8]``.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from analyzer.errors import UsageError
 from analyzer.guards import ENGINES, Guard, Param, aliases
+
+if TYPE_CHECKING:
+    import polars as pl
+
+# polars is imported inside the two listings only: the Claude Code hook builds policies on every tool call.
 
 ALIASES = aliases()  # other names for a preset, declared by each guard (``Guard.ALIASES``)
 SHORTCUTS = ("warn", "halt", "window")
@@ -184,6 +186,8 @@ _KIND_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false"
 # -- lookup and files ---------------------------------------------------------------------------------------------------
 def load_policy_file(path: Path) -> dict[str, Policy]:
     """Read custom policies from a TOML file (schema in this module's docstring)."""
+    import tomllib
+
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -281,16 +285,20 @@ POLICY_TABLE_COLUMNS = ["policy", "unit", "key", "window", "reset", "exemptions"
                         "thresholds"]
 
 
-def policies_frame(policies: Sequence[Policy]) -> pl.DataFrame:
+def policies_frame(policies: Sequence[Policy]) -> "pl.DataFrame":
     """One row per policy: how it counts, resets and escalates, in words."""
+    import polars as pl
+
     rows = [p.describe() for p in policies]
     cols = ["policy", "engine", "unit", "key", "window", "reset", "exemptions", "blocked_count", "escalation",
             "thresholds", "source", "description", "origin"]
     return pl.DataFrame([{c: r.get(c, "") for c in cols} for r in rows], schema={c: pl.String for c in cols})
 
 
-def settings_frame(policy: Policy) -> pl.DataFrame:
+def settings_frame(policy: Policy) -> "pl.DataFrame":
     """Every setting of one policy, with the guard's default and what it means."""
+    import polars as pl
+
     spec = policy.engine_class.PARAMS
     return pl.DataFrame(
         {

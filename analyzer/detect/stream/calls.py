@@ -251,16 +251,45 @@ class CallDetector:
                 fail = 0
                 script.fail, script.fail_tool = 0, None
             nested = 1 + len(self.links.get(slot[2], ()))
-        same = None if prev_res is None or result is None else prev_res == result
-        if result is None or is_error:
-            progress = False
-        elif same is not None:
-            progress = not same
-        elif is_mutating(tool):
-            progress = True
-        else:
-            progress = nb_res is None or nb_res != result
+        same, progress = progress_of(tool, result, is_error, prev_res, nb_res)
         return pre + (fail, same, progress, nested)
+
+    def trim(self, keep: int) -> None:
+        """Forget the top-level calls more than ``keep`` calls back (a bounded memory for a long-lived guard): their
+        keys leave the window counts and their results the same-result comparison. Counters are kept. Closes a call
+        still waiting for its result (as the next call would)."""
+        self._finish_pending()
+        drop = len(self._hist) - keep
+        if drop <= 0:
+            return
+        self._hist = self._hist[drop:]
+        self._res = self._res[drop:]
+        occ: dict[Any, list[int]] = {}
+        for k, ps in self._occ.items():
+            kept = [p - drop for p in ps if p >= drop]
+            if kept:
+                occ[k] = kept
+        self._occ = occ
+        live = set(occ)
+        live.add(self._prev_key)
+        for k in [k for k in self._tok if k not in live]:
+            del self._tok[k]
+
+
+def progress_of(tool: str, result: Any, is_error: bool | None, prev_res: Any, nb_res: Any) -> tuple[bool | None, bool]:
+    """The result-aware rule, once: ``same_result`` and ``progress`` of a call from its result key, its error flag,
+    the result of the previous identical call (``prev_res``) and of the previous call when it used the same tool
+    (``nb_res``); None for any missing result."""
+    same = None if prev_res is None or result is None else prev_res == result
+    if result is None or is_error:
+        progress = False
+    elif same is not None:
+        progress = not same
+    elif is_mutating(tool):
+        progress = True
+    else:
+        progress = nb_res is None or nb_res != result
+    return same, progress
 
 
 def scan_calls(

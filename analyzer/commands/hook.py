@@ -1,0 +1,135 @@
+"""``loopscope hook``: run loopscope as a live guard inside an agent (Claude Code), and install it there.
+
+``loopscope hook claude-code`` is the hook itself (the installed entries call the lighter ``loopscope-hook
+claude-code``, which behaves the same); ``loopscope hook install claude-code`` / ``uninstall claude-code`` merge its
+entries into Claude Code's settings.json.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from analyzer.commands.common import err, handle_errors, out
+from analyzer.errors import UsageError
+
+app = typer.Typer(name="hook", help="Run loopscope's guard live inside an agent, and install it there.",
+                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+
+class Agent(str, Enum):
+    claude_code = "claude-code"
+
+
+class Scope(str, Enum):
+    user = "user"
+    project = "project"
+    local = "local"
+
+
+PolicyOpt = Annotated[Optional[str], typer.Option(
+    "--policy", "-p", help="Policy the guard runs: loopscope (default, or the settings file's) or any preset.",
+    show_default=False)]
+SettingsOpt = Annotated[Optional[Path], typer.Option(
+    "--settings", help="Hook settings file (default: the one `loopscope calibrate --write-settings` writes).",
+    show_default=False)]
+SetOpt = Annotated[Optional[list[str]], typer.Option(
+    "--set", help="Change a setting of the policy: NAME=VALUE. Repeatable.", show_default=False)]
+
+
+def _extra(policy: str | None, settings: Path | None, sets: list[str] | None) -> list[str]:
+    args: list[str] = []
+    if policy:
+        args += ["--policy", policy]
+    if settings:
+        args += ["--settings", str(settings.resolve())]
+    for s in sets or []:
+        args += ["--set", s]
+    return args
+
+
+@app.command("claude-code")
+def claude_code(policy: PolicyOpt = None, settings: SettingsOpt = None, sets: SetOpt = None) -> None:
+    """The Claude Code hook: one hook event's JSON on stdin, the hook's answer on stdout (nothing to allow). Always
+    exits 0: a failure allows the call and prints one line on stderr."""
+    from analyzer.hook.main import main
+
+    raise typer.Exit(main(["claude-code"] + _extra(policy, settings, sets)))
+
+
+def _scope(user: bool, project: bool, local: bool) -> Scope:
+    chosen = [s for s, on in ((Scope.user, user), (Scope.project, project), (Scope.local, local)) if on]
+    if len(chosen) > 1:
+        raise UsageError("choose one of --user, --project, --local")
+    return chosen[0] if chosen else Scope.user
+
+
+@app.command("install")
+@handle_errors
+def install(
+    agent: Annotated[Agent, typer.Argument(help="The agent: claude-code.")],
+    user: Annotated[bool, typer.Option("--user", help="~/.claude/settings.json (the default).")] = False,
+    project: Annotated[bool, typer.Option("--project", help="<project>/.claude/settings.json.")] = False,
+    local: Annotated[bool, typer.Option("--local", help="<project>/.claude/settings.local.json.")] = False,
+    project_dir: Annotated[Optional[Path], typer.Option(
+        "--project-dir", help="The project (default: the current directory).", show_default=False)] = None,
+    policy: PolicyOpt = None,
+    settings: SettingsOpt = None,
+    sets: SetOpt = None,
+) -> None:
+    """Add the hook to Claude Code's settings.json (merging: other hooks are kept; a previous loopscope entry is
+    replaced) and print what changed."""
+    from analyzer.hook import install as inst
+    from analyzer.hook.settings import hook_policy, settings_path
+
+    pol = hook_policy(policy, settings, _sets(sets))  # a bad policy or setting fails here, not on every call
+    path = inst.settings_file(_scope(user, project, local).value, project_dir)
+    try:
+        removed, added = inst.install(path, inst.hook_command(_extra(policy, settings, sets)))
+    except ValueError as exc:  # settings.json that is not JSON: leave it alone
+        raise UsageError(f"{path}: not changed ({exc})") from None
+    out.print(f"{path}:", markup=False, soft_wrap=True)
+    for r in removed:
+        out.print(f"  - {r}", markup=False, soft_wrap=True)
+    for a in added:
+        out.print(f"  + {a}", markup=False, soft_wrap=True)
+    src = settings or settings_path()
+    changed = ", ".join(f"{k} {v}" for k, v in pol.changed().items()) or "its defaults"
+    whence = f" (from {src})" if src.exists() and pol.changed() else ""
+    out.print(f"guard: {pol.name}, {changed}{whence}. Claude Code reads hooks at startup: restart running "
+              "sessions.", markup=False, soft_wrap=True)
+
+
+@app.command("uninstall")
+@handle_errors
+def uninstall(
+    agent: Annotated[Agent, typer.Argument(help="The agent: claude-code.")],
+    user: Annotated[bool, typer.Option("--user", help="~/.claude/settings.json (the default).")] = False,
+    project: Annotated[bool, typer.Option("--project", help="<project>/.claude/settings.json.")] = False,
+    local: Annotated[bool, typer.Option("--local", help="<project>/.claude/settings.local.json.")] = False,
+    project_dir: Annotated[Optional[Path], typer.Option(
+        "--project-dir", help="The project (default: the current directory).", show_default=False)] = None,
+) -> None:
+    """Remove loopscope's hook entries from Claude Code's settings.json (only those; other hooks stay)."""
+    from analyzer.hook import install as inst
+
+    path = inst.settings_file(_scope(user, project, local).value, project_dir)
+    try:
+        removed = inst.uninstall(path)
+    except ValueError as exc:
+        raise UsageError(f"{path}: not changed ({exc})") from None
+    if not removed:
+        err.print(f"{path}: no loopscope hook to remove", markup=False)
+        return
+    out.print(f"{path}:", markup=False, soft_wrap=True)
+    for r in removed:
+        out.print(f"  - {r}", markup=False, soft_wrap=True)
+
+
+def _sets(items: list[str] | None) -> dict[str, str]:
+    from analyzer.guards.policies import parse_sets
+
+    return parse_sets(items or [])
