@@ -157,7 +157,7 @@ def test_agent_filter_and_cli(fixtures: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["sessions", "--db", str(db), "--agent", "inspect", "--format", "json"])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)
+    rows = json.loads(res.stdout)  # the price notes go to stderr
     assert len(rows) == 8 and {r["format"] for r in rows} == {"inspect"}
 
 

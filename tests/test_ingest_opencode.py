@@ -301,7 +301,7 @@ def test_agent_filter_and_cli(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["sessions", "--db", str(db), "--agent", "opencode", "--format", "json"])
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)
+    rows = json.loads(res.stdout)  # the price notes go to stderr
     assert [(r["session_id"], r["format"], r["calls"]) for r in rows] == [(SID, "opencode", 4)]
     res = runner.invoke(app, ["sessions", "--db", str(db), "--agent", "gemini", "--format", "json"])
     assert res.exit_code == 0 and json.loads(res.output or "[]") == []
