@@ -137,7 +137,8 @@ def _runs(linked: Sequence[bool]) -> Iterator[tuple[int, int]]:
             j += 1
 
 
-def _unclaimed_pieces(s: int, e: int, claimed: list[bool]) -> Iterator[tuple[int, int]]:
+def unclaimed_pieces(s: int, e: int, claimed: "Sequence[bool] | bytearray") -> Iterator[tuple[int, int]]:
+    """The maximal runs of unclaimed positions in ``[s, e]`` (the vectorised scan claims the same way)."""
     j = s
     while j <= e:
         if claimed[j]:
@@ -278,7 +279,7 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
             j0 = j
             while j < n and linked[j]:
                 j += 1
-            for s, e in _unclaimed_pieces(j0 - k, j - 1, claimed):
+            for s, e in unclaimed_pieces(j0 - k, j - 1, claimed):
                 reps = (e - s + 1) // k
                 if reps >= MIN_REPEATS:  # a trailing partial block repeats too, so it belongs to the episode
                     label = " → ".join(b._label_call(seg[i], 60) for i in range(s, s + k))
@@ -286,7 +287,7 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
 
     def contiguous(kind: str, linked: list[bool], period: int | None) -> None:
         for s, e in _runs(linked):
-            for ps, pe in _unclaimed_pieces(s, e, claimed):
+            for ps, pe in unclaimed_pieces(s, e, claimed):
                 if pe - ps + 1 >= MIN_REPEATS:
                     claim(kind, ps, pe, 1, pe - ps + 1, period)
 

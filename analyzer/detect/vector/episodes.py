@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analyzer.detect.judge import CallView, judge_calls, judge_text
+from analyzer.detect.stream.episodes import unclaimed_pieces
 from analyzer.detect.keys import digest, normalize_result
 from analyzer.detect.rules import (
     CLAIM_ORDER, FINDINGS, LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS,
@@ -232,7 +233,7 @@ def _claim(runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]
         for kind, first, last in by_seg.get(seg, ()):
             name = CLAIM_ORDER[kind]
             period = int(name[-1]) if name.startswith("cycle") else None
-            for s, e in _unclaimed_pieces(first, last, claimed):
+            for s, e in unclaimed_pieces(first, last, claimed):
                 length = e - s + 1
                 if period is not None and length // period >= MIN_REPEATS:
                     kind_name, n_first, per = "cycle", period, period
@@ -255,21 +256,6 @@ def _claim(runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]
                     for q in pos:
                         claimed[q] = 1
     return out
-
-
-def _unclaimed_pieces(s: int, e: int, claimed: bytearray) -> list[tuple[int, int]]:
-    pieces = []
-    j = s
-    while j <= e:
-        if claimed[j]:
-            j += 1
-            continue
-        k = j
-        while k + 1 <= e and not claimed[k + 1]:
-            k += 1
-        pieces.append((j, k))
-        j = k + 1
-    return pieces
 
 
 def _window_chains(occurrences: list[tuple[int, int, int]]) -> list[list[int]]:
