@@ -304,7 +304,6 @@ class PiGuard(Guard):
         exact = 1 + sum(1 for e in self.sigs if e.key == key)
         near = [(sc, e.call) for e in self.sigs if (sc := self._near_score(e, key, call)) is not None]
         total = exact + len(near)
-        fails = self._consecutive_fails(tool)
         reasons = []
         if exact >= self._t:
             reasons.append(f"exact repeat: {tool!r} called with the same arguments {exact} times in the last "
@@ -314,20 +313,33 @@ class PiGuard(Guard):
             reasons.append(f"near-identical: {tool!r} called with the same or near-identical arguments {total} times "
                            f"in the last {self._w} calls ({exact} identical; shared-token score {score:.2f} with "
                            f"call {earlier.call_id})")
+        reasons += self._failure_reasons(tool)
+        if reasons:
+            self.last_block = ("repeat" if total >= self._t else "failure", call)
+        return self._record_or_block(call, reasons)
+
+    def _failure_reasons(self, tool: str) -> list[str]:
+        """The failure-run and fail-rate rules, which every pi variant applies after its repeat rule."""
+        reasons = []
+        fails = self._consecutive_fails(tool)
         if fails >= self._fails:
             reasons.append(f"failure run: {tool!r} failed {fails} consecutive times")
         if self._rate > 0:
             mine = [err for t, err in self.results if t == tool]
             if len(mine) >= self._rate_min and sum(mine) / len(mine) >= self._rate:
                 reasons.append(f"fail rate: {tool!r} failed {sum(mine)} of {len(mine)} calls in the window")
+        return reasons
+
+    def _record_or_block(self, call: Call, reasons: list[str]) -> Verdict | None:
+        """No reason: the call enters the window. Otherwise it is blocked (not recorded); re-issuing a call that was
+        blocked before aborts."""
         if not reasons:
-            self.sigs.append(_Entry(key, tool, call))
+            self.sigs.append(_Entry(call.key, call.tool, call))
             if len(self.sigs) > self._w:
                 del self.sigs[0]
             return None
-        count = self.blocked_by_sig.get(key, 0) + 1
-        self.blocked_by_sig[key] = count
-        self.last_block = ("repeat" if total >= self._t else "failure", call)
+        count = self.blocked_by_sig.get(call.key, 0) + 1
+        self.blocked_by_sig[call.key] = count
         reason = "; ".join(reasons)
         if count > 1:
             return Verdict(HALT, "abort", reason + "; the same call was blocked before", True)

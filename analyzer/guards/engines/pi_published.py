@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from analyzer.guards.base import HALT, WARN, Call, Guard, Verdict, tools_text
-from analyzer.guards.engines.pi import PiGuard, _Entry
+from analyzer.guards.base import Call, Guard, Verdict, tools_text
+from analyzer.guards.engines.pi import PiGuard
 
 PUBLISHED_PARAMS = ("warn", "window", "fails", "fail_rate", "fail_rate_min", "text_repeats", "exclude_tools")
 # What v0.0.7 fixes in code (``TEXT_SIMILARITY_THRESHOLD``, ``RESUME_BUDGET``) or does not have.
@@ -73,28 +73,11 @@ class PiPublishedGuard(PiGuard):
             return None
         key = call.key
         total = 1 + sum(1 for e in self.sigs if e.key == key)
-        fails = self._consecutive_fails(tool)
         reasons = []
         if total >= self._t:
             reasons.append(f"exact repeat: {tool!r} was called with identical arguments {total} times in the last "
                            f"{self._w} tool calls")
-        if fails >= self._fails:
-            reasons.append(f"failure run: {tool!r} failed {fails} consecutive times")
-        if self._rate > 0:
-            mine = [err for t, err in self.results if t == tool]
-            if len(mine) >= self._rate_min and sum(mine) / len(mine) >= self._rate:
-                reasons.append(f"fail rate: {tool!r} failed {sum(mine)} of {len(mine)} calls in the window")
-        if not reasons:
-            self.sigs.append(_Entry(key, tool, call))
-            if len(self.sigs) > self._w:
-                del self.sigs[0]
-            return None
-        count = self.blocked_by_sig.get(key, 0) + 1
-        self.blocked_by_sig[key] = count
-        reason = "; ".join(reasons)
-        if count > 1:
-            return Verdict(HALT, "abort", reason + "; the same call was blocked before", True)
-        return Verdict(WARN, "block", reason, True)
+        return self._record_or_block(call, reasons + self._failure_reasons(tool))
 
     def on_result(self, call: Call) -> Verdict | None:
         """``recordResult`` for every executed call (blocked calls never reach here)."""
