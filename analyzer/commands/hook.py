@@ -38,6 +38,12 @@ SettingsOpt = Annotated[Optional[Path], typer.Option(
     show_default=False)]
 SetOpt = Annotated[Optional[list[str]], typer.Option(
     "--set", help="Change a setting of the policy: NAME=VALUE. Repeatable.", show_default=False)]
+# where install/uninstall write: one of the three settings files (see _scope)
+UserOpt = Annotated[bool, typer.Option("--user", help="~/.claude/settings.json (the default).")]
+ProjectOpt = Annotated[bool, typer.Option("--project", help="<project>/.claude/settings.json.")]
+LocalOpt = Annotated[bool, typer.Option("--local", help="<project>/.claude/settings.local.json.")]
+ProjectDirOpt = Annotated[Optional[Path], typer.Option(
+    "--project-dir", help="The project (default: the current directory).", show_default=False)]
 
 
 def _extra(policy: str | None, settings: Path | None, sets: list[str] | None) -> list[str]:
@@ -71,11 +77,10 @@ def _scope(user: bool, project: bool, local: bool) -> Scope:
 @handle_errors
 def install(
     agent: Annotated[Agent, typer.Argument(help="The agent: claude-code.")],
-    user: Annotated[bool, typer.Option("--user", help="~/.claude/settings.json (the default).")] = False,
-    project: Annotated[bool, typer.Option("--project", help="<project>/.claude/settings.json.")] = False,
-    local: Annotated[bool, typer.Option("--local", help="<project>/.claude/settings.local.json.")] = False,
-    project_dir: Annotated[Optional[Path], typer.Option(
-        "--project-dir", help="The project (default: the current directory).", show_default=False)] = None,
+    user: UserOpt = False,
+    project: ProjectOpt = False,
+    local: LocalOpt = False,
+    project_dir: ProjectDirOpt = None,
     policy: PolicyOpt = None,
     settings: SettingsOpt = None,
     sets: SetOpt = None,
@@ -107,11 +112,10 @@ def install(
 @handle_errors
 def uninstall(
     agent: Annotated[Agent, typer.Argument(help="The agent: claude-code.")],
-    user: Annotated[bool, typer.Option("--user", help="~/.claude/settings.json (the default).")] = False,
-    project: Annotated[bool, typer.Option("--project", help="<project>/.claude/settings.json.")] = False,
-    local: Annotated[bool, typer.Option("--local", help="<project>/.claude/settings.local.json.")] = False,
-    project_dir: Annotated[Optional[Path], typer.Option(
-        "--project-dir", help="The project (default: the current directory).", show_default=False)] = None,
+    user: UserOpt = False,
+    project: ProjectOpt = False,
+    local: LocalOpt = False,
+    project_dir: ProjectDirOpt = None,
 ) -> None:
     """Remove loopscope's hook entries from Claude Code's settings.json (only those; other hooks stay)."""
     from analyzer.hook import install as inst
