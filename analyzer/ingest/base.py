@@ -37,6 +37,17 @@ class FileContext:
                 record = repr(record)
         self.on_error(line, reason, excerpt(record))
 
+    def optional_object(self, line: int | None, doc: dict[str, Any], key: str) -> dict[str, Any]:
+        """``doc[key]`` when it is an object; ``{}`` when absent or null. Anything else is recorded as a bad value and
+        read as absent, so one odd field never costs the session."""
+        value = doc.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            self.error(line, f"`{key}` is not an object", value)
+            return {}
+        return value
+
 
 class Parser(Protocol):
     def __init__(self, ctx: FileContext) -> None: ...

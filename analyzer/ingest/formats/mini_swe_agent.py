@@ -65,12 +65,7 @@ class Parser:
         if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
             self.ctx.error(line, "not a mini-swe-agent trajectory: no `messages` list", doc)
             return
-        info = doc.get("info")
-        if info is None:
-            info = {}
-        elif not isinstance(info, dict):
-            self.ctx.error(line, "`info` is not an object", info)
-            info = {}
+        info = self.ctx.optional_object(line, doc, "info")
         inst = doc.get("instance_id")
         version = info.get("mini_version")
         b = self.ctx.builder(FORMAT, run_session_id(self.ctx.path, inst if isinstance(inst, str) and inst else None),

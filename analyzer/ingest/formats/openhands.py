@@ -154,12 +154,7 @@ class Parser:
             self.ctx.error(line, f"duplicate instance id {sid} in this file; loaded as {sid}:{line}", rec.get("instance_id"))
             sid = f"{sid}:{line}"
         self._ids.add(sid)
-        metrics = rec.get("metrics")
-        cost = None
-        if isinstance(metrics, dict):
-            cost = _cost(metrics.get("accumulated_cost"))
-        elif metrics is not None:
-            self.ctx.error(line, "`metrics` is not an object", metrics)
+        cost = _cost(self.ctx.optional_object(line, rec, "metrics").get("accumulated_cost"))
         self._session(sid, rec["history"], line, cost, None, outcome=_outcome(rec))
 
     def read(self, path: Path) -> None:

@@ -158,12 +158,7 @@ class Parser:
         if not isinstance(doc, dict):
             self.ctx.error(line, "not a SWE-agent trajectory object", doc)
             return
-        info = doc.get("info")
-        if info is None:
-            info = {}
-        elif not isinstance(info, dict):
-            self.ctx.error(line, "`info` is not an object", info)
-            info = {}
+        info = self.ctx.optional_object(line, doc, "info")
         version = info.get("swe_agent_version")
         b = self.ctx.builder(FORMAT, run_session_id(self.ctx.path),
                              agent_version=str(version) if isinstance(version, (str, int, float)) else None)
