@@ -338,7 +338,8 @@ def _results_alike(d: SessionData, a: int, b: int) -> bool:
     return jaccard(fast_token_set(normalize_result(ha or "")), fast_token_set(normalize_result(hb or ""))) >= SIMILARITY
 
 
-def _union_find_clusters(links: dict[int, list[int]], allowed: set[int], same_group: Any) -> list[list[int]]:
+def components(edges: list[tuple[int, int]]) -> list[list[int]]:
+    """Connected components (2+ nodes) of an undirected edge list, each sorted (union-find; both builders use it)."""
     parent: dict[int, int] = {}
 
     def find(x: int) -> int:
@@ -348,16 +349,16 @@ def _union_find_clusters(links: dict[int, list[int]], allowed: set[int], same_gr
             x = parent[x]
         return x
 
-    for a, bs in links.items():
-        if a not in allowed:
-            continue
-        for b in bs:
-            if same_group(a, b):
-                parent[find(a)] = find(b)
+    for a, b in edges:
+        parent[find(a)] = find(b)
     groups: dict[int, list[int]] = {}
     for x in list(parent):
         groups.setdefault(find(x), []).append(x)
     return [sorted(g) for g in groups.values() if len(g) > 1]
+
+
+def _union_find_clusters(links: dict[int, list[int]], allowed: set[int], same_group: Any) -> list[list[int]]:
+    return components([(a, b) for a, bs in links.items() if a in allowed for b in bs if same_group(a, b)])
 
 
 def _nested_episodes(b: _Builder) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analyzer.detect.judge import CallView, judge_calls, judge_text
-from analyzer.detect.stream.episodes import unclaimed_pieces
+from analyzer.detect.stream.episodes import components, unclaimed_pieces
 from analyzer.detect.keys import digest, normalize_result
 from analyzer.detect.rules import (
     CLAIM_ORDER, FINDINGS, LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS,
@@ -278,25 +278,6 @@ def _window_chains(occurrences: list[tuple[int, int, int]]) -> list[list[int]]:
 
 # -- nested call episodes and membership ----------------------------------------------------------------------------
 
-def _components(edges: list[tuple[int, int]]) -> list[list[int]]:
-    """Connected components (2+ nodes) of an undirected edge list, each sorted."""
-    parent: dict[int, int] = {}
-
-    def find(x: int) -> int:
-        parent.setdefault(x, x)
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for a, b in edges:
-        parent[find(a)] = find(b)
-    groups: dict[int, list[int]] = {}
-    for x in list(parent):
-        groups.setdefault(find(x), []).append(x)
-    return [sorted(g) for g in groups.values() if len(g) > 1]
-
-
 def _same_turn_edges(links: pl.DataFrame, user_turn: pl.Series) -> list[tuple[int, int]]:
     """The links whose two ends belong to the same user turn (rows index ``user_turn``)."""
     if not links.height:
@@ -307,7 +288,7 @@ def _same_turn_edges(links: pl.DataFrame, user_turn: pl.Series) -> list[tuple[in
 
 def _nested_clusters(c: pl.DataFrame, links: pl.DataFrame) -> list[list[int]]:
     """A call repeated inside one script: clusters of nested links within one user turn (rows)."""
-    return [cl for cl in _components(_same_turn_edges(links, c["user_turn"])) if len(cl) >= MIN_NESTED]
+    return [cl for cl in components(_same_turn_edges(links, c["user_turn"])) if len(cl) >= MIN_NESTED]
 
 
 class _Views:
@@ -379,7 +360,7 @@ def _text_groups(c: pl.DataFrame, m: pl.DataFrame, links: pl.DataFrame, call_mem
     clustered: set[int] = set()
     if hits.len():
         edges = _same_turn_edges(links.filter(pl.col("row").is_in(hits.implode())), m["user_turn"])
-        clusters = sorted(_components(edges))
+        clusters = sorted(components(edges))
         keep = _not_narration(c, m, clusters, call_members) if clusters else []
         for cluster, kept in zip(clusters, keep):
             clustered.update(cluster)
