@@ -21,7 +21,7 @@ from typing import Any
 
 from analyzer.ingest.base import FileContext, parse_arguments, run_session_id, text_of
 from analyzer.ingest.rows import SessionBuilder
-from analyzer.ingest.formats.swe_agent import outcome_text, run_usage
+from analyzer.ingest.formats.swe_agent import add_run_info
 
 FORMAT = "mini_swe_agent"
 ALIASES = ("mini-swe-agent", "mini", "mini-swe", "minisweagent")
@@ -73,10 +73,7 @@ class Parser:
         try:
             model = _model(info)
             self._messages(b, doc["messages"], line, model)
-            usage = run_usage(self.ctx, info.get("model_stats"), "info.model_stats")
-            text = outcome_text(info)
-            if usage is not None or text is not None:
-                b.assistant("info", text, None, line, model=model, usage=usage)
+            add_run_info(self.ctx, b, info, line, model)
         finally:
             b.finish()
             self.sessions += 1

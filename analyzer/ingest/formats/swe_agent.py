@@ -149,6 +149,15 @@ def outcome_text(info: dict[str, Any]) -> str | None:
     return "; ".join(parts) or None
 
 
+def add_run_info(ctx: FileContext, b: SessionBuilder, info: dict[str, Any], line: int, model: str | None) -> None:
+    """The run's ``info`` (``model_stats`` usage and cost, exit status, submission) as one closing assistant entry,
+    when it holds any of them; shared by SWE-agent and mini-swe-agent, which write the same ``info``."""
+    usage = run_usage(ctx, info.get("model_stats"), "info.model_stats")
+    text = outcome_text(info)
+    if usage is not None or text is not None:
+        b.assistant("info", text, None, line, model=model, usage=usage)
+
+
 class Parser:
     def __init__(self, ctx: FileContext) -> None:
         self.ctx = ctx
@@ -177,10 +186,7 @@ class Parser:
             elif hist:
                 self._history(b, hist, line)
             model = _model(doc)
-            usage = run_usage(self.ctx, info.get("model_stats"), "info.model_stats")
-            text = outcome_text(info)
-            if usage is not None or text is not None:
-                b.assistant("info", text, None, line, model=model, usage=usage)
+            add_run_info(self.ctx, b, info, line, model)
         finally:
             b.finish()
             self.sessions += 1
