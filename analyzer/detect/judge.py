@@ -339,17 +339,30 @@ def failed(c: CallView) -> bool:
 
 
 _DIGITS = re.compile(r"\d+")
+# Arguments that name who a message goes to (a person, an NPC, a channel's member).
+_RECIPIENT_KEYS = frozenset(map(_key, ("npc", "npc_name", "recipient", "recipients", "to")))
+
+
+def is_message(c: CallView) -> bool:
+    """A message to another party: the call names its recipient. The result is that party's reply, text written by
+    someone else, whose wording changes from one reply to the next when what it says does not."""
+    a = _args(c.args)
+    return isinstance(a, dict) and any(_key(k) in _RECIPIENT_KEYS for k in a)
 
 
 def alike(a: CallView, b: CallView) -> bool | None:
     """Whether two results say the same thing (ignoring numbers such as element indices, line numbers and ids);
-    None when either has no comparable result (none, or a placeholder)."""
+    None when either has no comparable result (none, or a placeholder). Two replies to messages say the same thing
+    when their words pass the shared-token bar (``SIMILARITY``), as two assistant texts do: a person restating the
+    same request in other words has given no new answer."""
     if a.result is None or b.result is None or is_placeholder(a.result) or is_placeholder(b.result):
         return None
     ra = " ".join(_DIGITS.sub("#", _body(a.result)).split())
     rb = " ".join(_DIGITS.sub("#", _body(b.result)).split())
     if ra == rb:
         return True
+    if is_message(a) and is_message(b) and not failed(a) and not failed(b):
+        return jaccard(_words(ra), _words(rb)) >= SIMILARITY
     # two failures say the same thing when their error says the same thing, whatever code or output they echo
     return failed(a) and failed(b) and _error_signature(a.result) == _error_signature(b.result) != ""
 
