@@ -102,12 +102,63 @@ def mb(n: float) -> str:
     return f"{n / 1e6:,.0f} MB"
 
 
-LOOPSCOPE = Path(sys.executable).with_name("loopscope")
+def verdict(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A loopscope checkout to measure: its source tree and the venv that runs it.
+
+    The checkout's own folder goes first on ``PYTHONPATH``: a venv's editable install may point at another checkout
+    (a worktree's venv made from the main one does), and a benchmark must time the code of the tree it names.
+    """
+
+    root: Path | None  # None: run the entry point as installed
+    exe: Path  # the ``loopscope`` entry point
+
+    @classmethod
+    def at(cls, path: Path) -> Checkout:
+        """A checkout folder with its ``.venv``, or a ``loopscope`` entry point."""
+        path = path.resolve()
+        if path.is_file():
+            return cls(None, path)
+        exe = path / ".venv" / "bin" / "loopscope"
+        if not exe.exists():
+            raise SystemExit(f"{path} has no .venv/bin/loopscope: pass a checkout with its venv, or the entry point")
+        return cls(path, exe)
+
+    @property
+    def python(self) -> Path:
+        return self.exe.with_name("python")
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.root is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.root), env.get("PYTHONPATH")]))
+        return env
+
+    def source(self) -> str:
+        """Where this checkout's ``analyzer`` package is imported from (what will actually be measured)."""
+        r = subprocess.run([str(self.python), "-c", "import analyzer; print(analyzer.__file__)"], env=self.env(),
+                           capture_output=True, text=True, cwd="/")  # not ours: ``-c`` puts the cwd first
+        return str(Path(r.stdout.strip()).parent.parent) if r.returncode == 0 else f"? ({r.stderr.strip()[-200:]})"
+
+    def help(self, command: str) -> str:
+        return subprocess.run([str(self.exe), command, "--help"], env=self.env(), capture_output=True,
+                              text=True).stdout
+
+    def run(self, *args: str) -> Run:
+        """Run ``loopscope ARGS``, measured; a failure ends the benchmark with its stderr."""
+        r = run([str(self.exe), *args], env=self.env())
+        if r.returncode:
+            raise SystemExit(f"loopscope {args[0]} ({self.exe}) failed ({r.returncode}):\n{r.stderr[-4000:]}")
+        return r
+
+
+CHECKOUT = Checkout(Path(__file__).resolve().parents[1], Path(sys.executable).with_name("loopscope"))
 
 
 def loopscope(*args: str) -> Run:
-    """Run the installed ``loopscope`` command, measured; a failure ends the benchmark with its stderr."""
-    r = run([str(LOOPSCOPE), *args])
-    if r.returncode:
-        raise SystemExit(f"loopscope {args[0]} failed ({r.returncode}):\n{r.stderr[-4000:]}")
-    return r
+    """Run this checkout's ``loopscope`` command, measured; a failure ends the benchmark with its stderr."""
+    return CHECKOUT.run(*args)
