@@ -119,17 +119,22 @@ class Checkout:
 
     @classmethod
     def at(cls, path: Path) -> Checkout:
-        """A checkout folder with its ``.venv``, or a ``loopscope`` entry point."""
+        """A checkout folder (run by its own ``.venv``, or by this one's when it has none), or a ``loopscope``
+        entry point (run as installed)."""
         path = path.resolve()
         if path.is_file():
             return cls(None, path)
+        if not (path / "analyzer").is_dir():
+            raise SystemExit(f"{path} is neither a loopscope checkout nor a `loopscope` entry point")
         exe = path / ".venv" / "bin" / "loopscope"
-        if not exe.exists():
-            raise SystemExit(f"{path} has no .venv/bin/loopscope: pass a checkout with its venv, or the entry point")
-        return cls(path, exe)
+        return cls(path, exe if exe.exists() else Path(sys.executable).with_name("loopscope"))
 
     @property
     def python(self) -> Path:
+        """The interpreter the entry point runs under (its ``#!`` line), with the checkout's own packages."""
+        first = self.exe.read_bytes()[:1024].split(b"\n", 1)[0]
+        if first.startswith(b"#!") and Path(first[2:].decode(errors="replace").split()[0]).exists():
+            return Path(first[2:].decode().split()[0])
         return self.exe.with_name("python")
 
     def env(self) -> dict[str, str]:

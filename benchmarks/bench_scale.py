@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -126,8 +126,8 @@ def _copy_store(src: Path, dst: Path) -> None:
         shutil.copyfile(f"{src}.wal", f"{dst}.wal")
 
 
-def plan(s: Subject, corpus: Path, workers: list[str]) -> list[tuple[str, Callable[[], None] | None, list[str]]]:
-    """Each step as (key, preparation that is not timed, the loopscope arguments that are)."""
+def plan(s: Subject, corpus: Path, workers: list[str]) -> dict[str, tuple[Callable[[], None] | None, list[str]]]:
+    """Each step's key -> (its preparation, not timed; the loopscope arguments, timed)."""
     c = str(corpus)
 
     def fresh_ingest() -> None:
@@ -138,20 +138,21 @@ def plan(s: Subject, corpus: Path, workers: list[str]) -> list[tuple[str, Callab
             _copy_store(s.db, s.pristine)
         _copy_store(s.pristine, s.db)
 
-    steps = [("ingest", fresh_ingest, ["ingest", c, "--db", str(s.db), "--quiet", *workers])]
-    if s.full_results:
-        steps.append(("full", lambda: _remove(s.full_db),
-                      ["ingest", c, "--db", str(s.full_db), "--full-results", "--quiet", *workers]))
-    return steps + [
-        ("reingest", None, ["ingest", c, "--db", str(s.db), "--quiet", *workers]),
-        ("scan", fresh_scan, ["scan", "--db", str(s.db), "--quiet", *workers]),
-        ("startup", None, ["scan", "--db", str(s.db), "--quiet", *workers]),
-        ("report", lambda: _remove(s.out), ["report", "--db", str(s.db), "--out", str(s.out), "--quiet"]),
-        ("analyze", lambda: _remove(s.analyze_db, s.analyze_out),
-         ["analyze", c, "--db", str(s.analyze_db), "--out", str(s.analyze_out), "--quiet", *workers]),
-        ("unchanged", None,
-         ["analyze", c, "--db", str(s.analyze_db), "--out", str(s.analyze_out), "--quiet", *workers]),
-    ]
+    analyze = ["analyze", c, "--db", str(s.analyze_db), "--out", str(s.analyze_out), "--quiet", *workers]
+    steps = {
+        "ingest": (fresh_ingest, ["ingest", c, "--db", str(s.db), "--quiet", *workers]),
+        "full": (lambda: _remove(s.full_db), ["ingest", c, "--db", str(s.full_db), "--full-results", "--quiet",
+                                              *workers]),
+        "reingest": (None, ["ingest", c, "--db", str(s.db), "--quiet", *workers]),
+        "scan": (fresh_scan, ["scan", "--db", str(s.db), "--quiet", *workers]),
+        "startup": (None, ["scan", "--db", str(s.db), "--quiet", *workers]),
+        "report": (lambda: _remove(s.out), ["report", "--db", str(s.db), "--out", str(s.out), "--quiet"]),
+        "analyze": (lambda: _remove(s.analyze_db, s.analyze_out), analyze),
+        "unchanged": (None, analyze),
+    }
+    if not s.full_results:
+        del steps["full"]
+    return steps
 
 
 COUNTS = """
@@ -182,10 +183,7 @@ def measure_size(n: int, args: argparse.Namespace, checkouts: dict[str, Checkout
         with f.open("rb") as fh:
             while fh.read(1 << 24):
                 pass
-    bare = Step()
-    for b in bare_parse(corpus, args.repeat):
-        bare.runs.append(Run(b.seconds, 0, b.run.peak_tree_rss, b.run.max_process_rss, b.run.max_processes,
-                             b.run.main_rss, b.run.workers_rss, "", ""))
+    bare = Step([replace(b.run, seconds=b.seconds) for b in bare_parse(corpus, args.repeat)])  # the query's time
     print(f"bare parse (DuckDB read_json_objects + one field): {bare.seconds:.2f} s, "
           f"{size_mb / bare.seconds:,.0f} MB/s", flush=True)
     cc = None
@@ -206,15 +204,14 @@ def measure_size(n: int, args: argparse.Namespace, checkouts: dict[str, Checkout
         work.mkdir(parents=True, exist_ok=True)
         subjects[name] = Subject(name, co, work, "--full-results" in co.help("ingest"))
     plans = {name: plan(s, corpus, workers) for name, s in subjects.items()}
-    keys = [k for k in STEPS if any(k == key for p in plans.values() for key, _, _ in p)]
-    for key in keys:
+    for key in STEPS:
         for _ in range(args.repeat):
             for name, s in subjects.items():  # interleaved: before and after see the same machine
-                for k, prepare, cmd in plans[name]:
-                    if k == key:
-                        if prepare:
-                            prepare()
-                        s.steps.setdefault(key, Step()).runs.append(s.checkout.run(*cmd))
+                if key in plans[name]:
+                    prepare, cmd = plans[name][key]
+                    if prepare:
+                        prepare()
+                    s.steps.setdefault(key, Step()).runs.append(s.checkout.run(*cmd))
         for name, s in subjects.items():
             if key in s.steps:
                 st = s.steps[key]
@@ -374,8 +371,8 @@ def main() -> None:
                     help=f"corpus sizes in sessions, comma-separated (default {SMALL},{LARGE})")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each step; the median counts (default 3)")
     ap.add_argument("--baseline", type=Path, default=None,
-                    help="a second loopscope checkout (with its .venv) or its `loopscope` entry point, measured "
-                         "side by side as 'before'")
+                    help="a second loopscope checkout (run by its .venv, or this one's if it has none) or a "
+                         "`loopscope` entry point, measured side by side as 'before'")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--mb-per-session", type=float, default=MB_PER_SESSION,
                     help=f"corpus size per session (default {MB_PER_SESSION:.3f} MB, as the issue's)")
