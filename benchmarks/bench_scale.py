@@ -171,10 +171,16 @@ def store_counts(s: Subject) -> tuple[int, int]:
     return int(sessions), int(calls)
 
 
+def corpus_of(n: int, seed: int = 7, mb_per_session: float = MB_PER_SESSION, folder: Path = Path("/tmp")
+              ) -> tuple[Path, dict]:
+    """The ``n``-session corpus and its manifest, generated unless it is already there."""
+    corpus = folder / f"bench-scale-{n}s-seed{seed}"
+    return corpus, ensure(corpus, round(n * mb_per_session, 1), seed, sessions_target=n, big_rate=BIG_RATE)
+
+
 def measure_size(n: int, args: argparse.Namespace, checkouts: dict[str, Checkout], ccusage_cmd: list[str] | None,
                  scratch: Path) -> Size:
-    corpus = args.corpus_dir / f"bench-scale-{n}s-seed{args.seed}"
-    manifest = ensure(corpus, round(n * args.mb_per_session, 1), args.seed, sessions_target=n, big_rate=BIG_RATE)
+    corpus, manifest = corpus_of(n, args.seed, args.mb_per_session, args.corpus_dir)
     size_mb = manifest["bytes"] / 1e6
     print(f"\n== {n:,} sessions: {corpus}, {size_mb:,.0f} MB in {manifest['files']:,} files "
           f"({', '.join(f'{k} {v / 1e6:,.0f} MB' for k, v in manifest['bytes_by_format'].items())})", flush=True)
