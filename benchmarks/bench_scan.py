@@ -28,7 +28,7 @@ sys.dont_write_bytecode = True
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import Run, loopscope, mb  # noqa: E402
+from _measure import Run, loopscope, mb, verdict  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
 TARGET_RATE = 200_000
@@ -62,10 +62,6 @@ def findings_by_kind(db: Path) -> str:
     finally:
         con.close()
     return ", ".join(f"{k} {n:,}" for k, n in rows)
-
-
-def verdict(ok: bool) -> str:
-    return "yes" if ok else "**no**"
 
 
 def main() -> None:
