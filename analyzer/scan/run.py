@@ -41,6 +41,12 @@ class ScanSummary:
     findings: int = 0
     seconds: float = 0.0
     workers: int = 1  # threads DuckDB may use (polars runs its own pool, one thread per core)
+    # Where the time went (seconds): opening the store, planning and imports before the first group; then, summed
+    # over the groups, reading them, the detectors, landing the rows. The benchmark prints them apart.
+    startup: float = 0.0
+    read: float = 0.0
+    detect: float = 0.0
+    land: float = 0.0
 
 
 def detector_text(config: Config) -> str:
@@ -113,7 +119,7 @@ def scan(
         # The same settings as ingest: a memory cap (DuckDB would otherwise keep up to 80% of RAM of what it read),
         # and one checkpoint at the end instead of one per landed group.
         store.tune_for_bulk_load(con)
-        summary = _scan(con, config, workers, full, progress)
+        summary = _scan(con, config, workers, full, progress, t0)
     except duckdb.Error as exc:
         raise StoreError(f"scan of {db} failed: {str(exc).splitlines()[0]}") from None
     finally:
@@ -123,7 +129,7 @@ def scan(
 
 
 def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, full: bool,
-          progress: ProgressFn | None) -> ScanSummary:
+          progress: ProgressFn | None, t0: float) -> ScanSummary:
     todo, unchanged, removed = _plan(con, config, full)
     summary = ScanSummary(sessions=len(todo) + unchanged, unchanged=unchanged, removed=removed)
     if not todo:
@@ -139,10 +145,18 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     heads, turn_info = scan_io.lookups(con)
     words = scan_io.has_words(con)
     done = 0
+    t = time.perf_counter()
+    summary.startup = t - t0
     for group in _batches(todo):
         sessions, calls, turns = scan_io.read_group(con, group, words)
+        t, before = time.perf_counter(), t
+        summary.read += t - before
         out = scan_group(sessions, calls, turns, config, heads, turn_info)
+        t, before = time.perf_counter(), t
+        summary.detect += t - before
         scan_io.land(con, out, detector)
+        t, before = time.perf_counter(), t
+        summary.land += t - before
         st = out["scan_state"]
         n_calls = int(st["calls"].sum())
         summary.scanned += st.height
