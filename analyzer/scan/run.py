@@ -24,7 +24,12 @@ from analyzer.errors import StoreError
 
 # Bump when signals or findings change meaning: every session is rescanned.
 DETECTOR_VERSION = "2"  # 2: findings judged (judge.py), repeat_tokens, why
-BATCH_CALLS = 200_000  # calls per group: what the detectors hold in memory at once (~700 MB peak), one transaction
+# Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
+# call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
+# since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store.
+BATCH_CALLS = 50_000  # calls per group, one transaction
+DUCKDB_MEMORY = "192MB"
+CHECKPOINT_EVERY = "64MB"  # of landed rows (~250k calls): written out as the scan goes instead of held to the end
 BATCH_SESSIONS = 20_000
 
 ProgressFn = Callable[[int, int], None]  # (calls done, calls total)
@@ -116,9 +121,11 @@ def scan(
         raise StoreError(f"no store at {db}: run `loopscope ingest` first (or pass --db)")
     con = store.connect(db)
     try:
-        # The same settings as ingest: a memory cap (DuckDB would otherwise keep up to 80% of RAM of what it read),
-        # and one checkpoint at the end instead of one per landed group.
+        # Ingest's settings (a memory cap: DuckDB would otherwise keep up to 80% of RAM of what it read; few
+        # checkpoints), with the scan's own cap and checkpoint interval: what bounds its memory.
         store.tune_for_bulk_load(con)
+        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
+        con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_EVERY}'")
         summary = _scan(con, config, workers, full, progress, t0)
     except duckdb.Error as exc:
         raise StoreError(f"scan of {db} failed: {str(exc).splitlines()[0]}") from None
@@ -142,13 +149,13 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     summary.workers = max(1, threads)
     total = sum(t.calls for t in todo)
     detector = detector_text(config)
-    heads, turn_info = scan_io.lookups(con)
     words = scan_io.has_words(con)
     done = 0
     t = time.perf_counter()
     summary.startup = t - t0
     for group in _batches(todo):
         sessions, calls, turns = scan_io.read_group(con, group, words)
+        heads, turn_info = scan_io.lookups(con, group)
         t, before = time.perf_counter(), t
         summary.read += t - before
         out = scan_group(sessions, calls, turns, config, heads, turn_info)
