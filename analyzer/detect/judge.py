@@ -41,6 +41,7 @@ from analyzer.detect.rules import MIN_REPEATS, SIMILARITY, WINDOW, is_mutating
 # its pure functions of a result or a call are memoised, bounded by this many entries (results are heads of at most
 # ``rules.RESULT_HEAD`` characters).
 _RESULTS = 4096
+_COMMANDS = 16384  # argument texts and commands (``action`` keeps its own, larger cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +118,7 @@ def _args(args: str | None) -> Any:
         return {"raw": args}
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_COMMANDS)
 def command_text(args: str | None) -> str | None:
     """The shell command a call runs, when its arguments hold one (``command``/``cmd``/``script``; Codex's argv
     lists ``["bash", "-lc", "…"]`` give their last element). A one-word ``command`` beside a path is an editor's
@@ -144,7 +145,7 @@ def _tokens(segment: str) -> list[str]:
     return list(_split(segment))
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_COMMANDS)
 def _split(segment: str) -> tuple[str, ...]:
     """Shell words (``shlex``, the judgement's slowest step: every command is split again for each question)."""
     try:
@@ -156,7 +157,7 @@ def _split(segment: str) -> tuple[str, ...]:
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n(.*?)(?:\n\2\s*(?:\n|$)|\Z)", re.S)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_COMMANDS)
 def _unwrap(command: str) -> str:
     cmd = command.strip()
     for _ in range(3):  # bash -lc '…' (possibly nested)
@@ -403,7 +404,7 @@ _CODE_WRITES = re.compile(r"\.write_text\(|\.write\(|open\([^)]*['\"][wa]b?\+?['
                           r"append_file|insert_content|os\.(?:remove|rename|replace)|shutil\.")
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_COMMANDS)
 def _shell_writes(command: str) -> bool:
     """A shell command that writes files or installs: a writing program, ``sed -i``, a redirect to a file, a
     heredoc into a file, ``git checkout``/``apply``…, a package install, Python code that writes."""
