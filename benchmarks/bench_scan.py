@@ -147,9 +147,11 @@ def main() -> None:
               f"{mb(cold.peak_tree_rss)} over up to {cold.max_processes} processes; {counts['findings']:,} findings "
               f"({counts['stuck']:,} stuck): {findings_by_kind(db)}", flush=True)
         steady = phases["read"] + phases["detect"] + phases["land"]
-        startup = phases["_wall"] - steady
-        print(f"phases (one more cold scan, in-process): start-up {startup:.2f} s (interpreter and imports "
-              f"{phases['_wall'] - phases['seconds']:.2f} s, store and plan {phases['startup']:.2f} s), read "
+        startup = phases["_wall"] - steady  # what does not grow with the store: start-up, and the end
+        close = phases["seconds"] - phases["startup"] - steady  # the last checkpoint
+        print(f"phases (one more cold scan, in-process): start-up and end {startup:.2f} s (interpreter, imports "
+              f"and exit {phases['_wall'] - phases['seconds']:.2f} s, store and plan {phases['startup']:.2f} s, last "
+              f"checkpoint and close {close:.2f} s), read "
               f"{phases['read']:.2f} s, detect {phases['detect']:.2f} s = {counts['calls'] / phases['detect']:,.0f} "
               f"calls/s, land {phases['land']:.2f} s; steady state {counts['calls'] / steady:,.0f} calls/s; "
               f"peak RSS {mb(phases['_rss'])}", flush=True)
@@ -170,7 +172,7 @@ def main() -> None:
               if len(runs) > 1 else "")
     print(f"| cold `loopscope scan` | {cold.seconds:.2f} s = {rate:,.0f} calls/s{spread} | >= {TARGET_RATE:,} "
           f"calls/s | {verdict(rate >= TARGET_RATE)} |")
-    print(f"| start-up (interpreter, imports, store, plan) | {startup:.2f} s | | |")
+    print(f"| start-up and end (interpreter, imports, store, plan; last checkpoint) | {startup:.2f} s | | |")
     print(f"| steady state (read {phases['read']:.2f} s + detect {phases['detect']:.2f} s + land "
           f"{phases['land']:.2f} s) | {counts['calls'] / steady:,.0f} calls/s | >= {TARGET_STEADY:,} calls/s | "
           f"{verdict(counts['calls'] / steady >= TARGET_STEADY)} |")
