@@ -376,7 +376,8 @@ def alike(a: CallView, b: CallView) -> bool | None:
     same request in other words has given no new answer."""
     if a.result is None or b.result is None or is_placeholder(a.result) or is_placeholder(b.result):
         return None
-    if _comparable(a.result) == _comparable(b.result):
+    ra, rb = _comparable(a.result), _comparable(b.result)
+    if ra == rb:
         return True
     if is_message(a) and is_message(b) and not failed(a) and not failed(b):
         return jaccard(_words(ra), _words(rb)) >= SIMILARITY
