@@ -21,7 +21,7 @@ from analyzer.cli import app
 from analyzer.ingest.formats import agent_names
 from analyzer.store.filters import parse_agent
 from ccusage import run_ccusage
-from helpers import ingest_paths, query
+from helpers import OPENCODE_DDL, ingest_paths, query
 
 SID = "ses_7f3a1c2b9ffeAbCdEfGhIjKlMn"
 PROJECT = "4b0ea68d7af9a6031a7ffda7ad66e0cb83315750"
@@ -110,15 +110,7 @@ def write_tree(root: Path, multi_step: bool = True) -> Path:
 def write_db(path: Path, multi_step: bool = True) -> Path:
     session, msgs = records(multi_step)
     con = sqlite3.connect(path)
-    con.executescript("""
-        CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL,
-            directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, cost REAL NOT NULL DEFAULT 0,
-            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
-        CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
-            time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-        CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
-            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-    """)
+    con.executescript(OPENCODE_DDL)
     con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (SID, PROJECT, None, session["slug"], session["directory"], session["title"], session["version"],
                  0.06, T0, T0 + 60000))
