@@ -272,6 +272,29 @@ def test_database_with_bad_rows(tmp_path: Path, db: Path) -> None:
     assert (s.calls, s.errors) == (4, 2)
 
 
+def test_database_sessions_around_the_main_one(tmp_path: Path, db: Path) -> None:
+    """The database is read in one ordered pass per table: a session known only from its messages (sorting before
+    the main one), a session row with no messages, and parts filed under sessions or messages that hold no such
+    message each land where they belong, or nowhere, without disturbing the main session."""
+    path = write_db(tmp_path / "opencode.db")
+    con = sqlite3.connect(path)
+    con.execute("INSERT INTO message VALUES ('msg_c1', 'ses_000first', 5, 5, '{\"role\": \"user\"}')")
+    con.execute("INSERT INTO part VALUES ('prt_c1', 'msg_c1', 'ses_000first', 0, 0, '{\"type\": \"text\", \"text\": \"hi\"}')")
+    con.execute("INSERT INTO part VALUES ('prt_c2', 'msg_c1', ?, 0, 0, '{\"type\": \"text\", \"text\": \"elsewhere\"}')",
+                (SID,))  # filed under the main session, for a message of another: not read
+    for sid in ("ses_0orphan", "ses_zzzorphan"):  # parts of sessions that have no message: never decoded
+        con.execute("INSERT INTO part VALUES (?, 'msg_zz', ?, 0, 0, 'not json')", (f"prt_{sid}", sid))
+    con.execute("INSERT INTO session VALUES ('ses_empty', 'p', NULL, 's', '/d', 't', '1.0', 0, 1, 2)")
+    con.commit()
+    con.close()
+    s = ingest_paths(db, path)
+    assert (s.sessions, s.calls, s.errors) == (3, 4, 0)
+    assert calls(db) == EXPECTED_CALLS
+    assert query(db, "SELECT session_id FROM sessions ORDER BY 1") == [("ses_000first",), (SID,), ("ses_empty",)]
+    assert query(db, "SELECT session_id, text FROM turns WHERE role = 'user' ORDER BY 1, turn_index") == [
+        ("ses_000first", "hi"), (SID, "run the tests and fix them"), (SID, "thanks")]
+
+
 def test_export_document(tmp_path: Path, db: Path) -> None:
     session, msgs = records()
     path = tmp_path / "export.json"
