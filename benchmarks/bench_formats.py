@@ -277,7 +277,8 @@ def main() -> None:
                 cc_s = min(cc_s, time_parse(cc[0], work / "spool")[0]) if files is not cc[0] else parse_s
             ratio = (mbytes / parse_s) / (cc[1] / cc_s)
             ingest_s = min(time_ingest(folder, work / "bench.duckdb") for _ in range(args.repeat))
-            rows.append((fmt, len(files), mbytes, calls / mbytes, mbytes / parse_s, mbytes / ingest_s, ratio))
+            rows.append((fmt, len(files), mbytes, calls / mbytes, mbytes / parse_s, cc[1] / cc_s, mbytes / ingest_s,
+                         ratio))
             print(f"{fmt:16} {len(files):4} files {mbytes:7.1f} MB {calls / mbytes:7.0f} calls/MB  "
                   f"parse {mbytes / parse_s:6.1f} MB/s  ingest {mbytes / ingest_s:6.1f} MB/s  {ratio:5.2f}x  ({got}"
                   + (f"; {errors} ingest errors: the figure is not of a whole parse" if errors else "") + ")",
@@ -286,12 +287,12 @@ def main() -> None:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
 
-    print("\n| format | files | MB of JSON | calls per MB | parse MB/s | ingest MB/s | parse vs Claude Code | "
-          "within 1.5x |")
-    print("|---|---:|---:|---:|---:|---:|---:|:---:|")
-    for fmt, n, mbytes, cpm, p, i, ratio in rows:
+    print("\n| format | files | MB of JSON | calls per MB | parse MB/s | Claude Code parse MB/s, same window | "
+          "ingest MB/s | parse vs Claude Code | within 1.5x |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|:---:|")
+    for fmt, n, mbytes, cpm, p, ccp, i, ratio in rows:
         ok = "—" if fmt == "claude_code" else ("yes" if ratio >= TARGET_RATIO else "**no**")
-        print(f"| {fmt} | {n} | {mbytes:.1f} | {cpm:.0f} | {p:.1f} | {i:.1f} | {ratio:.2f}x | {ok} |")
+        print(f"| {fmt} | {n} | {mbytes:.1f} | {cpm:.0f} | {p:.1f} | {ccp:.1f} | {i:.1f} | {ratio:.2f}x | {ok} |")
 
 if __name__ == "__main__":
     main()
