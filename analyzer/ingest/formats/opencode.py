@@ -295,14 +295,18 @@ class Parser:
         return out
 
     def _add_part(self, parts: dict[str, list[dict[str, Any]]], mid: str, pid: str, data: Any) -> None:
-        part = self._decode(data, f"part {pid}")
+        part = self._decode(data, "part", pid)
         if part is not None:
             part["id"] = pid
-            parts.setdefault(mid, []).append(part)
+            same = parts.get(mid)
+            if same is None:
+                parts[mid] = [part]
+            else:
+                same.append(part)
 
     def _add_message(self, out: list[tuple[dict[str, Any], list[dict[str, Any]]]],
                      parts: dict[str, list[dict[str, Any]]], sid: str, mid: str, created: Any, data: Any) -> None:
-        msg = self._decode(data, f"message {mid}")
+        msg = self._decode(data, "message", mid)
         if msg is None:
             return
         msg["id"], msg["sessionID"] = mid, sid
@@ -310,14 +314,17 @@ class Parser:
             msg["time"] = {"created": created}
         out.append((msg, parts.get(mid, [])))
 
-    def _decode(self, data: Any, what: str) -> dict[str, Any] | None:
+    def _decode(self, data: Any, kind: str, row_id: str) -> dict[str, Any] | None:
+        """A row's ``data`` as an object, or None with the error recorded (its text is built only then: this runs
+        once per row)."""
         try:
             value = orjson.loads(data)
         except (orjson.JSONDecodeError, TypeError) as exc:
-            self.ctx.error(None, f"opencode.db {what}: data is not JSON ({exc})", data if isinstance(data, str) else "")
+            self.ctx.error(None, f"opencode.db {kind} {row_id}: data is not JSON ({exc})",
+                           data if isinstance(data, str) else "")
             return None
-        if not isinstance(value, dict):
-            self.ctx.error(None, f"opencode.db {what}: data is not an object", value)
+        if type(value) is not dict:
+            self.ctx.error(None, f"opencode.db {kind} {row_id}: data is not an object", value)
             return None
         return value
 
