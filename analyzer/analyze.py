@@ -23,34 +23,116 @@ Progress = Callable[[int, int], None]
 StageProgress = Callable[[str], Progress | None]
 
 
-def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
-                  workers: int | None = None) -> tuple["Replay | None", "Calibration | None"]:
-    """Every preset guard replayed over the filtered sessions, and the latest stored calibration (or a fresh one when
-    ``loopscope calibrate`` never ran)."""
+def replay_cache_path(db: Path) -> Path:
+    """Where the report keeps its guard replays between runs: beside the store, never in the report folder (the rows
+    hold raw session and call ids, which a shared report must not carry)."""
+    return db.with_name(db.name + ".report-replay.parquet")
+
+
+@dataclass(frozen=True)
+class _Sessions:
+    """A filter naming sessions by id, in the shape ``SessionFilter.where`` has (for ``load_corpus``)."""
+
+    ids: tuple[str, ...]
+
+    def where(self, alias: str = "s") -> tuple[str, list[object]]:
+        return f"list_contains(?, {alias}.session_id)", [list(self.ids)]
+
+
+def _scope_fingerprints(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> dict[str, str | None]:
+    """Every session in scope, with its scan fingerprint (None when it was never scanned)."""
+    from analyzer.store.db import columns, has_table
+
+    where, params = flt.where("s")
+    if has_table(con, "scan_state") and "fingerprint" in columns(con, "scan_state"):
+        sql = (f"SELECT s.session_id, st.fingerprint FROM sessions s LEFT JOIN scan_state st USING (session_id) "
+               f"WHERE {where}")
+    else:
+        sql = f"SELECT s.session_id, NULL FROM sessions s WHERE {where}"
+    return {str(sid): fp for sid, fp in con.execute(sql, params).fetchall()}
+
+
+def _replay_key(policies: Sequence[object]) -> str:
+    """What every cached replay row depends on besides its session: the presets and the replay code."""
+    import hashlib
+
+    from analyzer import __version__
+
+    h = hashlib.blake2b(f"{__version__} {policies!r}".encode(), digest_size=10)
+    for f in sorted((Path(__file__).parent / "guards").glob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
+                   workers: int | None = None, cache: Path | None = None) -> "Replay | None":
+    """Every preset guard replayed over the filtered sessions. With ``cache`` (a Parquet file), only sessions whose
+    scan fingerprint changed since the cached rows were computed are replayed again: a session's replay depends on
+    its own calls and findings alone."""
+    import polars as pl
+
+    from analyzer.guards.policies import resolve
+    from analyzer.guards.replay import load_corpus, replay
     from analyzer.results import Replay
 
-    from analyzer.calibrate.recommend import calibration_for_report
-    from analyzer.guards.policies import resolve
-    from analyzer.guards.replay import replay_store
+    policies = resolve(["all"])
+    key = _replay_key(policies)
+    fps = _scope_fingerprints(con, flt)
+    kept = None
+    if cache is not None:
+        try:
+            old = pl.read_parquet(cache)
+            if old.height and old["_key"][0] == key:
+                valid = [sid for sid, fp in fps.items() if fp is not None]
+                want = pl.DataFrame({"session_id": valid, "_fp": [fps[s] for s in valid]},
+                                    schema={"session_id": pl.String, "_fp": pl.String})
+                kept = old.join(want, on=["session_id", "_fp"], how="semi")
+        except (OSError, pl.exceptions.PolarsError):
+            kept = None
+    done = set(kept["session_id"].unique().to_list()) if kept is not None else set()
+    todo = tuple(sid for sid in fps if sid not in done)
+    parts = [kept.drop("_key", "_fp")] if kept is not None and kept.height else []
+    if todo:
+        fresh = replay(load_corpus(con, _Sessions(todo)), policies, workers=workers).sessions  # type: ignore[arg-type]
+        parts.append(fresh)
+    if not parts:
+        return None
+    frame = pl.concat(parts, how="vertical_relaxed").sort("session_id", "policy")
+    if cache is not None and (todo or kept is None or kept.height != frame.height):
+        tagged = frame.join(pl.DataFrame({"session_id": list(fps), "_fp": list(fps.values())},
+                                         schema={"session_id": pl.String, "_fp": pl.String}), on="session_id",
+                            how="left").filter(pl.col("_fp").is_not_null())
+        try:
+            tagged.with_columns(pl.lit(key).alias("_key")).write_parquet(cache)
+        except OSError:
+            pass  # a read-only folder: the next report replays again
+    return Replay(frame) if frame.height else None
 
-    result = replay_store(con, resolve(["all"]), flt, workers=workers)
-    replay = Replay(result.sessions) if result.sessions.height else None
-    return replay, calibration_for_report(con, flt)
+
+def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
+                  workers: int | None = None, cache: Path | None = None
+                  ) -> tuple["Replay | None", "Calibration | None"]:
+    """Every preset guard replayed over the filtered sessions (``replay_presets``), and the latest stored calibration
+    (or a fresh one when ``loopscope calibrate`` never ran)."""
+    from analyzer.calibrate.recommend import calibration_for_report
+
+    return replay_presets(con, flt, workers, cache), calibration_for_report(con, flt)
 
 
 def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter = SessionFilter(),
                  single_file: bool = False, redact: bool = True, workers: int | None = None,
-                 progress: Progress | None = None) -> "ReportResult":
+                 progress: Progress | None = None, cache: Path | None = None) -> "ReportResult":
     """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration. The
-    result's ``seconds`` covers everything this did: the replay and calibration as well as the rendering."""
+    result's ``seconds`` covers everything this did: the replay and calibration as well as the rendering.
+    ``cache``: where replays are kept between runs (``replay_cache_path`` of the store)."""
     from reports.render import render_report
 
     from analyzer.reporting import ReportData
 
     t0 = time.perf_counter()
-    replay, calibration = report_inputs(con, flt, workers)
+    replay, calibration = report_inputs(con, flt, workers, cache)
     result = render_report(ReportData(con, flt), out, replay=replay, calibration=calibration,
-                           single_file=single_file, redact=redact, progress=progress)
+                           single_file=single_file, redact=redact, progress=progress, workers=workers)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -104,7 +186,8 @@ def analyze(
             done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers).headline())
         except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
             done("calibrate", f"skipped: {exc}")
-        r = write_report(con, out, flt, single_file, redact, workers, progress("report"))
+        r = write_report(con, out, flt, single_file, redact, workers, progress("report"),
+                         replay_cache_path(db))
     finally:
         con.close()
     done("report", f"{len(r.files):,} files written")

@@ -395,6 +395,17 @@ def _estimated_cost(df: pl.DataFrame) -> pl.DataFrame:
     return df.with_columns(pl.Series("estimated_cost_usd", est, dtype=pl.Float64))
 
 
+def fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """Each scanned session's fingerprint (``scan_state``: its file's content and ingest, its counts, the detector
+    and its options): the report keeps a session's page while this and its replay are unchanged. Empty when the
+    store does not track scans (a Parquet export): every page is then written."""
+    if not has_table(con, "scan_state") or "fingerprint" not in _columns(con, "scan_state"):
+        return {}
+    rows = con.execute("SELECT session_id, fingerprint FROM scan_state "
+                       "WHERE session_id IN (SELECT session_id FROM _r_sessions) AND fingerprint IS NOT NULL").fetchall()
+    return {str(sid): str(fp) for sid, fp in rows}
+
+
 class ReportData:
     """What the report reads from the store, for the sessions ``flt`` selects: the report renders from this object
     and never touches the store itself. Opening it materialises the scope (``_r_sessions``, ``_r_findings``)."""
@@ -426,6 +437,9 @@ class ReportData:
 
     def session_batch(self, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
         return session_batch(self.con, ids)
+
+    def fingerprints(self) -> dict[str, str]:
+        return fingerprints(self.con)
 
     def all_sessions(self) -> pl.DataFrame:
         return all_sessions(self.con, self.scope)
