@@ -226,3 +226,11 @@ def test_a_clipped_copy_drops_its_cut_end_rather_than_show_it() -> None:
     text = "a " * 100 + GITHUB_CLASSIC[:20]  # the store clipped this copy inside the key
     out, _ = redact_window(text, 4000, complete=False)
     assert "ghp_" not in out
+
+
+def test_every_rule_family_says_which_strings_it_needs() -> None:
+    """A family without needles is run on every text that passes the pre-filter: correct, but the cost this skip
+    saves comes back silently. Each rule's family is listed."""
+    from reports.redact import DETECT_SECRETS_RULES, NEEDLES, RULES
+
+    assert {r.family for r in RULES + DETECT_SECRETS_RULES} <= set(NEEDLES)
