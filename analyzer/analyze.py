@@ -137,6 +137,31 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
     return result
 
 
+def _current_calibration(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> str | None:
+    """When the latest calibration of this scope is ``analyze``'s own (the default base, no labels file) and no
+    session was scanned since it was computed, it still holds: a line saying it was kept; else None (calibrate)."""
+    from datetime import timezone
+
+    from analyzer.calibrate.recommend import DEFAULT_BASE, _scope_text
+    from analyzer.store.db import has_table, one
+
+    if not (has_table(con, "calibration_runs") and has_table(con, "scan_state")):
+        return None
+    try:
+        row = one(con, "SELECT base_policy, labels_file, computed_at FROM calibration_runs WHERE scope = ? "
+                       "ORDER BY computed_at DESC LIMIT 1", [_scope_text(flt)])
+        last_scan = one(con, "SELECT max(scanned_at)::TIMESTAMPTZ FROM scan_state")
+    except Exception:  # noqa: BLE001 - an older store's shape: calibrate again
+        return None
+    if row is None or row[0] != DEFAULT_BASE or row[1] is not None or row[2] is None:
+        return None
+    computed = row[2].replace(tzinfo=timezone.utc)
+    if last_scan is None or last_scan[0] is None or last_scan[0] > computed:
+        return None
+    return (f"kept the {DEFAULT_BASE} calibration of {computed:%Y-%m-%d %H:%M} UTC: nothing was ingested or scanned "
+            f"since")
+
+
 @dataclass
 class AnalyzeResult:
     index: Path
@@ -182,10 +207,14 @@ def analyze(
     done("scan", f"{sc.scanned:,} sessions scanned ({sc.unchanged:,} unchanged), {sc.findings:,} loop episodes")
     con = store.connect(db)
     try:
-        try:
-            done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers).headline())
-        except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
-            done("calibrate", f"skipped: {exc}")
+        kept = _current_calibration(con, flt) if s.files_ingested == 0 and sc.scanned == 0 else None
+        if kept is not None:
+            done("calibrate", kept)
+        else:
+            try:
+                done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers).headline())
+            except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
+                done("calibrate", f"skipped: {exc}")
         r = write_report(con, out, flt, single_file, redact, workers, progress("report"),
                          replay_cache_path(db))
     finally:

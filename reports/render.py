@@ -20,6 +20,8 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -359,39 +361,57 @@ def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_sco
     n = workers if workers is not None else (_cores() if len(todo) >= POOL_MIN_PAGES else 1)
     chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
     written: list[str] = []
-    if n <= 1 or len(chunks) <= 1:
-        for chunk in chunks:
-            written += write_session_batch(job, chunk, data.session_batch(chunk), _replay_of(in_scope, chunk), tick)
-        return written
+    left = list(range(len(chunks)))  # chunks not yet written
+    if n > 1 and len(chunks) > 1:
+        try:
+            _write_in_pool(data, job, chunks, in_scope, n, tick, left, written)
+        except BrokenProcessPool:
+            # A worker died (killed for memory, or a caller's script that spawn cannot re-import without an
+            # ``if __name__ == "__main__"`` guard): the batches it did not finish are written here instead.
+            pass
+    for i in list(left):
+        written += write_session_batch(job, chunks[i], data.session_batch(chunks[i]), _replay_of(in_scope, chunks[i]),
+                                       tick)
+        left.remove(i)
+    return written
+
+
+def _write_in_pool(data: ReportSource, job: SessionJob, chunks: list[list[str]], in_scope: pl.DataFrame | None,
+                   n: int, tick: Callable[[int], None], left: list[int], written: list[str]) -> None:
+    """``chunks`` written by ``n`` worker processes: each chunk's index leaves ``left`` once its pages are written,
+    and their paths join ``written``."""
     import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 
     ctx = multiprocessing.get_context("spawn")  # not fork: the parent holds DuckDB's and polars' threads
     # One polars thread per worker (workers start on demand, so the setting stays while the pool lives): the
     # workers already fill the cores, and a page's frames are small.
     saved = os.environ.get("POLARS_MAX_THREADS")
     os.environ["POLARS_MAX_THREADS"] = "1"
+
+    def collect(f: "Future[list[str]]") -> None:
+        written.extend(f.result())
+        i = pending.pop(f)
+        left.remove(i)
+        tick(len(chunks[i]))
+
+    pending: dict[Future[list[str]], int] = {}
     try:
         with ProcessPoolExecutor(max_workers=min(n, len(chunks)), mp_context=ctx, initializer=_warm) as pool:
-            pending: dict[Future[list[str]], int] = {}
-            for chunk in chunks:
+            for i, chunk in enumerate(chunks):
                 if len(pending) >= 2 * n:
                     done, _ = wait(pending, return_when=FIRST_COMPLETED)
                     for f in done:
-                        written += f.result()
-                        tick(pending.pop(f))
+                        collect(f)
                 fut = pool.submit(write_session_batch, job, chunk, data.session_batch(chunk),
                                   _replay_of(in_scope, chunk))
-                pending[fut] = len(chunk)
+                pending[fut] = i
             for f in list(pending):
-                written += f.result()
-                tick(pending.pop(f))
+                collect(f)
     finally:
         if saved is None:
             os.environ.pop("POLARS_MAX_THREADS", None)
         else:
             os.environ["POLARS_MAX_THREADS"] = saved
-    return written
 
 
 def _clean_stale(out: Path, old: Any, written: set[str]) -> None:
@@ -433,7 +453,9 @@ def render_report(
     A folder report is incremental: its manifest records what each session page was made from (the session's
     scan fingerprint, its guard replay, the options and the code), and a page whose inputs did not change is kept
     as it is. The index, calibration and all-sessions pages are always rebuilt. Session pages are written by
-    ``workers`` processes (default: one per core when there are enough pages to write; 1: in this process).
+    ``workers`` processes (default: one per core when there are enough pages to write; 1: in this process). They
+    are spawned, so a script that calls this needs the usual ``if __name__ == "__main__":`` guard (without it the
+    workers fail and the pages are written in this process).
     """
     t0 = time.perf_counter()
     generated_at = generated_at or datetime.now(timezone.utc).replace(microsecond=0)
