@@ -64,6 +64,11 @@ def _replay_key(policies: Sequence[object]) -> str:
     return h.hexdigest()
 
 
+REPLAY_CHUNK = 500
+"""Sessions loaded and replayed at a time: the replay holds its sessions' calls as Python objects, so a bounded
+chunk keeps a cold report's memory flat however large the corpus."""
+
+
 def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
                    workers: int | None = None, cache: Path | None = None) -> "Replay | None":
     """Every preset guard replayed over the filtered sessions. With ``cache`` (a Parquet file), only sessions whose
@@ -92,9 +97,9 @@ def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Sessio
     done = set(kept["session_id"].unique().to_list()) if kept is not None else set()
     todo = tuple(sid for sid in fps if sid not in done)
     parts = [kept.drop("_key", "_fp")] if kept is not None and kept.height else []
-    if todo:
-        fresh = replay(load_corpus(con, _Sessions(todo)), policies, workers=workers).sessions  # type: ignore[arg-type]
-        parts.append(fresh)
+    for start in range(0, len(todo), REPLAY_CHUNK):
+        chunk = _Sessions(todo[start:start + REPLAY_CHUNK])
+        parts.append(replay(load_corpus(con, chunk), policies, workers=workers).sessions)  # type: ignore[arg-type]
     if not parts:
         return None
     frame = pl.concat(parts, how="vertical_relaxed").sort("session_id", "policy")

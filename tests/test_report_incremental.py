@@ -137,3 +137,25 @@ def test_pages_from_worker_processes_are_byte_identical_to_serial_ones(corpus: t
                            for p in (tmp_path / "parallel").rglob("*") if p.is_file())
     for name in names:
         assert (tmp_path / "serial" / name).read_bytes() == (tmp_path / "parallel" / name).read_bytes(), name
+
+
+def test_replays_from_the_cache_and_in_chunks_equal_one_fresh_replay(corpus: tuple[Path, Path], tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report replays only sessions whose fingerprint changed and, cold, a chunk of sessions at a time: both
+    rest on a session's replay depending on that session alone."""
+    import analyzer.analyze as analyze
+    from analyzer.analyze import replay_presets
+
+    _, db = corpus
+    con = store.connect(db, read_only=True)
+    try:
+        fresh = replay_presets(con, workers=1)
+        monkeypatch.setattr(analyze, "REPLAY_CHUNK", 3)
+        cache = tmp_path / "replay.parquet"
+        chunked = replay_presets(con, workers=1, cache=cache)
+        cached = replay_presets(con, workers=1, cache=cache)
+    finally:
+        con.close()
+    assert fresh is not None and chunked is not None and cached is not None
+    assert fresh.frame.height >= 8 * 25
+    assert chunked.frame.equals(fresh.frame) and cached.frame.equals(fresh.frame)
