@@ -29,6 +29,7 @@ class Run:
     max_processes: int
     main_rss: int  # sampled peak of the command's own process (bytes)
     workers_rss: int  # sampled peak of the largest descendant (bytes)
+    cpu_seconds: float  # user + system time of the command and every descendant it reaped (wait4)
     stdout: str
     stderr: str
 
@@ -95,7 +96,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.0
     proc.returncode = os.waitstatus_to_exitcode(status)
     main = per_pid.pop(proc.pid, 0)
     return Run(seconds, proc.returncode, peak, usage.ru_maxrss * 1024, procs, main, max(per_pid.values(), default=0),
-               b"".join(out_chunks).decode(errors="replace"), b"".join(err_chunks).decode(errors="replace"))
+               usage.ru_utime + usage.ru_stime, b"".join(out_chunks).decode(errors="replace"), b"".join(err_chunks).decode(errors="replace"))
 
 
 def mb(n: float) -> str:
