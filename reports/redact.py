@@ -45,7 +45,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=:\s-]|\\[nr])*)", re.S)),
     Rule("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9]{2,10}-[A-Za-z0-9_\-]{20,}")),
     Rule("openai-key", re.compile(
-        r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]*T3BlbkFJ[A-Za-z0-9_\-]+"
+        r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{0,200}?T3BlbkFJ[A-Za-z0-9_\-]+"
         r"|\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"
         r"|\bsk-[A-Za-z0-9]{32,}\b")),
     Rule("aws-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
