@@ -35,7 +35,8 @@ def test_sessions_option_rejects_zero_without_a_traceback(tmp_path: Path) -> Non
 
 
 def _step(seconds: float, rss_mb: float = 100) -> bs.Step:
-    return bs.Step([Run(seconds, 0, int(rss_mb * 1e6), 0, 1, 0, 0, "", "")])
+    return bs.Step([Run(seconds=seconds, returncode=0, peak_tree_rss=int(rss_mb * 1e6), max_process_rss=0, max_processes=1,
+                        main_rss=0, workers_rss=0, cpu_seconds=seconds, stdout="", stderr="")])
 
 
 def _size(n: int, mb: float, calls: int, times: dict[str, float], rss: float) -> bs.Size:
