@@ -95,7 +95,8 @@ def analyze(
     s = ingest(paths, db, workers=workers, progress=progress("ingest"))
     done("ingest", f"{s.files_ingested:,} files ingested, {s.files_unchanged:,} unchanged, {len(s.skipped):,} "
                    f"skipped; {s.sessions:,} sessions, {s.calls:,} calls, {s.errors:,} unreadable lines"
-                   + "".join(f"\n  {line}" for line in s.skipped_lines()))
+                   + "".join(f"\n  {line}" for line in s.skipped_lines())
+                   + "".join(f"\n  note: {note}" for note in s.notes))
     sc = scan(db, workers=workers, progress=progress("scan"))
     done("scan", f"{sc.scanned:,} sessions scanned ({sc.unchanged:,} unchanged), {sc.findings:,} loop episodes")
     con = store.connect(db)

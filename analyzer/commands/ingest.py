@@ -7,7 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from analyzer.commands.common import DbOpt, Listing, QuietOpt, db_path, handle_errors, listing, out, with_progress
+from analyzer.commands.common import (DbOpt, Listing, QuietOpt, db_path, err, handle_errors, listing, out,
+                                     with_progress)
 
 
 @handle_errors
@@ -29,6 +30,8 @@ def ingest(
 
     summary = with_progress("ingest", quiet, lambda cb: run_ingest(paths or None, db_path(db), workers=workers,
                                                                    progress=cb))
+    for note in summary.notes:
+        err.print(f"note: {note}", soft_wrap=True, markup=False)
     if not quiet:
         print_ingest_summary(summary)
 

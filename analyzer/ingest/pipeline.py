@@ -20,6 +20,7 @@ from analyzer.store import db as store
 from analyzer.errors import NothingToIngestError, UsageError
 from analyzer.ingest.reader import ReadStats
 from analyzer.ingest.rows import display_path
+from analyzer.store.schema import KEYS_VERSION
 
 if TYPE_CHECKING:  # the parsers (and pyarrow) load only when a file needs parsing: a no-change re-ingest skips them
     from analyzer.ingest.parse import FileOutcome, FileTask
@@ -127,6 +128,7 @@ class IngestSummary:
     errors: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # what the user must know about the store (a rebuild)
 
     @property
     def anything_read(self) -> bool:
@@ -259,7 +261,13 @@ def ingest(
             "no path given and no agent session folder found (the README's formats table names each agent's folder)")
     files = discover(roots, exclude=db)
     summary = IngestSummary(files_seen=len(files))
-    con = store.connect(db)
+    old = store.schema_version(db)
+    con = store.connect(db, rebuild_old=True)
+    if old is not None and old < KEYS_VERSION:
+        summary.notes.append(
+            f"{display_path(str(db))} was written by an older loopscope (store schema v{old}, MD5 keys): it was "
+            f"emptied and rebuilt from the transcripts read now (files it held from other folders need ingesting "
+            f"again)")
     try:
         clean_stale_spools(db)
         store.tune_for_bulk_load(con)

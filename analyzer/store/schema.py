@@ -6,7 +6,10 @@ from __future__ import annotations
 from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
 from analyzer.tables import Table, table as _t
 
-SCHEMA_VERSION = 2  # 2: findings gained repeat_tokens, repeat_cost_usd and why
+SCHEMA_VERSION = 3  # 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys, calls.result_chars
+# The first schema whose keys are XXH3 (earlier stores hold MD5 keys, which must never meet the new ones): an older
+# store is rebuilt from its transcripts by ``loopscope ingest`` and refused by every other command.
+KEYS_VERSION = 3
 # Tables computed from the others: a store of an older schema drops them, and the next scan and calibrate rebuild them.
 
 
@@ -109,10 +112,12 @@ CALLS = _t(
     ("user_turn", "INTEGER", "0-based index of the user prompt the call answers."),
     ("tool", "VARCHAR", "Tool name."),
     ("args", "VARCHAR", "Arguments as canonical JSON (keys sorted at every depth, arrays in order)."),
-    ("call_key", "VARCHAR", "Hash of tool + canonical args: equal keys are the same call."),
+    ("call_key", "VARCHAR", "Hash of tool + canonical args: equal keys are the same call. Every hash in the store "
+     "is XXH3-64 as 16 hex digits (`analyzer.detect.keys.digest`, the function a live guard uses)."),
     ("call_key_ordered", "VARCHAR", "Hash of tool + insertion-order args (`JSON.stringify`), for guards that use it."),
     ("call_key_shallow", "VARCHAR", "Hash of tool + args with only top-level keys sorted (Roo Code)."),
     ("result_text", "VARCHAR", "Result text; NULL when the call got no result (an aborted turn)."),
+    ("result_chars", "BIGINT", "Length of the full result text in characters; NULL without a result."),
     ("result_key", "VARCHAR", "Hash of the normalised result text and error flag; NULL without a result."),
     ("is_error", "BOOLEAN", "The result was an error (flag, non-zero exit code, error text); NULL without a result."),
     ("error_kind", "VARCHAR", "`rejected` when the user refused the call, `cancelled` when it never ran because a "
