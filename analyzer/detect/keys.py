@@ -8,7 +8,6 @@ some guards use insertion-order ``JSON.stringify`` (Gemini CLI, OpenCode, gitage
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
@@ -100,9 +99,12 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 def estimate_tokens(text: str | None) -> int:
     """~4 characters per token: ``ceil(len/4)``, at least 1 for non-empty text, 0 for empty."""
-    if not text:
-        return 0
-    return max(1, math.ceil(len(text) / 4))
+    return tokens_of_length(len(text)) if text else 0
+
+
+def tokens_of_length(chars: int | None) -> int:
+    """``estimate_tokens`` of a text ``chars`` characters long (a stored length such as ``calls.result_chars``)."""
+    return ((chars or 0) + 3) // 4
 
 
 def args_text(obj: Any) -> str:

@@ -153,7 +153,7 @@ def outcome_rows(outcomes: Sequence["FileOutcome"]) -> dict[str, "pa.Table"]:
     """The ``files`` and ``ingest_errors`` rows of parsed files (before duplicate sessions are counted)."""
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     file_rows = [(o.file_id, o.path, o.format, o.status, o.reason, o.size, o.mtime_ns, o.content_hash,
-                  o.sessions, o.calls, o.error_count, now) for o in outcomes]
+                  o.sessions, o.calls, o.error_count, now, o.full_results) for o in outcomes]
     err_rows = []
     for o in outcomes:
         err_rows.extend((o.file_id, o.path, line, reason, text) for line, reason, text in o.errors)
@@ -251,12 +251,15 @@ def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
 RETRY_REASONS = ("cannot open", "cannot read")
 
 
-def file_states(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int, int, str | None]]:
+def file_states(con: duckdb.DuckDBPyConnection, full_results: bool
+                ) -> dict[str, tuple[int, int, int, str | None]]:
     """path -> (file_id, size, mtime_ns, content_hash) of every file the store has seen. A file skipped because it
-    could not be read has size -1, so it never looks unchanged."""
+    could not be read, or ingested with results stored otherwise than ``full_results`` asks, has size -1, so it never
+    looks unchanged."""
     retry = " OR ".join(f"starts_with(coalesce(reason, ''), '{r}')" for r in RETRY_REASONS)
-    rows = con.execute(f"SELECT path, file_id, CASE WHEN status = 'skipped' AND ({retry}) THEN -1 ELSE size END, "
-                       "mtime_ns, content_hash FROM files").fetchall()
+    rows = con.execute(f"SELECT path, file_id, CASE WHEN status = 'skipped' AND ({retry}) THEN -1 "
+                       "WHEN status = 'ingested' AND full_results IS DISTINCT FROM $full THEN -1 ELSE size END, "
+                       "mtime_ns, content_hash FROM files", {"full": full_results}).fetchall()
     return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
 

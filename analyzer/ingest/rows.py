@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
 from analyzer.ingest.cost import Usage, price_usage
-from analyzer.store.schema import CALLS, SESSIONS, TURNS, spool_columns
+from analyzer.store.schema import CALLS, SESSIONS, STORED_HEAD_CHARS, STORED_TAIL_CHARS, TURNS, spool_columns
 from analyzer.tables import arrow_type
 
 if TYPE_CHECKING:
@@ -138,15 +138,30 @@ def _clean(values: list[Any]) -> list[Any]:
     return [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else _safe(v) for v in values]
 
 
-class RowSink:
-    """Row buffers per table, flushed to one Parquet file per table when they grow past ``flush_bytes``."""
+def clip_result(text: str, ref: str) -> str:
+    """What the store keeps of a result: the whole text when short, else its head and tail around a marker line that
+    says how many characters are left out and how to read them (``ref`` names the call, as ``SESSION:SEQ``)."""
+    n = len(text)
+    if n <= STORED_HEAD_CHARS + STORED_TAIL_CHARS:
+        return text
+    elided = n - STORED_HEAD_CHARS - STORED_TAIL_CHARS
+    marker = f"\n[… {elided:,} characters not stored: loopscope show {ref} prints the whole result …]\n"
+    if len(marker) >= elided:
+        return text
+    return text[:STORED_HEAD_CHARS] + marker + text[n - STORED_TAIL_CHARS:]
 
-    def __init__(self, spool_dir: Path, tag: str, flush_bytes: int = 32 << 20) -> None:
+
+class RowSink:
+    """Row buffers per table, flushed to one Parquet file per table when they grow past ``flush_bytes``.
+    ``full_results``: keep whole results rather than ``clip_result``'s head and tail."""
+
+    def __init__(self, spool_dir: Path, tag: str, flush_bytes: int = 32 << 20, full_results: bool = False) -> None:
         import pyarrow as pa  # only a worker that parses loads Arrow; the format registry stays light
 
         self.spool_dir = spool_dir
         self.tag = tag
         self.flush_bytes = flush_bytes
+        self.full_results = full_results
         self._rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in SPOOL}
         self._schemas = {t: pa.schema([(n, arrow_type(sql)) for n, sql in cols]) for t, cols in SPOOL.items()}
         self._writers: dict[str, pq.ParquetWriter] = {}
@@ -469,13 +484,15 @@ class SessionBuilder:
             if not (is_error or error_kind == "placeholder"):
                 error_kind = None
             rkey, chars = result_key(text, is_error), len(text)
+            if not self.sink.full_results:
+                text = clip_result(text, f"{self.session_id}:{c.seq}")
         else:
             text = is_error = error_kind = rkey = chars = None
         self.sink.add("calls", (
             self.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, canon, key, key_ordered, key_shallow,
             text, chars, rkey, is_error, error_kind, c.parent_call_id, ts_text(c.ts), ts_text(result_ts),
             self.file_id, c.line,
-        ), 160 + len(canon) + (chars or 0))
+        ), 160 + len(canon) + (len(text) if text else 0))
 
     # -- end ----------------------------------------------------------------------------------------------------------
     def finish(self) -> None:

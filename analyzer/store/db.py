@@ -166,6 +166,18 @@ def schema_version(db: str | Path) -> int | None:
         con.close()
 
 
+def get_setting(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    """A setting the store keeps in ``loopscope_meta`` (None when never set)."""
+    row = one(con, "SELECT value FROM loopscope_meta WHERE key = ?", [key])
+    return row[0] if row else None
+
+
+def set_setting(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+    with transaction(con):
+        con.execute("DELETE FROM loopscope_meta WHERE key = ?", [key])
+        con.execute("INSERT INTO loopscope_meta VALUES (?, ?)", [key, value])
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE TABLE IF NOT EXISTS loopscope_meta (key VARCHAR, value VARCHAR)")
     row = one(con, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'")
