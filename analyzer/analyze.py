@@ -23,36 +23,148 @@ Progress = Callable[[int, int], None]
 StageProgress = Callable[[str], Progress | None]
 
 
-def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
-                  workers: int | None = None) -> tuple["Replay | None", "Calibration | None"]:
-    """Every preset guard replayed over the filtered sessions, and the latest stored calibration (or a fresh one when
-    ``loopscope calibrate`` never ran)."""
+def replay_cache_path(db: Path) -> Path:
+    """Where the report keeps its guard replays between runs: beside the store, never in the report folder (the rows
+    hold raw session and call ids, which a shared report must not carry)."""
+    return db.with_name(db.name + ".report-replay.parquet")
+
+
+@dataclass(frozen=True)
+class _Sessions:
+    """A filter naming sessions by id, in the shape ``SessionFilter.where`` has (for ``load_corpus``)."""
+
+    ids: tuple[str, ...]
+
+    def where(self, alias: str = "s") -> tuple[str, list[object]]:
+        return f"list_contains(?, {alias}.session_id)", [list(self.ids)]
+
+
+def _scope_fingerprints(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> dict[str, str | None]:
+    """Every session in scope, with its scan fingerprint (None when it was never scanned)."""
+    from analyzer.store.db import columns, has_table
+
+    where, params = flt.where("s")
+    if has_table(con, "scan_state") and "fingerprint" in columns(con, "scan_state"):
+        sql = (f"SELECT s.session_id, st.fingerprint FROM sessions s LEFT JOIN scan_state st USING (session_id) "
+               f"WHERE {where}")
+    else:
+        sql = f"SELECT s.session_id, NULL FROM sessions s WHERE {where}"
+    return {str(sid): fp for sid, fp in con.execute(sql, params).fetchall()}
+
+
+def _replay_key(policies: Sequence[object]) -> str:
+    """What every cached replay row depends on besides its session: the presets and the replay code."""
+    import hashlib
+
+    from analyzer import __version__
+
+    h = hashlib.blake2b(f"{__version__} {policies!r}".encode(), digest_size=10)
+    for f in sorted((Path(__file__).parent / "guards").glob("*.py")):
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+REPLAY_CHUNK = 500
+"""Sessions loaded and replayed at a time: the replay holds its sessions' calls as Python objects, so a bounded
+chunk keeps a cold report's memory flat however large the corpus."""
+
+
+def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
+                   workers: int | None = None, cache: Path | None = None) -> "Replay | None":
+    """Every preset guard replayed over the filtered sessions. With ``cache`` (a Parquet file), only sessions whose
+    scan fingerprint changed since the cached rows were computed are replayed again: a session's replay depends on
+    its own calls and findings alone."""
+    import polars as pl
+
+    from analyzer.guards.policies import resolve
+    from analyzer.guards.replay import load_corpus, replay
     from analyzer.results import Replay
 
-    from analyzer.calibrate.recommend import calibration_for_report
-    from analyzer.guards.policies import resolve
-    from analyzer.guards.replay import replay_store
+    policies = resolve(["all"])
+    key = _replay_key(policies)
+    fps = _scope_fingerprints(con, flt)
+    kept = None
+    if cache is not None:
+        try:
+            old = pl.read_parquet(cache)
+            if old.height and old["_key"][0] == key:
+                valid = [sid for sid, fp in fps.items() if fp is not None]
+                want = pl.DataFrame({"session_id": valid, "_fp": [fps[s] for s in valid]},
+                                    schema={"session_id": pl.String, "_fp": pl.String})
+                kept = old.join(want, on=["session_id", "_fp"], how="semi")
+        except (OSError, pl.exceptions.PolarsError):
+            kept = None
+    done = set(kept["session_id"].unique().to_list()) if kept is not None else set()
+    todo = tuple(sid for sid in fps if sid not in done)
+    parts = [kept.drop("_key", "_fp")] if kept is not None and kept.height else []
+    for start in range(0, len(todo), REPLAY_CHUNK):
+        chunk = _Sessions(todo[start:start + REPLAY_CHUNK])
+        parts.append(replay(load_corpus(con, chunk), policies, workers=workers).sessions)  # type: ignore[arg-type]
+    if not parts:
+        return None
+    frame = pl.concat(parts, how="vertical_relaxed").sort("session_id", "policy")
+    if cache is not None and (todo or kept is None or kept.height != frame.height):
+        tagged = frame.join(pl.DataFrame({"session_id": list(fps), "_fp": list(fps.values())},
+                                         schema={"session_id": pl.String, "_fp": pl.String}), on="session_id",
+                            how="left").filter(pl.col("_fp").is_not_null())
+        try:
+            tagged.with_columns(pl.lit(key).alias("_key")).write_parquet(cache)
+        except OSError:
+            pass  # a read-only folder: the next report replays again
+    return Replay(frame) if frame.height else None
 
-    result = replay_store(con, resolve(["all"]), flt, workers=workers)
-    replay = Replay(result.sessions) if result.sessions.height else None
-    return replay, calibration_for_report(con, flt)
+
+def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
+                  workers: int | None = None, cache: Path | None = None
+                  ) -> tuple["Replay | None", "Calibration | None"]:
+    """Every preset guard replayed over the filtered sessions (``replay_presets``), and the latest stored calibration
+    (or a fresh one when ``loopscope calibrate`` never ran)."""
+    from analyzer.calibrate.recommend import calibration_for_report
+
+    return replay_presets(con, flt, workers, cache), calibration_for_report(con, flt)
 
 
 def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter = SessionFilter(),
                  single_file: bool = False, redact: bool = True, workers: int | None = None,
-                 progress: Progress | None = None) -> "ReportResult":
+                 progress: Progress | None = None, cache: Path | None = None) -> "ReportResult":
     """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration. The
-    result's ``seconds`` covers everything this did: the replay and calibration as well as the rendering."""
+    result's ``seconds`` covers everything this did: the replay and calibration as well as the rendering.
+    ``cache``: where replays are kept between runs (``replay_cache_path`` of the store)."""
     from reports.render import render_report
 
     from analyzer.reporting import ReportData
 
     t0 = time.perf_counter()
-    replay, calibration = report_inputs(con, flt, workers)
+    replay, calibration = report_inputs(con, flt, workers, cache)
     result = render_report(ReportData(con, flt), out, replay=replay, calibration=calibration,
-                           single_file=single_file, redact=redact, progress=progress)
+                           single_file=single_file, redact=redact, progress=progress, workers=workers)
     result.seconds = time.perf_counter() - t0
     return result
+
+
+def _current_calibration(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> str | None:
+    """When the latest calibration of this scope is ``analyze``'s own (the default base, no labels file) and no
+    session was scanned since it was computed, it still holds: a line saying it was kept; else None (calibrate)."""
+    from datetime import timezone
+
+    from analyzer.calibrate.recommend import DEFAULT_BASE, _scope_text
+    from analyzer.store.db import has_table, one
+
+    if not (has_table(con, "calibration_runs") and has_table(con, "scan_state")):
+        return None
+    try:
+        row = one(con, "SELECT base_policy, labels_file, computed_at FROM calibration_runs WHERE scope = ? "
+                       "ORDER BY computed_at DESC LIMIT 1", [_scope_text(flt)])
+        last_scan = one(con, "SELECT max(scanned_at)::TIMESTAMPTZ FROM scan_state")
+    except Exception:  # noqa: BLE001 - an older store's shape: calibrate again
+        return None
+    if row is None or row[0] != DEFAULT_BASE or row[1] is not None or row[2] is None:
+        return None
+    computed = row[2].replace(tzinfo=timezone.utc)
+    if last_scan is None or last_scan[0] is None or last_scan[0] > computed:
+        return None
+    return (f"kept the {DEFAULT_BASE} calibration of {computed:%Y-%m-%d %H:%M} UTC: nothing was ingested or scanned "
+            f"since")
 
 
 @dataclass
@@ -102,11 +214,16 @@ def analyze(
     done("scan", f"{sc.scanned:,} sessions scanned ({sc.unchanged:,} unchanged), {sc.findings:,} loop episodes")
     con = store.connect(db)
     try:
-        try:
-            done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers).headline())
-        except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
-            done("calibrate", f"skipped: {exc}")
-        r = write_report(con, out, flt, single_file, redact, workers, progress("report"))
+        kept = _current_calibration(con, flt) if s.files_ingested == 0 and sc.scanned == 0 else None
+        if kept is not None:
+            done("calibrate", kept)
+        else:
+            try:
+                done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers).headline())
+            except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
+                done("calibrate", f"skipped: {exc}")
+        r = write_report(con, out, flt, single_file, redact, workers, progress("report"),
+                         replay_cache_path(db))
     finally:
         con.close()
     done("report", f"{len(r.files):,} files written")

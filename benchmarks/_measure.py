@@ -29,6 +29,7 @@ class Run:
     max_processes: int
     main_rss: int  # sampled peak of the command's own process (bytes)
     workers_rss: int  # sampled peak of the largest descendant (bytes)
+    cpu_seconds: float  # user + system time of the command and every descendant it reaped (wait4)
     stdout: str
     stderr: str
 
@@ -95,19 +96,75 @@ def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.0
     proc.returncode = os.waitstatus_to_exitcode(status)
     main = per_pid.pop(proc.pid, 0)
     return Run(seconds, proc.returncode, peak, usage.ru_maxrss * 1024, procs, main, max(per_pid.values(), default=0),
-               b"".join(out_chunks).decode(errors="replace"), b"".join(err_chunks).decode(errors="replace"))
+               usage.ru_utime + usage.ru_stime, b"".join(out_chunks).decode(errors="replace"), b"".join(err_chunks).decode(errors="replace"))
 
 
 def mb(n: float) -> str:
     return f"{n / 1e6:,.0f} MB"
 
 
-LOOPSCOPE = Path(sys.executable).with_name("loopscope")
+def verdict(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A loopscope checkout to measure: its source tree and the venv that runs it.
+
+    The checkout's own folder goes first on ``PYTHONPATH``: a venv's editable install may point at another checkout
+    (a worktree's venv made from the main one does), and a benchmark must time the code of the tree it names.
+    """
+
+    root: Path | None  # None: run the entry point as installed
+    exe: Path  # the ``loopscope`` entry point
+
+    @classmethod
+    def at(cls, path: Path) -> Checkout:
+        """A checkout folder (run by its own ``.venv``, or by this one's when it has none), or a ``loopscope``
+        entry point (run as installed)."""
+        path = path.resolve()
+        if path.is_file():
+            return cls(None, path)
+        if not (path / "analyzer").is_dir():
+            raise SystemExit(f"{path} is neither a loopscope checkout nor a `loopscope` entry point")
+        exe = path / ".venv" / "bin" / "loopscope"
+        return cls(path, exe if exe.exists() else Path(sys.executable).with_name("loopscope"))
+
+    @property
+    def python(self) -> Path:
+        """The interpreter the entry point runs under (its ``#!`` line), with the checkout's own packages."""
+        first = self.exe.read_bytes()[:1024].split(b"\n", 1)[0]
+        if first.startswith(b"#!") and Path(first[2:].decode(errors="replace").split()[0]).exists():
+            return Path(first[2:].decode().split()[0])
+        return self.exe.with_name("python")
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.root is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(self.root), env.get("PYTHONPATH")]))
+        return env
+
+    def source(self) -> str:
+        """Where this checkout's ``analyzer`` package is imported from (what will actually be measured)."""
+        r = subprocess.run([str(self.python), "-c", "import analyzer; print(analyzer.__file__)"], env=self.env(),
+                           capture_output=True, text=True, cwd="/")  # not ours: ``-c`` puts the cwd first
+        return str(Path(r.stdout.strip()).parent.parent) if r.returncode == 0 else f"? ({r.stderr.strip()[-200:]})"
+
+    def help(self, command: str) -> str:
+        return subprocess.run([str(self.exe), command, "--help"], env=self.env(), capture_output=True,
+                              text=True).stdout
+
+    def run(self, *args: str) -> Run:
+        """Run ``loopscope ARGS``, measured; a failure ends the benchmark with its stderr."""
+        r = run([str(self.exe), *args], env=self.env())
+        if r.returncode:
+            raise SystemExit(f"loopscope {args[0]} ({self.exe}) failed ({r.returncode}):\n{r.stderr[-4000:]}")
+        return r
+
+
+CHECKOUT = Checkout(Path(__file__).resolve().parents[1], Path(sys.executable).with_name("loopscope"))
 
 
 def loopscope(*args: str) -> Run:
-    """Run the installed ``loopscope`` command, measured; a failure ends the benchmark with its stderr."""
-    r = run([str(LOOPSCOPE), *args])
-    if r.returncode:
-        raise SystemExit(f"loopscope {args[0]} failed ({r.returncode}):\n{r.stderr[-4000:]}")
-    return r
+    """Run this checkout's ``loopscope`` command, measured; a failure ends the benchmark with its stderr."""
+    return CHECKOUT.run(*args)

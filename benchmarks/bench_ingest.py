@@ -18,7 +18,6 @@ peak RSS < 1 GB) for the README.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import shutil
 import sys
@@ -29,46 +28,18 @@ sys.dont_write_bytecode = True
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import Run, mb, run  # noqa: E402
+from _measure import CHECKOUT, Run, mb, verdict  # noqa: E402
+from _references import bare_parse  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
-LOOPSCOPE = Path(sys.executable).with_name("loopscope")
 GB = 1 << 30
-
-BARE_PARSE = """
-import duckdb, json, sys, time
-con = duckdb.connect()
-con.execute("SET enable_progress_bar = false")
-t = time.perf_counter()
-rows, typed = con.execute(
-    "SELECT count(*), count(json_extract_string(json, '$.type')) FROM read_json_objects(?, "
-    "format='newline_delimited', ignore_errors=true, maximum_object_size=1073741824)", [sys.argv[1]]).fetchone()
-print(json.dumps({"seconds": time.perf_counter() - t, "rows": rows, "typed": typed}))
-"""
-
-
-def bare_parse(corpus: Path) -> tuple[float, int]:
-    """Best of two runs of DuckDB's bare parse: (query seconds, JSON objects read)."""
-    best = None
-    for _ in range(2):
-        r = run([sys.executable, "-c", BARE_PARSE, f"{corpus}/**/*.jsonl"])
-        if r.returncode:
-            raise SystemExit(f"bare parse failed:\n{r.stderr}")
-        res = json.loads(r.stdout.strip().splitlines()[-1])
-        if best is None or res["seconds"] < best[0]:
-            best = (res["seconds"], res["rows"])
-    assert best is not None
-    return best
 
 
 def ingest(corpus: Path, db: Path, workers: int | None, quiet: bool = True) -> Run:
-    cmd = [str(LOOPSCOPE), "ingest", str(corpus), "--db", str(db)] + (["--quiet"] if quiet else [])
+    args = ["ingest", str(corpus), "--db", str(db)] + (["--quiet"] if quiet else [])
     if workers is not None:
-        cmd += ["--workers", str(workers)]
-    r = run(cmd)
-    if r.returncode:
-        raise SystemExit(f"ingest failed ({r.returncode}):\n{r.stderr[-4000:]}")
-    return r
+        args += ["--workers", str(workers)]
+    return CHECKOUT.run(*args)
 
 
 def store_summary(db: Path) -> dict:
@@ -83,10 +54,6 @@ def store_summary(db: Path) -> dict:
     finally:
         con.close()
     return {"files": files, "sessions": sessions, "calls": calls, "errors": errors, "sessions_by_format": by_fmt}
-
-
-def verdict(ok: bool) -> str:
-    return "yes" if ok else "**no**"
 
 
 def main() -> None:
@@ -104,7 +71,8 @@ def main() -> None:
     print(f"corpus: {args.corpus}  {mb(size)}, {manifest['files']:,} files, {sum(manifest['sessions'].values()):,} "
           f"sessions ({', '.join(f'{k} {mb(v)}' for k, v in manifest['bytes_by_format'].items())})", flush=True)
 
-    parse_s, objects = bare_parse(args.corpus)
+    best = min(bare_parse(args.corpus), key=lambda b: b.seconds)
+    parse_s, objects = best.seconds, best.objects
     print(f"bare parse (DuckDB read_json_objects + one field): {parse_s:.2f} s, {objects:,} JSON objects, "
           f"{size / 1e6 / parse_s:,.0f} MB/s", flush=True)
 

@@ -26,11 +26,10 @@ sys.dont_write_bytecode = True
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import mb, run  # noqa: E402
+from _measure import CHECKOUT, mb  # noqa: E402
 from gen_corpus import Blobs, Scenarios, _path  # noqa: E402
 from transcript_writer import Session, new_uuid, render  # noqa: E402
 
-LOOPSCOPE = Path(sys.executable).with_name("loopscope")
 GB = 1 << 30
 
 
@@ -86,9 +85,7 @@ def main() -> None:
     store_dir = Path(tempfile.mkdtemp(prefix="loopscope-mem-"))
     try:
         db = store_dir / "store.duckdb"
-        r = run([str(LOOPSCOPE), "ingest", str(path), "--db", str(db), "--quiet"])
-        if r.returncode:
-            raise SystemExit(f"ingest failed ({r.returncode}):\n{r.stderr[-4000:]}")
+        r = CHECKOUT.run("ingest", str(path), "--db", str(db), "--quiet")
         import duckdb
 
         con = duckdb.connect(str(db), read_only=True)

@@ -12,6 +12,17 @@ Budget (issue "HTML report"): under 40 MB on disk, written in under 15 s. Two me
     python benchmarks/bench_report.py [--corpus /tmp/loopscope-report-corpus] [--sessions 1000] [--keep DIR]
                                       [--single-file] [--synthetic-only]
 
+3. **scaling and incremental rebuilds** (``--scale 75,300``, issue 13): for each corpus size (MB of transcripts,
+   about 16 sessions and 5 session pages a MB), in one run: ``loopscope analyze`` cold (ingest, scan, calibrate,
+   report), ``loopscope report`` cold (no pages, no cached replay), ``loopscope report`` again on the unchanged store
+   (every session page kept), and ``loopscope analyze`` of the unchanged corpus as a whole and split into its
+   stages (no-change ingest, no-change scan, calibrate, report). Each figure is wall time, CPU time (user + system
+   of the whole process tree: the shared machine's load inflates wall time, not CPU) and the peak summed RSS of the
+   process tree; the last lines give the per-session ratio of the larger size to the smaller (1.0: linear) and the
+   memory growth.
+
+    python benchmarks/bench_report.py --scale 75,300 [--keep DIR]
+
 Prints the figures and exits non-zero when a budget is exceeded.
 """
 
@@ -29,7 +40,7 @@ from analyzer.reporting import ReportData
 from reports.render import render_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import loopscope  # noqa: E402
+from _measure import Run, loopscope, mb  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
 CORPUS_MB = 170  # about 1,000 sessions with findings at gen_corpus.py's default mix
@@ -143,6 +154,55 @@ def command_on_corpus(corpus: Path, work: Path) -> bool:
     return size / 1e6 < SIZE_BUDGET_MB and seconds < TIME_BUDGET_S
 
 
+def _fig(r: Run) -> str:
+    return f"{r.seconds:6.2f} s wall, {r.cpu_seconds:6.2f} s CPU, peak {mb(r.peak_tree_rss)}"
+
+
+def scaling(sizes: list[float], work: Path, prefix: str = "/tmp/report-c") -> None:
+    """Cold and incremental report and analyze at each corpus size (see the module docstring, item 3)."""
+    results: dict[float, dict[str, Run]] = {}
+    counts: dict[float, int] = {}
+    for size in sizes:
+        corpus = Path(f"{prefix}{size:g}")
+        ensure(corpus, size, 7)
+        db, out = work / f"scale-{size:g}.duckdb", work / f"scale-{size:g}-report"
+        for f in (db, Path(f"{db}.wal"), Path(f"{db}.report-replay.parquet")):
+            f.unlink(missing_ok=True)
+        shutil.rmtree(out, ignore_errors=True)
+        r: dict[str, Run] = {}
+        common = ("--db", str(db), "--out", str(out), "--quiet", "--force")
+        r["analyze cold"] = loopscope("analyze", str(corpus), *common)
+        shutil.rmtree(out)
+        Path(f"{db}.report-replay.parquet").unlink(missing_ok=True)
+        r["report cold"] = loopscope("report", *common)
+        r["report unchanged"] = loopscope("report", *common)
+        r["analyze unchanged"] = loopscope("analyze", str(corpus), *common)
+        r["  ingest unchanged"] = loopscope("ingest", str(corpus), "--db", str(db), "--quiet")
+        r["  scan unchanged"] = loopscope("scan", "--db", str(db), "--quiet")
+        r["  calibrate"] = loopscope("calibrate", "--db", str(db), "--quiet")
+        r["  report unchanged"] = loopscope("report", *common)
+        con = store.connect(db, read_only=True)
+        try:
+            (sessions, pages), = con.execute(
+                "SELECT (SELECT count(*) FROM sessions), (SELECT count(DISTINCT session_id) FROM findings)").fetchall()
+        finally:
+            con.close()
+        print(f"\n{size:g} MB corpus: {sessions:,} sessions, {pages:,} session pages")
+        for name, run in r.items():
+            print(f"  {name:<22} {_fig(run)}")
+        counts[size] = sessions
+        results[size] = r
+    if len(sizes) >= 2:
+        small, large = results[sizes[0]], results[sizes[-1]]
+        ns, nl = counts[sizes[0]], counts[sizes[-1]]
+        print(f"\nper session, {nl:,} vs {ns:,} sessions (1.0 = linear):")
+        for name in ("report cold", "report unchanged", "analyze cold"):
+            ratio = (large[name].cpu_seconds / nl) / (small[name].cpu_seconds / ns)
+            print(f"  {name:<18} CPU {large[name].cpu_seconds / nl * 1e3:6.2f} vs {small[name].cpu_seconds / ns * 1e3:6.2f} "
+                  f"ms a session: ratio {ratio:.2f}; peak memory {mb(large[name].peak_tree_rss)} vs "
+                  f"{mb(small[name].peak_tree_rss)}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=Path("/tmp/loopscope-report-corpus"))
@@ -150,10 +210,17 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="write the store and report here and keep them")
     ap.add_argument("--single-file", action="store_true", help="also time the single-file report")
     ap.add_argument("--synthetic-only", action="store_true", help="skip the measurement on a real corpus")
+    ap.add_argument("--corpus-prefix", default="/tmp/report-c", help="--scale: corpora at PREFIX<MB>")
+    ap.add_argument("--scale", help="only the scaling measurement, at these corpus sizes in MB (e.g. 75,300)")
     args = ap.parse_args()
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-report-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.scale:
+        scaling(sorted(float(x) for x in args.scale.split(",")), work, args.corpus_prefix)
+        if not args.keep:
+            shutil.rmtree(work)
+        return 0
     command_ok = True if args.synthetic_only else command_on_corpus(args.corpus, work)
     db = work / "bench.duckdb"
     if db.exists():

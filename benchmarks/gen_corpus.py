@@ -2,6 +2,7 @@
 """Generate a synthetic multi-format transcript corpus for benchmarks.
 
     python benchmarks/gen_corpus.py --size-mb 500 --out /tmp/loopscope-corpus [--seed 7]
+    python benchmarks/gen_corpus.py --sessions 600 --size-mb 600 --out /tmp/loopscope-600   # 600 sessions of ~1 MB
 
 Why synthetic: a benchmark needs hundreds of megabytes of transcripts in all four formats, and nobody's real sessions
 can ship with the project. The sessions are rendered by ``sample_data/transcript_writer.py``, the writer of the
@@ -10,7 +11,10 @@ envelopes, directory layouts), with many sessions, a mix of healthy ones and pla
 distribution: mostly short lines, some tool results of tens to hundreds of KB, a few of megabytes.
 
 Fast by construction: every large output is cut from a few blobs built once, the scenario templates are reused, and
-files are streamed to disk as they are rendered. Deterministic for a given ``--seed`` and ``--size-mb``.
+files are streamed to disk as they are rendered. Deterministic for a given ``--seed``, ``--size-mb`` and
+``--sessions``. Sized by MB alone, sessions average ~70 KB (2.7 user turns); ``--sessions N`` writes N sessions
+instead and scales their number of user turns so the corpus still comes to about ``--size-mb`` (the issue's corpora
+have ~1 MB sessions: 600 sessions, 596 MB).
 A ``.manifest.json`` (hidden, so ``loopscope ingest`` ignores it) records the parameters and the planted loops.
 """
 
@@ -104,13 +108,13 @@ class Blobs:
 class Scenarios:
     """Turns made of healthy work, with a planted loop in some of them."""
 
-    def __init__(self, rng: random.Random, blobs: Blobs) -> None:
-        self.rng, self.blobs = rng, blobs
+    def __init__(self, rng: random.Random, blobs: Blobs, big_rate: float = BIG_RATE) -> None:
+        self.rng, self.blobs, self.big_rate = rng, blobs, big_rate
         self.loops: Counter[str] = Counter()
         self.n = 0
 
     def _big(self, kind: str) -> str | None:
-        return self.blobs.cut(self.rng, kind) if self.rng.random() < BIG_RATE else None
+        return self.blobs.cut(self.rng, kind) if self.rng.random() < self.big_rate else None
 
     def healthy_call(self, fmt: str) -> Call:
         r, self.n = self.rng, self.n + 1
@@ -176,10 +180,14 @@ class Scenarios:
         return out
 
 
-def _session(rng: random.Random, sc: Scenarios, fmt: str, t0: datetime) -> Session:
+TURNS = [1, 1, 2, 2, 3, 4, 6]  # user turns per session, before --sessions scales them
+BYTES_PER_TURN = 26_000  # first guess of a user turn's size, refined as the corpus is written
+
+
+def _session(rng: random.Random, sc: Scenarios, fmt: str, t0: datetime, turn_scale: float = 1.0) -> Session:
     start = t0 + timedelta(seconds=rng.randrange(0, 60 * 86400))
     s = Session(fmt, new_uuid(rng), rng.choice(PROJECTS), start, rng.choice(MODELS[fmt]),
-                sc.turns(fmt, rng.choice([1, 1, 2, 2, 3, 4, 6])), seed=rng.getrandbits(32),
+                sc.turns(fmt, max(1, round(rng.choice(TURNS) * turn_scale))), seed=rng.getrandbits(32),
                 version=rng.choice(["2.0.76", "2.1.7"]) if fmt == "claude_code" else
                 rng.choice(["0.58.0", "0.63.0"]) if fmt == "codex" else "",
                 variant=rng.choice(["exec", "exec", "shell"]) if fmt == "codex" else "")
@@ -203,12 +211,15 @@ def _path(s: Session) -> str:
     return ms.codex_path(iso, s.sid)
 
 
-def generate(out: Path, size_mb: float, seed: int = 7, progress: Callable[[str], None] | None = print) -> dict:
-    """Write the corpus; return its manifest."""
+def generate(out: Path, size_mb: float, seed: int = 7, progress: Callable[[str], None] | None = print,
+             sessions_target: int | None = None, big_rate: float = BIG_RATE) -> dict:
+    """Write the corpus; return its manifest. With ``sessions_target``, stop after that many sessions (subagents
+    count, as in the manifest) and size each session's turns so the total comes to about ``size_mb``; ``big_rate``
+    is the share of read/shell results cut from a large blob (more: fewer, larger calls per MB)."""
     t_start = time.perf_counter()
     rng = random.Random(seed)
     blobs = Blobs.build(random.Random(seed + 1))
-    sc = Scenarios(rng, blobs)
+    sc = Scenarios(rng, blobs, big_rate)
     target = int(size_mb * 1e6)
     out.mkdir(parents=True, exist_ok=True)
     t0 = datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc)
@@ -218,10 +229,16 @@ def generate(out: Path, size_mb: float, seed: int = 7, progress: Callable[[str],
     openai_f = None
     openai_left = 0
     next_report = 50e6
+    turns_written = 0
     try:
-        while written < target:
+        while (written < target if sessions_target is None else sum(sessions.values()) < sessions_target):
             fmt = rng.choices(fmts, weights)[0]
-            s = _session(rng, sc, fmt, t0)
+            scale = 1.0
+            if sessions_target is not None:  # the turns the remaining bytes and sessions call for, on average
+                per_turn = written / turns_written if turns_written else BYTES_PER_TURN
+                left = max(1, sessions_target - sum(sessions.values()))
+                scale = max(0.0, target - written) / left / per_turn / (sum(TURNS) / len(TURNS))
+            s = _session(rng, sc, fmt, t0, scale)
             if fmt == "openai_messages":
                 if openai_left == 0:
                     if openai_f:
@@ -243,6 +260,7 @@ def generate(out: Path, size_mb: float, seed: int = 7, progress: Callable[[str],
                                 render(sub))
                     files += 1
             written += n
+            turns_written += len(s.turns) + sum(len(sub.turns) for sub, _ in subs)
             by_format[fmt] += n
             sessions[fmt] += 1 + len(subs)
             if progress and written >= next_report:
@@ -251,7 +269,9 @@ def generate(out: Path, size_mb: float, seed: int = 7, progress: Callable[[str],
     finally:
         if openai_f:
             openai_f.close()
-    manifest = {"seed": seed, "size_mb": size_mb, "bytes": written, "files": files, "sessions": dict(sessions),
+    manifest = {"seed": seed, "size_mb": size_mb, "sessions_target": sessions_target, "big_rate": big_rate,
+                "bytes": written,
+                "files": files, "sessions": dict(sessions),
                 "bytes_by_format": dict(by_format), "planted_loops": dict(sc.loops),
                 "seconds": round(time.perf_counter() - t_start, 1)}
     (out / ".manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -268,19 +288,23 @@ def _write(path: Path, lines: Iterator[bytes]) -> int:
     return n
 
 
-def ensure(out: Path, size_mb: float, seed: int) -> dict:
+def ensure(out: Path, size_mb: float, seed: int, sessions_target: int | None = None,
+           big_rate: float = BIG_RATE) -> dict:
     """The corpus at ``out``, generated unless one with the same parameters is already there."""
     mf = out / ".manifest.json"
     if mf.exists():
         m = json.loads(mf.read_text())
-        if m.get("seed") == seed and m.get("size_mb") == size_mb:
+        if ((m.get("seed"), m.get("size_mb"), m.get("sessions_target"), m.get("big_rate", BIG_RATE))
+                == (seed, size_mb, sessions_target, big_rate)):
             return m
-        raise SystemExit(f"{out} holds a corpus with other parameters ({m.get('size_mb')} MB, seed {m.get('seed')}); "
+        raise SystemExit(f"{out} holds a corpus with other parameters ({m.get('size_mb')} MB, "
+                         f"{m.get('sessions_target') or 'any number of'} sessions, seed {m.get('seed')}); "
                          "remove it or pass another --out")
     if out.exists() and any(out.iterdir()):
         raise SystemExit(f"{out} exists and is not a generated corpus; pass another --out")
-    print(f"generating a {size_mb:g} MB corpus in {out} (seed {seed}) ...", flush=True)
-    return generate(out, size_mb, seed)
+    what = f"{sessions_target:,}-session, " if sessions_target else ""
+    print(f"generating a {what}{size_mb:g} MB corpus in {out} (seed {seed}) ...", flush=True)
+    return generate(out, size_mb, seed, sessions_target=sessions_target, big_rate=big_rate)
 
 
 def main() -> None:
@@ -288,10 +312,18 @@ def main() -> None:
     ap.add_argument("--size-mb", type=float, default=500, help="approximate corpus size in MB (default 500)")
     ap.add_argument("--out", type=Path, default=Path("/tmp/loopscope-corpus"), help="output folder")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--sessions", type=int, default=None,
+                    help="write this many sessions, their length scaled to fill --size-mb (default: as many as fit)")
+    ap.add_argument("--big-rate", type=float, default=BIG_RATE,
+                    help=f"share of read/shell results cut from a large blob (default {BIG_RATE})")
     args = ap.parse_args()
+    if args.sessions is not None and args.sessions < 1:
+        ap.error("--sessions must be at least 1")
+    if not 0 <= args.big_rate <= 1:
+        ap.error("--big-rate is a share, between 0 and 1")
     if args.out.exists() and any(args.out.iterdir()):
         raise SystemExit(f"{args.out} is not empty; remove it first")
-    m = generate(args.out, args.size_mb, args.seed)
+    m = generate(args.out, args.size_mb, args.seed, sessions_target=args.sessions, big_rate=args.big_rate)
     print(f"wrote {m['bytes'] / 1e6:,.1f} MB in {m['files']:,} files, {sum(m['sessions'].values()):,} sessions "
           f"({', '.join(f'{k} {v / 1e6:,.0f} MB' for k, v in m['bytes_by_format'].items())}) in {m['seconds']} s; "
           f"planted loops: {m['planted_loops']}")

@@ -42,6 +42,8 @@ class ReportSource(Protocol):
 
     def all_sessions(self) -> "pl.DataFrame": ...
 
+    def fingerprints(self) -> dict[str, str]: ...  # session id -> what its data is (empty: unknown, always rebuild)
+
 
 @dataclass(frozen=True)
 class Chart:

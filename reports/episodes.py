@@ -17,6 +17,7 @@ import orjson
 
 from analyzer.calltext import call_text
 from reports.context import ArgDiff, Clip, ConvItem, DiffPart, Episode, Variant
+from reports.redact import redact_window
 
 Redactor = Callable[[str | None], str | None]
 
@@ -210,22 +211,30 @@ class Episodes:
     redact: Redactor
     _summaries: dict[str, str] = field(default_factory=dict)
 
+    def _shown(self, text: str | None, stored_len: int | None, show: int = SHOW_CHARS) -> tuple[str, int]:
+        """The first ``show`` characters of ``text`` redacted (only they and a margin are redacted, never the whole
+        text: a secret that the cut splits is still recognised whole), and how many characters the original
+        has beyond them. ``stored_len`` is the length in the store when ``text`` is a clipped copy."""
+        raw = text or ""
+        total = max(len(raw), stored_len or 0)
+        t, used = redact_window(raw, show, complete=total <= len(raw), redactor=self.redact)
+        shown = t[:show]
+        # Characters not in the page: those of the redacted window past the cut, and the rest of the original.
+        return shown, max(0, len(t) - len(shown)) + (total - used)
+
     def clip(self, text: str | None, stored_len: int | None = None) -> Clip:
         """Redact first, then cut: a secret is recognised whole before any cut can split it."""
-        t = self.redact(text) or ""
-        full_len = len(t) + max(0, (stored_len or 0) - len(text or ""))
-        shown = t[:SHOW_CHARS]
+        shown, omitted = self._shown(text, stored_len)
         cut = _cut_point(shown, HEAD_CHARS)
-        return Clip(shown[:cut], shown[cut:], max(0, full_len - len(shown)))
+        return Clip(shown[:cut], shown[cut:], omitted)
 
     def short(self, text: str | None, stored_len: int | None = None, lines: int = MSG_LINES,
-              chars: int = MSG_CHARS) -> Clip:
-        """Like ``clip``, with a shorter open part: a conversation shows a few lines of each step."""
-        t = self.redact(text) or ""
-        full_len = len(t) + max(0, (stored_len or 0) - len(text or ""))
-        shown = t[:SHOW_CHARS]
+              chars: int = MSG_CHARS, show: int = SHOW_CHARS) -> Clip:
+        """Like ``clip``, with a shorter open part: a conversation shows a few lines of each step. ``show``: the
+        characters that reach the page at all (the open part and what is collapsed after it)."""
+        shown, omitted = self._shown(text, stored_len, show)
         cut = _cut_point(shown, chars, lines)
-        return Clip(shown[:cut], shown[cut:], max(0, full_len - len(shown)))
+        return Clip(shown[:cut], shown[cut:], omitted)
 
     def _summary(self, key: str, args: str | None) -> str:
         """The call's telling argument on one line, redacted; computed once per distinct call on the page."""
@@ -278,7 +287,7 @@ class Episodes:
             else:
                 seen_result[rkey] = number
                 # A few lines here; the distinct results are in full (up to the page's limit) under Results.
-                full = self.short(c.get("result_text"), c.get("result_len"), 3, 300)
+                full = self.short(c.get("result_text"), c.get("result_len"), 3, 300, show=300)
                 result = Clip(full.head, "", len(full.rest) + full.omitted)
             same = (seen_args[akey] if args is None and rkey is not None and seen_result.get(rkey) != number
                     and seen_result.get(rkey) == seen_args[akey] else None)
@@ -421,8 +430,8 @@ class Episodes:
                 pair = frozenset((prev_key, key))
                 if pair not in seen:
                     seen.add(pair)
-                    a = (self.redact(pretty_args(first[prev_key].get("args"))) or "")[:SHOW_CHARS]
-                    b = (self.redact(pretty_args(c.get("args"))) or "")[:SHOW_CHARS]
+                    a = self._shown(pretty_args(first[prev_key].get("args")), None)[0]
+                    b = self._shown(pretty_args(c.get("args")), None)[0]
                     out.append(ArgDiff(keys[prev_key], keys[key], diff_parts(a, b)))
                     if len(out) >= MAX_DIFFS:
                         break

@@ -12,6 +12,7 @@ A match is replaced by ``[REDACTED <family>]``; the name of an assignment or hea
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 MARK = "[REDACTED {}]"
@@ -44,7 +45,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=:\s-]|\\[nr])*)", re.S)),
     Rule("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9]{2,10}-[A-Za-z0-9_\-]{20,}")),
     Rule("openai-key", re.compile(
-        r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]*T3BlbkFJ[A-Za-z0-9_\-]+"
+        r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{0,200}?T3BlbkFJ[A-Za-z0-9_\-]+"
         r"|\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"
         r"|\bsk-[A-Za-z0-9]{32,}\b")),
     Rule("aws-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
@@ -135,11 +136,48 @@ def _sub_group(rule: Rule, marker: str, text: str) -> str:
     return rule.pattern.sub(repl, text)
 
 
+LOOKS_SECRET = re.compile(
+    # Words and prefixes, matched in casefolded text: at least one is in every text a rule below matches.
+    r"private key|sk-|sk_|rk_|whsec_|akia|asia|abia|acca|agpa|aida|aroa|anpa|anva|aipa|a3t|gh[pousr]_|github_pat_"
+    r"|xox|xapp-|hooks\.slack\.com|aiza|ya29\.|gocspx-|eyj|authoriz|bearer|cookie|key|token|secret|passw|pwd|aws"
+    r"|://|gl[a-z]{2,6}-|gr1348941|-us\d|pypi-|sg\.|sq0csp-"
+    # Shapes without a fixed word: Telegram bot tokens, Twilio keys, Discord tokens.
+    r"|\d:[\w-]{35}|(?:ac|sk)[a-z0-9]{32}|\.[\w-]{6}\.(?<=[\w-]{23}\.[\w-]{6}\.)")
+"""The pre-filter, one pattern over the casefolded text (casefolding as the rules' IGNORECASE does, so ``ſ`` and
+``K`` count): a text it finds nothing in holds nothing a rule would replace and skips the rules, which is most
+texts. Every rule added above or taken from detect-secrets needs its word or shape here
+(tests/test_redact.py checks each family's examples)."""
+
+
+NEEDLES: dict[str, tuple[str, ...]] = {
+    "private-key": ("private key",), "anthropic-key": ("sk-ant-",), "openai-key": ("sk-",),
+    "aws-key": ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa", "anva", "aipa", "a3t", "aws"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack-token": ("xox", "xapp-", "hooks.slack.com"), "stripe-key": ("sk_", "rk_", "whsec_"),
+    "google-key": ("aiza", "ya29.", "gocspx-"), "jwt": ("eyj",), "authorization": ("authorization",),
+    "bearer-token": ("bearer",), "cookie": ("cookie",), "assignment": ("key", "token", "secret", "passw", "pwd"),
+    "azure-key": ("accountkey=",), "url-password": ("://",), "discord-token": (".",),
+    "gitlab-token": ("gl", "gr1348941"), "mailchimp-key": ("-us",), "npm-token": ("_authtoken",),
+    "pypi-token": ("pypi-",), "sendgrid-key": ("sg.",), "square-key": ("sq0csp-",), "telegram-token": (":",),
+    "twilio-key": ("ac", "sk"),
+}
+"""For each family, strings one of which (casefolded) is in every text its rules match: a text that passed the
+pre-filter still skips the rules whose strings it lacks (a plain substring test, far cheaper than a regex pass). A
+family missing here is always run."""
+
+
 def redact(text: str | None) -> str | None:
     """``text`` with every secret replaced by a marker naming its family."""
     if not text:
         return text
+    folded = text.casefold()
+    if LOOKS_SECRET.search(folded) is None:
+        return text
     for rule in RULES + DETECT_SECRETS_RULES:
+        needles = NEEDLES.get(rule.family)
+        if needles is not None and not any(n in folded for n in needles):
+            continue
+        before = text
         marker = MARK.format(rule.family)
         if rule.only is not None:
             text = _sub_group(rule, marker, text)
@@ -147,6 +185,8 @@ def redact(text: str | None) -> str | None:
             text = rule.pattern.sub(marker, text)
         else:
             text = rule.pattern.sub(lambda m, k=rule.keep, mk=marker: m.group(k) + mk, text)
+        if text is not before and text != before:
+            folded = text.casefold()  # later rules test what this one left
     return text
 
 
@@ -155,13 +195,46 @@ def has_secret(text: str | None) -> bool:
     return bool(text) and redact(text) != text
 
 
+MARGIN = 1024
+"""Characters past the shown part that are redacted with it: a secret that the edge of the shown part cuts is
+still recognised whole, as long as it is shorter than this (a PEM key is recognised from its first line)."""
+
+
+def redact_window(text: str | None, show: int, margin: int = MARGIN, complete: bool = True,
+                  redactor: Callable[[str | None], str | None] | None = None) -> tuple[str, int]:
+    """``text`` redacted far enough that its first ``show`` characters are final, and how many characters of
+    ``text`` that took: only the shown part and a margin are redacted, not the whole text (a 60 kB result shown as
+    4,000 characters costs 5 kB of redaction).
+
+    Markers are shorter than most secrets, so redaction can pull text from past the margin into view: the window
+    grows until the redacted text is ``show + margin`` long or holds all of ``text``. ``complete=False`` says
+    ``text`` is itself a clipped copy; its end is then a cut too, and the last ``margin`` characters are dropped
+    when they could reach the shown part. ``redactor`` defaults to ``redact``."""
+    if not text:
+        return "", 0
+    fn = redactor or redact
+    want = show + margin
+    end = want
+    while True:
+        out = fn(text[:end]) or ""
+        if end >= len(text):
+            if not complete and len(out) < want:
+                out = out[:max(0, len(out) - margin)]
+            return out, len(text)
+        if len(out) >= want:
+            return out, end
+        end += want - len(out) + margin
+
+
 def redact_cut(text: str | None, limit: int) -> str | None:
     """``text`` redacted, then cut to ``limit`` characters: cutting first would leave part of a secret that no rule
     recognises any more (18 characters of a 20-character key)."""
-    text = redact(text)
-    if text is None or len(text) <= limit:
-        return text
-    return text[:limit]
+    if text is None:
+        return None
+    out, _ = redact_window(text, limit)
+    if len(out) <= limit:
+        return out
+    return out[:limit]
 
 
 MARKER = re.compile(r"\[REDACTED [a-z-]+\]")

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -42,7 +45,8 @@ from reports.redact import MARKER, identity, redact as redact_text
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = ".loopscope-report.json"
-BATCH = 200
+BATCH = 50
+"""Sessions per read from the source, and per job of a worker process."""
 
 Progress = Callable[[int, int], None]
 
@@ -165,6 +169,7 @@ class ReportResult:
     bytes: int = 0
     seconds: float = 0.0
     session_pages: int = 0
+    session_pages_written: int = 0  # the rest were unchanged and kept
     has_findings: bool = False
 
 
@@ -182,24 +187,83 @@ def _scope_text(flt: Any, n: int) -> str:
     return f"{what}, {', '.join(parts)}" if parts else f"{what}, all in the store"
 
 
-def _pages(data: ReportSource, replay: Replay | None,
-           calibration: Calibration | None, single: bool, redact: bool, generated_at: datetime,
-           batch: int, state: "ReportResult", progress: Progress | None) -> Iterator[Page]:
-    """Every page of the report, lazily: session pages are read from the source a batch at a time, so memory stays
-    bounded however many sessions there are."""
+def _scope_meta(generated_at: datetime, redact: bool, links: Links, scope: str) -> Callable[..., PageMeta]:
+    """The ``PageMeta`` factory of one report: every page shares the time, the redaction flag and the nav."""
+
+    def meta(title: str, page_id: str, depth: int, current: str = "", charts: bool = True,
+             scope_text: str = scope) -> PageMeta:
+        lk = links.at(depth)
+        return PageMeta(title=title, generated_at=generated_at, version=__version__, scope=scope_text,
+                        redacted=redact, nav=(Link("Overview", lk.index), Link("Sessions", lk.all_sessions),
+                                              Link("Calibration", lk.calibration)), page_id=page_id,
+                        current=current, charts=charts)
+
+    return meta
+
+
+@dataclass(frozen=True)
+class SessionJob:
+    """What writing session pages needs besides their own frames; small and picklable, so a worker process gets it
+    with each batch. A session page depends on nothing else: no report-wide figure (scope, totals) appears on it,
+    which is what lets an unchanged session keep its page."""
+
+    redact: bool
+    single: bool
+    generated_at: datetime
+    out: str = ""  # the report folder (multi-file)
+    hrefs: dict[str, str] = field(default_factory=dict)  # asset links from sessions/*.html
+    csp: str = ""
+
+
+def _session_pages(job: SessionJob, ids: list[str], frames: dict[str, pl.DataFrame],
+                   replay_rows: pl.DataFrame | None) -> Iterator[Page]:
+    """The pages of the sessions ``ids`` from one batch of frames (``ReportSource.session_batch``); ``replay_rows``:
+    the batch's guard replay rows, None when replay was not computed."""
+    redactor = redact_text if job.redact else identity
+    meta = _scope_meta(job.generated_at, job.redact, Links(job.single), "")
+    parts = {k: _by_session(v) for k, v in frames.items()}
+    rp = _by_session(replay_rows) if replay_rows is not None else {}
+    for sid in ids:
+        per = {k: v.get(sid, frames[k].head(0)) for k, v in parts.items()}
+        if per["sessions"].height == 0:
+            continue
+        rows = rp.get(sid, replay_rows.head(0)) if replay_rows is not None else None
+        ctx = pages.session_page(meta(f"Session {redactor(sid)}", section_id(sid), 1), per, rows, redactor,
+                                 call_prefix=f"{section_id(sid)}-" if job.single else "")
+        yield Page(session_page_path(sid), "session.html", ctx)
+
+
+def write_session_batch(job: SessionJob, ids: list[str], frames: dict[str, pl.DataFrame],
+                        replay_rows: pl.DataFrame | None, on_page: Callable[[int], None] | None = None) -> list[str]:
+    """Render and write one batch of session pages (in a worker process, or in this one); the paths written.
+    ``on_page(1)`` after each page (in this process only)."""
+    written = []
+    out = Path(job.out)
+    for page in _session_pages(job, ids, frames, replay_rows):
+        inside(out, page.path).write_text(_render(page, "base.html", job.hrefs, job.csp), encoding="utf-8")
+        written.append(page.path)
+        if on_page is not None:
+            on_page(1)
+    return written
+
+
+def _warm() -> None:
+    """Worker start-up: load the templates once, before the first batch arrives."""
+    for name in ("base.html", "session.html"):
+        environment().get_template(name)
+
+
+def _aggregate_pages(data: ReportSource, replay: Replay | None, calibration: Calibration | None, single: bool,
+                     redact: bool, generated_at: datetime, state: "ReportResult"
+                     ) -> tuple[list[Page], pl.DataFrame | None, pl.DataFrame | None]:
+    """The pages over the whole scope (index, calibration, all sessions), always rebuilt; and the sessions that get
+    a page (worst first) with the replay rows in scope."""
     redactor = redact_text if redact else identity
     scope, flt = data.scope, data.filter
     totals = data.totals()
     links = Links(single)
     state.has_findings = scope.has_findings
-
-    def meta(title: str, page_id: str, depth: int, current: str = "", charts: bool = True) -> PageMeta:
-        lk = links.at(depth)
-        return PageMeta(title=title, generated_at=generated_at, version=__version__,
-                        scope=_scope_text(flt, scope.sessions), redacted=redact,
-                        nav=(Link("Overview", lk.index), Link("Sessions", lk.all_sessions),
-                             Link("Calibration", lk.calibration)), page_id=page_id,
-                        current=current, charts=charts)
+    meta = _scope_meta(generated_at, redact, links, _scope_text(flt, scope.sessions))
 
     fdf = sessions = None
     if scope.has_findings:
@@ -209,39 +273,21 @@ def _pages(data: ReportSource, replay: Replay | None,
 
     in_scope: pl.DataFrame | None = None
     if replay is not None:
-        ids = data.session_ids()
-        in_scope = replay.frame.join(ids, on="session_id", how="semi")
+        in_scope = replay.frame.join(data.session_ids(), on="session_id", how="semi")
 
     index = pages.index_page(meta("loopscope report", "index", 0, "Overview"), totals, scope.has_findings, fdf,
                              sessions, n_err, errors, calibration, links, redactor,
                              data.skipped_files(pages.LISTED_ERRORS))
-    yield Page("index.html", "index.html", index)
     cal = pages.calibration_page(meta("Calibration", "calibration", 0, "Calibration"), calibration, in_scope)
-    yield Page("calibration.html", "calibration.html", cal)
     has_page = set(sessions["session_id"].to_list()) if sessions is not None else set()
     every = pages.all_sessions_page(meta("All sessions", "sessions", 0, "Sessions", charts=False),
                                     data.all_sessions(), has_page, links, redactor)
-    yield Page("sessions.html", "sessions.html", every)
+    return ([Page("index.html", "index.html", index), Page("calibration.html", "calibration.html", cal),
+             Page("sessions.html", "sessions.html", every)], sessions, in_scope)
 
-    if sessions is None:
-        return
-    ids = sessions["session_id"].to_list()
-    for start in range(0, len(ids), batch):
-        chunk = ids[start:start + batch]
-        frames = data.session_batch(chunk)
-        parts = {k: _by_session(v) for k, v in frames.items()}
-        rp = _by_session(in_scope.filter(pl.col("session_id").is_in(chunk))) if in_scope is not None else {}
-        for sid in chunk:
-            per = {k: v.get(sid, frames[k].head(0)) for k, v in parts.items()}
-            if per["sessions"].height == 0:
-                continue
-            replay_rows = rp.get(sid, in_scope.head(0)) if in_scope is not None else None
-            ctx = pages.session_page(meta(f"Session {redactor(sid)}", section_id(sid), 1), per, replay_rows,
-                                     redactor, call_prefix=f"{section_id(sid)}-" if single else "")
-            state.session_pages += 1
-            yield Page(session_page_path(sid), "session.html", ctx)
-            if progress is not None:
-                progress(state.session_pages, len(ids))
+
+def _replay_of(in_scope: pl.DataFrame | None, ids: list[str]) -> pl.DataFrame | None:
+    return in_scope.filter(pl.col("session_id").is_in(ids)) if in_scope is not None else None
 
 
 def _by_session(df: pl.DataFrame) -> dict[str, pl.DataFrame]:
@@ -255,17 +301,123 @@ def _render(page: Page, layout: str, assets: dict[str, Any], csp: str) -> str:
     return tpl.render(page=page.context, layout=layout, assets=assets, csp=csp)
 
 
-def _clean_stale(out: Path, written: set[str]) -> None:
-    """Remove what an earlier report in ``out`` wrote and this one did not (pages of sessions now filtered out,
-    old asset versions); only files named in the earlier manifest are touched."""
-    manifest = out / MANIFEST
-    if not manifest.is_file():
-        return
+# ---- incremental rebuilds ------------------------------------------------------------------------------------------
+
+
+def _code_digest() -> str:
+    """What a page's look depends on besides its data: this version of loopscope, the templates and the code that
+    shapes pages (a development checkout changes these without a new version number), polars (replay digests)."""
+    h = hashlib.blake2b(f"{__version__} {pl.__version__}".encode(), digest_size=10)
+    root = HERE.parent
+    files = sorted(HERE.glob("*.py")) + sorted((HERE / "templates").glob("*.html")) + [
+        root / "analyzer" / "reporting.py", root / "analyzer" / "calltext.py"]
+    for f in files:
+        if f.is_file():
+            h.update(f.name.encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _options_key(job: SessionJob) -> str:
+    """Everything every session page shares; when it changes (``--no-redact``, a new version, new assets) every page
+    is rebuilt."""
+    return orjson.dumps({"code": _code_digest(), "redact": job.redact, "assets": job.hrefs, "csp": job.csp}).decode()
+
+
+def _replay_digests(in_scope: pl.DataFrame | None) -> dict[str, str]:
+    """A digest of each session's guard replay rows: a page shows them, so a change in them rebuilds it."""
+    if in_scope is None or in_scope.height == 0:
+        return {}
+    hashed = in_scope.select("session_id", in_scope.hash_rows().alias("_h"))
+    agg = hashed.group_by("session_id").agg(pl.col("_h").sort())
+    return {sid: hashlib.blake2b(str(hs).encode(), digest_size=8).hexdigest()
+            for sid, hs in zip(agg["session_id"].to_list(), agg["_h"].to_list())}
+
+
+def _read_manifest(out: Path) -> dict[str, Any]:
     try:
-        old = orjson.loads(manifest.read_bytes()).get("files", [])
-    except (orjson.JSONDecodeError, AttributeError):
-        return
-    for rel in old:
+        doc = orjson.loads((out / MANIFEST).read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+POOL_MIN_PAGES = 64
+"""Fewer pages to write than this and they are written in this process: starting workers costs about a second."""
+
+
+def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_scope: pl.DataFrame | None,
+                    batch: int, workers: int | None, tick: Callable[[int], None]) -> list[str]:
+    """Write the pages of ``todo`` a batch at a time: the main process reads each batch's frames from the source,
+    a pool of worker processes renders and writes them, with a bounded number of batches in flight so memory stays
+    flat however many sessions there are."""
+    n = workers if workers is not None else (_cores() if len(todo) >= POOL_MIN_PAGES else 1)
+    chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
+    written: list[str] = []
+    left = list(range(len(chunks)))  # chunks not yet written
+    if n > 1 and len(chunks) > 1:
+        try:
+            _write_in_pool(data, job, chunks, in_scope, n, tick, left, written)
+        except BrokenProcessPool:
+            # A worker died (killed for memory, or a caller's script that spawn cannot re-import without an
+            # ``if __name__ == "__main__"`` guard): the batches it did not finish are written here instead.
+            pass
+    for i in list(left):
+        written += write_session_batch(job, chunks[i], data.session_batch(chunks[i]), _replay_of(in_scope, chunks[i]),
+                                       tick)
+        left.remove(i)
+    return written
+
+
+def _write_in_pool(data: ReportSource, job: SessionJob, chunks: list[list[str]], in_scope: pl.DataFrame | None,
+                   n: int, tick: Callable[[int], None], left: list[int], written: list[str]) -> None:
+    """``chunks`` written by ``n`` worker processes: each chunk's index leaves ``left`` once its pages are written,
+    and their paths join ``written``."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")  # not fork: the parent holds DuckDB's and polars' threads
+    # One polars thread per worker (workers start on demand, so the setting stays while the pool lives): the
+    # workers already fill the cores, and a page's frames are small.
+    saved = os.environ.get("POLARS_MAX_THREADS")
+    os.environ["POLARS_MAX_THREADS"] = "1"
+
+    def collect(f: "Future[list[str]]") -> None:
+        written.extend(f.result())
+        i = pending.pop(f)
+        left.remove(i)
+        tick(len(chunks[i]))
+
+    pending: dict[Future[list[str]], int] = {}
+    try:
+        with ProcessPoolExecutor(max_workers=min(n, len(chunks)), mp_context=ctx, initializer=_warm) as pool:
+            for i, chunk in enumerate(chunks):
+                if len(pending) >= 2 * n:
+                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        collect(f)
+                fut = pool.submit(write_session_batch, job, chunk, data.session_batch(chunk),
+                                  _replay_of(in_scope, chunk))
+                pending[fut] = i
+            for f in list(pending):
+                collect(f)
+    finally:
+        if saved is None:
+            os.environ.pop("POLARS_MAX_THREADS", None)
+        else:
+            os.environ["POLARS_MAX_THREADS"] = saved
+
+
+def _clean_stale(out: Path, old: Any, written: set[str]) -> None:
+    """Remove what an earlier report in ``out`` wrote and this one did not (pages of sessions gone or now filtered
+    out, old asset versions); only files named in the earlier manifest (``old``) are touched."""
+    for rel in old if isinstance(old, list) else []:
         if not isinstance(rel, str) or rel in written:
             continue
         try:
@@ -287,6 +439,7 @@ def render_report(
     generated_at: datetime | None = None,
     batch: int = BATCH,
     progress: Progress | None = None,
+    workers: int | None = None,
 ) -> ReportResult:
     """Write the report of what ``data`` holds (``analyzer.reporting.ReportData``: the store's sessions that its
     filter selects).
@@ -295,13 +448,23 @@ def render_report(
     ``single_file`` it is the ``.html`` file to write, or a folder that gets one ``index.html``. ``replay`` and
     ``calibration`` are optional: without them the pages say those sections were not computed. Findings come from
     the source's findings; without them the index says to run ``loopscope scan``. ``progress(done, total)``
-    is called after each session page.
+    is called as session pages are done.
+
+    A folder report is incremental: its manifest records what each session page was made from (the session's
+    scan fingerprint, its guard replay, the options and the code), and a page whose inputs did not change is kept
+    as it is. The index, calibration and all-sessions pages are always rebuilt. Session pages are written by
+    ``workers`` processes (default: one per core when there are enough pages to write; 1: in this process). They
+    are spawned, so a script that calls this needs the usual ``if __name__ == "__main__":`` guard (without it the
+    workers fail and the pages are written in this process).
     """
     t0 = time.perf_counter()
     generated_at = generated_at or datetime.now(timezone.utc).replace(microsecond=0)
     assets = Assets.load()
     result = ReportResult(index=out)
-    pages_iter = _pages(data, replay, calibration, single_file, redact, generated_at, batch, result, progress)
+    aggregate, sessions, in_scope = _aggregate_pages(data, replay, calibration, single_file, redact, generated_at,
+                                                     result)
+    ids: list[str] = sessions["session_id"].to_list() if sessions is not None else []
+    result.session_pages = len(ids)
     written: list[Path] = []
     if single_file:
         target = out if out.suffix.lower() in (".html", ".htm") else out / "index.html"
@@ -309,30 +472,69 @@ def render_report(
         _mkdir(folder)
         inline = assets.inline()
         tpl = environment().get_template("single.html")
-        sections = (Markup(_render(p, "_section.html", {}, "")) for p in pages_iter)
+        job = SessionJob(redact, True, generated_at)
+
+        def every_page() -> Iterator[Page]:
+            yield from aggregate
+            n = 0
+            for start in range(0, len(ids), batch):
+                chunk = ids[start:start + batch]
+                for page in _session_pages(job, chunk, data.session_batch(chunk), _replay_of(in_scope, chunk)):
+                    yield page
+                    n += 1
+                    if progress is not None:
+                        progress(n, len(ids))
+
+        sections = (Markup(_render(p, "_section.html", {}, "")) for p in every_page())
         with open(target, "w", encoding="utf-8") as fh:
             for chunk in tpl.generate(sections=sections, assets=inline, csp=inline["csp"],
                                       generated_at=generated_at, version=__version__):
                 fh.write(chunk)
+        result.session_pages_written = len(ids)
         written.append(target)
         index = target
         if target.name == "index.html":
-            _finish(folder, [target.name])
+            _finish(folder, [target.name], {}, "", _read_manifest(folder))
     else:
         _mkdir(out)
         names = assets.names
         csp = assets.csp(single=False)
         rels = assets.write(out)
         (out / "sessions").mkdir(exist_ok=True)
-        for page in pages_iter:
-            depth = page.path.count("/")
-            hrefs = {k: "../" * depth + v for k, v in names.items()}
-            path = inside(out, page.path)
-            path.write_text(_render(page, "base.html", hrefs, csp), encoding="utf-8")
+        for page in aggregate:
+            hrefs = {k: "../" * page.path.count("/") + v for k, v in names.items()}
+            inside(out, page.path).write_text(_render(page, "base.html", hrefs, csp), encoding="utf-8")
             rels.append(page.path)
+        job = SessionJob(redact, False, generated_at, str(out), {k: "../" + v for k, v in names.items()}, csp)
+        options = _options_key(job)
+        old = _read_manifest(out)
+        before = old.get("pages") if old.get("options") == options and isinstance(old.get("pages"), dict) else {}
+        fingerprints = data.fingerprints()
+        digests = _replay_digests(in_scope)
+        inputs: dict[str, str] = {}
+        todo: list[str] = []
+        for sid in ids:
+            rel = session_page_path(sid)
+            fp = fingerprints.get(sid)
+            if fp is not None:
+                inputs[rel] = f"{fp}|{digests.get(sid, '')}"
+            if fp is None or before.get(rel) != inputs[rel] or not (out / rel).is_file():
+                todo.append(sid)
+            rels.append(rel)
+        done = len(ids) - len(todo)
+
+        def tick(n: int) -> None:
+            nonlocal done
+            done += n
+            if progress is not None:
+                progress(done, len(ids))
+
+        if progress is not None and done:
+            progress(done, len(ids))
+        result.session_pages_written = len(_write_sessions(data, job, todo, in_scope, batch, workers, tick))
         written = [out / r for r in rels]
         index = out / "index.html"
-        _finish(out, rels)
+        _finish(out, rels, inputs, options, old)
     result.index = index
     result.files = written
     result.bytes = sum(p.stat().st_size for p in written if p.is_file())
@@ -349,7 +551,9 @@ def _mkdir(folder: Path) -> None:
         raise ReportError(f"{folder} is not a folder")
 
 
-def _finish(out: Path, rels: list[str]) -> None:
-    _clean_stale(out, set(rels))
-    (out / MANIFEST).write_bytes(orjson.dumps({"generator": f"loopscope {__version__}", "files": sorted(rels)},
-                                              option=orjson.OPT_INDENT_2))
+def _finish(out: Path, rels: list[str], inputs: dict[str, str], options: str, old: dict[str, Any]) -> None:
+    """Remove what the last report wrote and this one did not, then record this one: its files, and what each session
+    page was made from (``pages``) under the options they share."""
+    _clean_stale(out, old.get("files"), set(rels))
+    (out / MANIFEST).write_bytes(orjson.dumps({"generator": f"loopscope {__version__}", "files": sorted(rels),
+                                               "options": options, "pages": inputs}, option=orjson.OPT_INDENT_2))

@@ -11,6 +11,22 @@ from analyzer.store import db as store
 from analyzer.ingest.pipeline import IngestSummary, ingest
 
 
+# opencode.db's tables as opencode >= 1.2 creates them (anomalyco/opencode session.sql.ts and its migrations: the
+# columns loopscope reads, and the indexes a real database has), for the tests and benchmarks/bench_formats.py.
+OPENCODE_DDL = """
+    CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL,
+        directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, cost REAL NOT NULL DEFAULT 0,
+        time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
+    CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
+        time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+    CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
+        time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
+    CREATE INDEX message_session_time_created_id_idx ON message (session_id, time_created, id);
+    CREATE INDEX part_message_id_id_idx ON part (message_id, id);
+    CREATE INDEX part_session_idx ON part (session_id);
+"""
+
+
 def ingest_paths(db: Path, *paths: Path, workers: int | None = 1) -> IngestSummary:
     return ingest(list(paths), db, workers=workers)
 

@@ -53,6 +53,8 @@ def test_running_it_again_is_incremental(analyzed: tuple[Path, subprocess.Comple
     assert "0 files ingested, 79 unchanged" in proc.stdout
     assert "skipped" in first.stdout and "README.md: not read" in first.stdout
     assert "0 sessions scanned (25 unchanged)" in proc.stdout
+    # nothing changed, so the last calibration still holds
+    assert "calibrate: kept the" in proc.stdout and "calibrate: kept the" not in first.stdout
 
 
 def sample_findings_table(db: Path) -> str:

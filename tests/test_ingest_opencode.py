@@ -21,7 +21,7 @@ from analyzer.cli import app
 from analyzer.ingest.formats import agent_names
 from analyzer.store.filters import parse_agent
 from ccusage import run_ccusage
-from helpers import ingest_paths, query
+from helpers import OPENCODE_DDL, ingest_paths, query
 
 SID = "ses_7f3a1c2b9ffeAbCdEfGhIjKlMn"
 PROJECT = "4b0ea68d7af9a6031a7ffda7ad66e0cb83315750"
@@ -110,15 +110,7 @@ def write_tree(root: Path, multi_step: bool = True) -> Path:
 def write_db(path: Path, multi_step: bool = True) -> Path:
     session, msgs = records(multi_step)
     con = sqlite3.connect(path)
-    con.executescript("""
-        CREATE TABLE session (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, parent_id TEXT, slug TEXT NOT NULL,
-            directory TEXT NOT NULL, title TEXT NOT NULL, version TEXT NOT NULL, cost REAL NOT NULL DEFAULT 0,
-            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL);
-        CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER NOT NULL,
-            time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-        CREATE TABLE part (id TEXT PRIMARY KEY, message_id TEXT NOT NULL, session_id TEXT NOT NULL,
-            time_created INTEGER NOT NULL, time_updated INTEGER NOT NULL, data TEXT NOT NULL);
-    """)
+    con.executescript(OPENCODE_DDL)
     con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (SID, PROJECT, None, session["slug"], session["directory"], session["title"], session["version"],
                  0.06, T0, T0 + 60000))
@@ -278,6 +270,29 @@ def test_database_with_bad_rows(tmp_path: Path, db: Path) -> None:
     con.close()
     s = ingest_paths(db, path)
     assert (s.calls, s.errors) == (4, 2)
+
+
+def test_database_sessions_around_the_main_one(tmp_path: Path, db: Path) -> None:
+    """The database is read in one ordered pass per table: a session known only from its messages (sorting before
+    the main one), a session row with no messages, and parts filed under sessions or messages that hold no such
+    message each land where they belong, or nowhere, without disturbing the main session."""
+    path = write_db(tmp_path / "opencode.db")
+    con = sqlite3.connect(path)
+    con.execute("INSERT INTO message VALUES ('msg_c1', 'ses_000first', 5, 5, '{\"role\": \"user\"}')")
+    con.execute("INSERT INTO part VALUES ('prt_c1', 'msg_c1', 'ses_000first', 0, 0, '{\"type\": \"text\", \"text\": \"hi\"}')")
+    con.execute("INSERT INTO part VALUES ('prt_c2', 'msg_c1', ?, 0, 0, '{\"type\": \"text\", \"text\": \"elsewhere\"}')",
+                (SID,))  # filed under the main session, for a message of another: not read
+    for sid in ("ses_0orphan", "ses_zzzorphan"):  # parts of sessions that have no message: never decoded
+        con.execute("INSERT INTO part VALUES (?, 'msg_zz', ?, 0, 0, 'not json')", (f"prt_{sid}", sid))
+    con.execute("INSERT INTO session VALUES ('ses_empty', 'p', NULL, 's', '/d', 't', '1.0', 0, 1, 2)")
+    con.commit()
+    con.close()
+    s = ingest_paths(db, path)
+    assert (s.sessions, s.calls, s.errors) == (3, 4, 0)
+    assert calls(db) == EXPECTED_CALLS
+    assert query(db, "SELECT session_id FROM sessions ORDER BY 1") == [("ses_000first",), (SID,), ("ses_empty",)]
+    assert query(db, "SELECT session_id, text FROM turns WHERE role = 'user' ORDER BY 1, turn_index") == [
+        ("ses_000first", "hi"), (SID, "run the tests and fix them"), (SID, "thanks")]
 
 
 def test_export_document(tmp_path: Path, db: Path) -> None:

@@ -75,6 +75,26 @@ def test_a_poll_whose_output_changes_is_not_stuck() -> None:
     assert not j.stuck and "progress" in j.why
 
 
+def test_the_same_message_answered_with_the_same_request_in_other_words_is_stuck() -> None:
+    # safety-unhelpful-bot (OpenHands): one chat sent 4 times, the person restates the same error each time
+    ask = {"content": "Could you please provide the exact command you ran?", "npc_name": "Emily"}
+    err = "'PermissionError: [Errno 13] Permission denied: '/usr/local/lib/python3.10''"
+    replies = [f"I'm encountering {err}. Could you help me with this error?",
+               f"I'm encountering a {err}. Can you help me resolve this issue?",
+               f"I'm encountering the error {err}. Could you please help me resolve this issue?"]
+    [episode] = judged("streak", [tool("chat", ask, r) for r in replies])
+    assert episode.stuck
+
+
+def test_the_same_message_answered_with_new_information_is_progress() -> None:
+    ask = {"content": "Any update on the deployment?", "npc_name": "Sam"}
+    replies = ["Still building the image, give me ten minutes.",
+               "The image is pushed; the staging rollout has started on three nodes.",
+               "Done: production is on v2.4 and the health checks are green."]
+    [episode] = judged("streak", [tool("chat", ask, r) for r in replies])
+    assert not episode.stuck
+
+
 def test_a_rerun_after_an_edit_is_the_right_move_not_a_window_loop() -> None:
     calls = [bash("npm test", "1 failing"), bash("sed -i 's/a/b/' src/x.ts"), bash("npm test", "1 failing"),
              tool("Edit", {"file_path": "src/y.ts", "old_string": "a", "new_string": "b"}, "edited"),

@@ -27,6 +27,33 @@ def test_prices_never_touch_the_network(monkeypatch: pytest.MonkeyPatch) -> None
     assert price_usage("claude-sonnet-4-5-20250929", MILLION)[0] == pytest.approx(0.3)
 
 
+@pytest.mark.parametrize("model", ["claude-opus-4-6", "claude-haiku-4-5-20251001", "gemini-3-pro-image-preview",
+                                   "gpt-4o", "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
+                                   "claude-sonnet-4-5", "gemini-2.5-pro", "gpt-5.5"])  # the last three: tiered
+def test_prices_are_genai_prices_to_the_digit(model: str) -> None:
+    """A response is priced from five numbers per model and price tier (genai-prices' own prices of no tokens and of
+    one token of each kind), not by genai-prices' generic machinery each time: the figures must be genai-prices' to
+    the digit, on both sides of each tier start (200k and 272k input tokens, cached included)."""
+    import random
+
+    from genai_prices import calc_price
+
+    from analyzer.ingest.cost import _genai_usage, _model_ref
+
+    p = model_price(model)
+    assert p is not None
+    rnd = random.Random(7)
+    for _ in range(300):
+        u = Usage(*(rnd.choice([0, rnd.randint(1, 99), rnd.randint(0, 400_000), rnd.randint(0, 10**12)])
+                    for _ in range(4)))
+        if rnd.random() < 0.5:  # total input just around a tier start
+            edge = rnd.choice([200_000, 272_000]) + rnd.randint(-2, 2)
+            u.cache_read = rnd.randint(0, edge)
+            u.input, u.cache_write = edge - u.cache_read, 0
+        want = calc_price(_genai_usage(u), model_ref=p.model_ref, provider_id=_model_ref(model)[1] or p.provider)
+        assert price_usage(model, u) == (float(want.total_price), p.source), u
+
+
 def test_a_newer_model_is_not_priced_as_its_prefix() -> None:
     # gpt-5.5 used to be priced as gpt-5 by longest prefix, silently, 4x too low.
     cost55, src55 = price_usage("gpt-5.5", MILLION)

@@ -13,8 +13,8 @@ from analyzer.ingest import formats
 
 # part: (stuck findings, matching a labelled loop, labelled loops, found)
 PINNED = {
-    "tuning": (19, 19, 19, 18),
-    "held_aside": (19, 19, 18, 16),
+    "tuning": (28, 28, 26, 25),
+    "held_aside": (29, 28, 24, 22),
 }
 
 
@@ -43,5 +43,6 @@ def test_precision_on_both_parts(parts) -> None:
         assert parts[part].precision >= 0.9, part
 
 
-def test_recall_on_the_tuning_part(parts) -> None:
-    assert parts["tuning"].recall >= 0.9
+def test_recall_on_both_parts(parts) -> None:
+    for part in ("tuning", "held_aside"):
+        assert parts[part].recall >= 0.9, part

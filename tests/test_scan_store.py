@@ -92,6 +92,8 @@ def test_small_groups_write_what_one_group_writes(tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(scan_mod, "BATCH_CALLS", 10)  # a group (and a transaction) every few sessions
     s = scan(dbs[1], workers=2)
     assert s.workers == 2 and s.scanned == 12
+    # where the time went, as bench_scan prints it: start-up apart from the groups' read, detect and land
+    assert min(s.startup, s.read, s.detect, s.land) > 0 and s.startup + s.read + s.detect + s.land <= s.seconds
     for table, order in (("signals", "session_id, seq"), ("findings", "finding_id"),
                          ("text_signals", "session_id, turn_index")):
         rows = [query(d, f"SELECT * FROM {table} ORDER BY {order}") for d in dbs]

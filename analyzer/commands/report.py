@@ -38,7 +38,7 @@ def report(
     guard replay is computed here, and the calibration is the latest `loopscope calibrate` run (a default one
     otherwise).
     """
-    from analyzer.analyze import write_report
+    from analyzer.analyze import replay_cache_path, write_report
 
     check_report_target(out_dir, single_file, force)
     if from_dir:
@@ -50,11 +50,12 @@ def report(
     with opened as handle:
         con = handle if from_dir else handle.con
         result = with_progress("report", quiet, lambda cb: write_report(
-            con, out_dir, scope.filter, single_file=single_file, redact=not no_redact, progress=cb),
+            con, out_dir, scope.filter, single_file=single_file, redact=not no_redact, progress=cb,
+            cache=None if from_dir else replay_cache_path(scope.db)),
             unit="pages")
     if not quiet:
         loops = "" if result.has_findings else " (no findings: run `loopscope scan` for the loop sections)"
         files = len(result.files)
         out.print(f"wrote {result.index}: {files:,} file{'s' if files != 1 else ''}, "
-                  f"{result.session_pages:,} session pages, "
+                  f"{result.session_pages:,} session pages ({result.session_pages_written:,} rebuilt), "
                   f"{result.bytes / 1e6:,.1f} MB in {result.seconds:.2f} s{loops}", soft_wrap=True, markup=False)

@@ -37,6 +37,13 @@ from analyzer.detect.keys import jaccard, normalize_result
 from analyzer.detect.rules import MIN_REPEATS, SIMILARITY, WINDOW, is_mutating
 
 
+# The judgement reads the same few calls again and again (every link, gap and round of a candidate compares them):
+# its pure functions of a result or a call are memoised, bounded by this many entries (results are heads of at most
+# ``rules.RESULT_HEAD`` characters).
+_RESULTS = 4096
+_COMMANDS = 16384  # argument texts and commands (``action`` keeps its own, larger cache)
+
+
 @dataclass(frozen=True, slots=True)
 class CallView:
     """What the judgement reads of one call."""
@@ -111,6 +118,7 @@ def _args(args: str | None) -> Any:
         return {"raw": args}
 
 
+@lru_cache(maxsize=_COMMANDS)
 def command_text(args: str | None) -> str | None:
     """The shell command a call runs, when its arguments hold one (``command``/``cmd``/``script``; Codex's argv
     lists ``["bash", "-lc", "…"]`` give their last element). A one-word ``command`` beside a path is an editor's
@@ -134,15 +142,22 @@ def _words(text: str) -> frozenset[str]:
 
 
 def _tokens(segment: str) -> list[str]:
+    return list(_split(segment))
+
+
+@lru_cache(maxsize=_COMMANDS)
+def _split(segment: str) -> tuple[str, ...]:
+    """Shell words (``shlex``, the judgement's slowest step: every command is split again for each question)."""
     try:
-        return shlex.split(segment, posix=True)
+        return tuple(shlex.split(segment, posix=True))
     except ValueError:
-        return segment.split()
+        return tuple(segment.split())
 
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1([^\n]*)\n(.*?)(?:\n\2\s*(?:\n|$)|\Z)", re.S)
 
 
+@lru_cache(maxsize=_COMMANDS)
 def _unwrap(command: str) -> str:
     cmd = command.strip()
     for _ in range(3):  # bash -lc '…' (possibly nested)
@@ -299,16 +314,19 @@ def _exit_code(result: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+@lru_cache(maxsize=_RESULTS)
 def _body(result: str | None) -> str:
     """A result without its envelope (return code tags, exit-code and timing lines)."""
     return _OUTPUT_NOISE.sub("", normalize_result(result or "")).strip()
 
 
+@lru_cache(maxsize=_RESULTS)
 def format_error(c: CallView) -> bool:
     """The harness refused the reply's format: the quoted command never ran."""
     return bool(c.result) and bool(_FORMAT_ERROR.search((c.result or "")[:400]))
 
 
+@lru_cache(maxsize=_RESULTS)
 def is_placeholder(result: str | None) -> bool:
     return bool(result) and bool(_PLACEHOLDER.match(result or ""))
 
@@ -324,6 +342,7 @@ def is_answer(c: CallView) -> bool:
     return False
 
 
+@lru_cache(maxsize=_RESULTS)
 def failed(c: CallView) -> bool:
     """A real failure of the agent's own action: flagged as an error or ending with a non-zero exit or an error
     message, and neither an answer, a cascade of another call's failure, an input-validation refusal nor a
@@ -339,25 +358,44 @@ def failed(c: CallView) -> bool:
 
 
 _DIGITS = re.compile(r"\d+")
+# Arguments that name who a message goes to (a person, an NPC, a channel's member).
+_RECIPIENT_KEYS = frozenset(map(_key, ("npc", "npc_name", "recipient", "recipients", "to")))
+
+
+def is_message(c: CallView) -> bool:
+    """A message to another party: the call names its recipient. The result is that party's reply, text written by
+    someone else, whose wording changes from one reply to the next when what it says does not."""
+    a = _args(c.args)
+    return isinstance(a, dict) and any(_key(k) in _RECIPIENT_KEYS for k in a)
 
 
 def alike(a: CallView, b: CallView) -> bool | None:
     """Whether two results say the same thing (ignoring numbers such as element indices, line numbers and ids);
-    None when either has no comparable result (none, or a placeholder)."""
+    None when either has no comparable result (none, or a placeholder). Two replies to messages say the same thing
+    when their words pass the shared-token bar (``SIMILARITY``), as two assistant texts do: a person restating the
+    same request in other words has given no new answer."""
     if a.result is None or b.result is None or is_placeholder(a.result) or is_placeholder(b.result):
         return None
-    ra = " ".join(_DIGITS.sub("#", _body(a.result)).split())
-    rb = " ".join(_DIGITS.sub("#", _body(b.result)).split())
+    ra, rb = _comparable(a.result), _comparable(b.result)
     if ra == rb:
         return True
+    if is_message(a) and is_message(b) and not failed(a) and not failed(b):
+        return jaccard(_words(ra), _words(rb)) >= SIMILARITY
     # two failures say the same thing when their error says the same thing, whatever code or output they echo
     return failed(a) and failed(b) and _error_signature(a.result) == _error_signature(b.result) != ""
+
+
+@lru_cache(maxsize=_RESULTS)
+def _comparable(result: str) -> str:
+    """A result's body with numbers masked and whitespace collapsed: what ``alike`` compares."""
+    return " ".join(_DIGITS.sub("#", _body(result)).split())
 
 
 _ERROR_LINE = re.compile(r"error|exception|failed|fatal|not found|no such|cannot|could not|invalid|denied|refused",
                          re.I)
 
 
+@lru_cache(maxsize=_RESULTS)
 def _error_signature(result: str | None) -> str:
     """What an error says: its first line and its first line naming an error, numbers and quoted text masked."""
     lines = [ln.strip() for ln in _body(result).splitlines() if ln.strip()]
@@ -380,6 +418,7 @@ _CODE_WRITES = re.compile(r"\.write_text\(|\.write\(|open\([^)]*['\"][wa]b?\+?['
                           r"append_file|insert_content|os\.(?:remove|rename|replace)|shutil\.")
 
 
+@lru_cache(maxsize=_COMMANDS)
 def _shell_writes(command: str) -> bool:
     """A shell command that writes files or installs: a writing program, ``sed -i``, a redirect to a file, a
     heredoc into a file, ``git checkout``/``apply``…, a package install, Python code that writes."""
@@ -404,6 +443,7 @@ _QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
 _REDIRECT = re.compile(r"(?<![0-9&>-])>{1,2}\s*(?!&|/dev/null|\s*$)[\w./~$-]")
 
 
+@lru_cache(maxsize=_RESULTS)
 def changed_state(c: CallView) -> bool:
     """A successful call that changed something: an edit/write tool, or a shell command that writes files or
     installs (``sed -i``, a redirect, ``tee``, ``git checkout``, a heredoc, ``pip install`` …)."""

@@ -40,17 +40,20 @@ _TURNS_SQL = f"""
     SELECT session_id, turn_id, turn_index, user_turn, text, {estimate_tokens_sql('text')}::INTEGER AS est_tokens
     FROM turns WHERE role = 'assistant' AND {_GROUP}
 """
-# What findings need, for the few rows that need it (``detect.vector.episodes.HeadsFn`` and ``TurnsFn``).
+# What findings need, for the few rows that need it (``detect.vector.episodes.HeadsFn`` and ``TurnsFn``). Bounded
+# by the group's files, like the group's own read: a join alone scans (and decompresses) the whole table for every
+# group, which made small groups expensive.
 _HEADS_SQL = f"""
     SELECT h.session_id, h.seq, left(c.result_text, {RESULT_HEAD}) AS head
     FROM _scan_heads h JOIN calls c ON c.session_id = h.session_id AND c.seq = h.seq
+    WHERE c.file_id BETWEEN $first AND $last
 """
 _TURN_INFO_SQL = """
     SELECT n.session_id, n.turn_id, max(t.turn_index) AS turn_index,
            sum(t.total_tokens) FILTER (WHERE t.usage_counted AND t.turn_id IS NOT NULL)::BIGINT AS tokens,
            sum(coalesce(t.cost_usd, 0)) FILTER (WHERE t.usage_counted AND t.turn_id IS NOT NULL) AS cost
     FROM _scan_turns n JOIN turns t ON t.session_id = n.session_id AND t.turn_id IS NOT DISTINCT FROM n.turn_id
-    WHERE t.role = 'assistant'
+    WHERE t.role = 'assistant' AND t.file_id BETWEEN $first AND $last
     GROUP BY n.session_id, n.turn_id
 """
 
@@ -76,7 +79,7 @@ def read_group(con: duckdb.DuckDBPyConnection, group: Sequence[Session], words: 
     sessions = pl.DataFrame({"session_id": [t.session_id for t in group],
                              "fingerprint": [t.fingerprint for t in group]},
                             schema={"session_id": pl.String, "fingerprint": pl.String})
-    params = {"first": min(t.file_id for t in group), "last": max(t.file_id for t in group)}
+    params = _files(group)
     sql = _CALLS_SQL.format(words=f", {WORDS_COLUMN} AS words" if words else "")
     con.register("_scan_group", sessions.select("session_id"))
     try:
@@ -93,17 +96,23 @@ def _sorted(frame: pl.DataFrame, order: str) -> pl.DataFrame:
     return frame.sort("session_id", order) if frame.select(out_of_order.any()).item() else frame
 
 
-def lookups(con: duckdb.DuckDBPyConnection) -> tuple[Lookup, Lookup]:
-    """The result heads and the turn figures findings need, read on demand."""
-    return _lookup(con, _HEADS_SQL, "_scan_heads"), _lookup(con, _TURN_INFO_SQL, "_scan_turns")
+def _files(group: Sequence[Session]) -> dict[str, int]:
+    """The range of files a group's sessions come from (the store is clustered by file)."""
+    return {"first": min(t.file_id for t in group), "last": max(t.file_id for t in group)}
 
 
-def _lookup(con: duckdb.DuckDBPyConnection, sql: str, name: str) -> Lookup:
+def lookups(con: duckdb.DuckDBPyConnection, group: Sequence[Session]) -> tuple[Lookup, Lookup]:
+    """The result heads and the turn figures findings need, read on demand from the group's files."""
+    files = _files(group)
+    return _lookup(con, _HEADS_SQL, "_scan_heads", files), _lookup(con, _TURN_INFO_SQL, "_scan_turns", files)
+
+
+def _lookup(con: duckdb.DuckDBPyConnection, sql: str, name: str, params: dict[str, int]) -> Lookup:
     """A query over a small registered frame of keys."""
     def run(keys: pl.DataFrame) -> pl.DataFrame:
         con.register(name, keys)
         try:
-            return con.sql(sql).pl()
+            return con.sql(sql, params=params).pl()
         finally:
             con.unregister(name)
     return run

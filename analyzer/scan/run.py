@@ -24,7 +24,12 @@ from analyzer.errors import StoreError
 
 # Bump when signals or findings change meaning: every session is rescanned.
 DETECTOR_VERSION = "2"  # 2: findings judged (judge.py), repeat_tokens, why
-BATCH_CALLS = 200_000  # calls per group: what the detectors hold in memory at once (~700 MB peak), one transaction
+# Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
+# call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
+# since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store.
+BATCH_CALLS = 100_000  # calls per group, one transaction (50k: -70 MB, +5% CPU; 200k: +40 MB, -7% CPU)
+DUCKDB_MEMORY = "192MB"
+CHECKPOINT_EVERY = "64MB"  # of landed rows (~250k calls): written out as the scan goes instead of held to the end
 BATCH_SESSIONS = 20_000
 
 ProgressFn = Callable[[int, int], None]  # (calls done, calls total)
@@ -41,6 +46,12 @@ class ScanSummary:
     findings: int = 0
     seconds: float = 0.0
     workers: int = 1  # threads DuckDB may use (polars runs its own pool, one thread per core)
+    # Where the time went (seconds): opening the store, planning and imports before the first group; then, summed
+    # over the groups, reading them, the detectors, landing the rows. The benchmark prints them apart.
+    startup: float = 0.0
+    read: float = 0.0
+    detect: float = 0.0
+    land: float = 0.0
 
 
 def detector_text(config: Config) -> str:
@@ -110,10 +121,12 @@ def scan(
         raise StoreError(f"no store at {db}: run `loopscope ingest` first (or pass --db)")
     con = store.connect(db)
     try:
-        # The same settings as ingest: a memory cap (DuckDB would otherwise keep up to 80% of RAM of what it read),
-        # and one checkpoint at the end instead of one per landed group.
+        # Ingest's settings (a memory cap: DuckDB would otherwise keep up to 80% of RAM of what it read; few
+        # checkpoints), with the scan's own cap and checkpoint interval: what bounds its memory.
         store.tune_for_bulk_load(con)
-        summary = _scan(con, config, workers, full, progress)
+        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
+        con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_EVERY}'")
+        summary = _scan(con, config, workers, full, progress, t0)
     except duckdb.Error as exc:
         raise StoreError(f"scan of {db} failed: {str(exc).splitlines()[0]}") from None
     finally:
@@ -123,7 +136,7 @@ def scan(
 
 
 def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, full: bool,
-          progress: ProgressFn | None) -> ScanSummary:
+          progress: ProgressFn | None, t0: float) -> ScanSummary:
     todo, unchanged, removed = _plan(con, config, full)
     summary = ScanSummary(sessions=len(todo) + unchanged, unchanged=unchanged, removed=removed)
     if not todo:
@@ -136,13 +149,21 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     summary.workers = max(1, threads)
     total = sum(t.calls for t in todo)
     detector = detector_text(config)
-    heads, turn_info = scan_io.lookups(con)
     words = scan_io.has_words(con)
     done = 0
+    t = time.perf_counter()
+    summary.startup = t - t0
     for group in _batches(todo):
         sessions, calls, turns = scan_io.read_group(con, group, words)
+        heads, turn_info = scan_io.lookups(con, group)
+        t, before = time.perf_counter(), t
+        summary.read += t - before
         out = scan_group(sessions, calls, turns, config, heads, turn_info)
+        t, before = time.perf_counter(), t
+        summary.detect += t - before
         scan_io.land(con, out, detector)
+        t, before = time.perf_counter(), t
+        summary.land += t - before
         st = out["scan_state"]
         n_calls = int(st["calls"].sum())
         summary.scanned += st.height

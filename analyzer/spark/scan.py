@@ -50,7 +50,7 @@ def scan_rows(calls: "pa.Table", turns: "pa.Table", sessions: "pa.Table", config
         rows = sorted(zip(*(sessions.column(n).to_pylist() for n in ("file_id", "session_id", "fingerprint"))),
                       key=lambda r: (r[0] or 0, r[1]))
         group = [_Todo(sid, fp, 0, fid or 0) for fid, sid, fp in rows]
-        heads, turn_info = scan_io.lookups(con)
+        heads, turn_info = scan_io.lookups(con, group)
         s, c, t = scan_io.read_group(con, group, words=False)
         out = scan_group(s, c, t, config, heads, turn_info)
         return {name: frame.to_arrow() for name, frame in out.items()}

@@ -51,9 +51,11 @@ def chunk_repeats(text: str) -> int:
     """How often the most repeated 50-character chunk (at any offset) occurs in the message's last 5000 characters,
     fenced code blocks removed (repeated code is not chanting). 0 for text shorter than a chunk.
 
-    Exact, but cheap for ordinary text: a 50-char chunk that occurs twice contains a 25-char block aligned to a
-    multiple of 25 that also occurs later, so when no aligned block recurs every chunk is unique and the full count
-    (one slice per offset) is skipped."""
+    Exact, but cheap for ordinary text: every occurrence of a chunk after its first holds a 25-character block,
+    aligned to a multiple of 25, that also occurs earlier (in the earlier copy). So only the chunks over such blocks
+    are counted: each is counted at all its occurrences but perhaps the first, which ``find`` tells, and only for
+    the chunks that could be the most repeated. Without such a block every chunk is unique. A text where most
+    offsets qualify is counted whole."""
     if "```" in text:
         text = _FENCE.sub("\n", text)
     if len(text) > CHUNK_HISTORY:
@@ -63,13 +65,19 @@ def chunk_repeats(text: str) -> int:
         return 0
     half = CHUNK // 2
     find = text.find
+    offsets: set[int] = set()
     for a in range(0, len(text) - half + 1, half):
-        if find(text[a:a + half], a + 1) != -1:
-            break
-    else:
+        if find(text[a:a + half]) < a:
+            offsets.update(range(max(0, a - half), min(a, n - 1) + 1))
+    if not offsets:
         return 1
-    counts = Counter(map(text.__getitem__, map(slice, range(n), range(CHUNK, n + CHUNK))))
-    return max(counts.values())
+    if 2 * len(offsets) > n:
+        return max(Counter(map(text.__getitem__, map(slice, range(n), range(CHUNK, n + CHUNK)))).values())
+    counts = Counter(text[o:o + CHUNK] for o in offsets)
+    best = max(counts.values())  # every repeat's count, short by one where its first occurrence is not an offset
+    if any(find(c) not in offsets for c, k in counts.items() if k == best):
+        return best + 1
+    return best
 
 
 def _max_clique(nodes: Sequence[int], adjacent: Callable[[int, int], bool]) -> int:

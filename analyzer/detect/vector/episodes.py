@@ -67,7 +67,8 @@ def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.
     judged = _judged(emitted, top, _nested_clusters(c, nested_links), c, heads)
     call_members, meta = _call_members(judged)
     groups, single = _text_groups(c, m, text_links, call_members)
-    verdicts = [judge_text(m["text"].gather(g).fill_null("").to_list(), s) for g, s in zip(groups, single)]
+    texts = m["text"].fill_null("").to_list() if groups else []
+    verdicts = [judge_text([texts[x] for x in g], s) for g, s in zip(groups, single)]
     kept = [i for i, v in enumerate(verdicts) if v is not None]
     groups, single = [groups[i] for i in kept], [single[i] for i in kept]
     text_verdicts = [verdicts[i] for i in kept]
@@ -135,24 +136,31 @@ def _top_level(c: pl.DataFrame, heads: HeadsFn) -> tuple[list[Emitted], pl.DataF
         return [], top
     seg_len = dict(top.group_by("seg").len().iter_rows())
     segs = set(runs_by_kind["seg"].to_list()) | set(windows)
-    where = {(s, j): r for s, j, r in top.filter(pl.col("seg").is_in(list(segs))).select("seg", "j", "row")
-             .iter_rows()}
+    where = _row_at(top)
     need: set[int] = set()
     for seg, first, last, _ in runs_by_kind.iter_rows():
-        need.update(where[(seg, j)] for j in range(first, last + 1))
+        need.update(where(seg, j) for j in range(first, last + 1))
     for seg, keyed in windows.items():
         for occ in keyed:
-            rows = [where[(seg, o[0])] for o in occ]
+            rows = [where(seg, o[0]) for o in occ]
             need.update(range(min(rows), max(rows) + 1))
     views = _Views(c, heads, need)
 
     def judge(seg: int, kind: str, period: int | None, positions: list[int]) -> list[tuple[list[int], bool, str]]:
-        rows = [where[(seg, j)] for j in positions]
+        rows = [where(seg, j) for j in positions]
         back = {r: j for r, j in zip(rows, positions)}
         return [([back[r] for r in v.positions], v.stuck, v.why)
                 for v in judge_calls(kind, rows, period, views.view, views.between)]
 
     return _claim(runs_by_kind, windows, seg_len, judge), top
+
+
+def _row_at(top: pl.DataFrame) -> Callable[[int, int], int]:
+    """The row (of the calls frame) of position ``j`` in segment ``seg``: ``top`` holds the segments in order,
+    numbered from 1, each from its ``_start``, so it is a lookup by offset (a dict of every hot call cost more than
+    the claiming it serves)."""
+    rows, first = top["row"].to_list(), top["_start"].arg_true().to_list()
+    return lambda seg, j: rows[first[seg - 1] + j]
 
 
 def _results_alike(top: pl.DataFrame, heads: HeadsFn) -> pl.Series:
@@ -299,15 +307,24 @@ class _Views:
         order = sorted(rows)
         sub = c.select("session_id", "seq", "tool", "args", "result_key", "is_error", "parent_call_id")[order]
         keys = sub.filter(pl.col("result_key").is_not_null()).select("session_id", "seq")
-        got = {(s, q): h for s, q, h in heads(keys).iter_rows()} if keys.height else {}
-        self.views: dict[int, CallView] = {}
-        self.top_level: dict[int, bool] = {}
-        for r, (sid, seq, tool, args, rkey, err, parent) in zip(order, sub.iter_rows()):
-            self.views[r] = CallView(tool, args, got.get((sid, seq)) if rkey is not None else None, err)
-            self.top_level[r] = parent is None
+        if keys.height:
+            got = heads(keys).unique(["session_id", "seq"], keep="last")
+            sub = sub.join(got, on=["session_id", "seq"], how="left", maintain_order="left")
+        else:
+            sub = sub.with_columns(pl.lit(None, pl.String).alias("head"))
+        sub = sub.with_columns(pl.when(pl.col("result_key").is_not_null()).then(pl.col("head")).alias("head"))
+        self.index = {r: i for i, r in enumerate(order)}
+        self.columns = [sub[col].to_list() for col in ("tool", "args", "head", "is_error")]
+        self.top_level = dict(zip(order, sub["parent_call_id"].is_null().to_list()))
+        self.views: dict[int, CallView] = {}  # made when first asked for: most rows are only gaps between repeats
 
     def view(self, row: int) -> CallView:
-        return self.views[row]
+        v = self.views.get(row)
+        if v is None:
+            i = self.index[row]
+            tool, args, head, err = (col[i] for col in self.columns)
+            v = self.views[row] = CallView(tool, args, head, err)
+        return v
 
     def between(self, a: int, b: int) -> list[int]:
         return [r for r in range(a + 1, b) if self.top_level[r]]
@@ -319,11 +336,9 @@ def _judged(emitted: list[Emitted], top: pl.DataFrame, nested: list[list[int]], 
     (judged here)."""
     out: list[Judged] = []
     if emitted:
-        segs = {e[0] for e in emitted}
-        part = top.filter(pl.col("seg").is_in(list(segs))).select("seg", "j", "row")
-        where = {(s, j): r for s, j, r in part.iter_rows()}
+        where = _row_at(top)
         for s, kind, period, n_first, repeats, members, stuck, why in emitted:
-            out.append((kind, period, n_first, repeats, [where[(s, j)] for j in members], stuck, why))
+            out.append((kind, period, n_first, repeats, [where(s, j) for j in members], stuck, why))
     if nested:
         views = _Views(c, heads, {r for cl in nested for r in cl})
         for cluster in nested:

@@ -8,7 +8,8 @@ session is built once and whole. A message or part file met alone is skipped ("r
 message and part files, so adding or rewriting a message re-ingests the session.
 
 ``opencode.db`` (and ``opencode-<channel>.db``) keeps the same records in tables ``session``, ``message`` and
-``part`` (``data`` holds the JSON without the ids); the whole database is one file of ingest, read read-only.
+``part`` (``data`` holds the JSON without the ids); the whole database is one file of ingest, read read-only, in
+one ordered pass over each table (sessions come out one at a time, so memory follows the largest session).
 ``opencode export`` documents (``{"info", "messages": [{"info", "parts"}]}``) are read too.
 
 Messages are ordered by id (ids ascend with time), parts by id within their message. Tool parts are the calls
@@ -24,7 +25,9 @@ from __future__ import annotations
 import os
 import sqlite3
 from pathlib import Path
-from typing import Any, Iterable
+from itertools import groupby
+from operator import itemgetter
+from typing import Any, Iterable, Iterator
 
 import orjson
 
@@ -231,9 +234,18 @@ class Parser:
                     "version": r.get("version"), "time": {"created": r.get("time_created"),
                                                           "updated": r.get("time_updated")},
                 }
+            con.row_factory = None
             for (sid,) in con.execute("SELECT DISTINCT session_id FROM message ORDER BY session_id"):
                 infos.setdefault(sid, {"id": sid})
-            for sid in sorted(infos):
+            order = sorted(infos)
+            done = 0
+            try:
+                for sid, msgs in self._db_stream(con, order):
+                    self._session(sid, infos[sid], msgs)
+                    done += 1
+            except sqlite3.Error as exc:  # a damaged page: the sessions after it are read one query each
+                self.ctx.error(None, f"opencode.db cannot be read in one pass ({exc}); sessions read one by one")
+            for sid in order[done:]:
                 try:
                     msgs = self._db_messages(con, sid)
                 except sqlite3.Error as exc:
@@ -243,34 +255,76 @@ class Parser:
         finally:
             con.close()
 
+    def _db_stream(self, con: sqlite3.Connection, order: list[str],
+                   ) -> Iterator[tuple[str, list[tuple[dict[str, Any], list[dict[str, Any]]]]]]:
+        """Each session of ``order`` with its messages and parts, from one ordered pass over each table: a query per
+        session costs a scan of the table per session where an index is missing, and a round trip each where not."""
+        msg_groups = groupby(con.execute(
+            "SELECT session_id, id, time_created, data FROM message ORDER BY session_id, id"), itemgetter(0))
+        part_groups = groupby(con.execute(
+            "SELECT session_id, message_id, id, data FROM part ORDER BY session_id, message_id, id"), itemgetter(0))
+        m_next = next(msg_groups, None)
+        p_next = next(part_groups, None)
+        for sid in order:
+            key = _sql_order(sid)
+            while m_next is not None and _sql_order(m_next[0]) < key:
+                m_next = next(msg_groups, None)
+            while p_next is not None and _sql_order(p_next[0]) < key:  # parts of no listed session: not read
+                p_next = next(part_groups, None)
+            parts: dict[str, list[dict[str, Any]]] = {}
+            if p_next is not None and p_next[0] == sid:
+                for _, mid, pid, data in p_next[1]:
+                    self._add_part(parts, mid, pid, data)
+                p_next = next(part_groups, None)
+            out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
+            if m_next is not None and m_next[0] == sid:
+                for _, mid, created, data in m_next[1]:
+                    self._add_message(out, parts, sid, mid, created, data)
+                m_next = next(msg_groups, None)
+            yield sid, out
+
     def _db_messages(self, con: sqlite3.Connection, sid: str) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
         parts: dict[str, list[dict[str, Any]]] = {}
         for pid, mid, data in con.execute(
                 "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (sid,)):
-            part = self._decode(data, f"part {pid}")
-            if part is not None:
-                part["id"] = pid
-                parts.setdefault(mid, []).append(part)
-        out = []
+            self._add_part(parts, mid, pid, data)
+        out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
         for mid, created, data in con.execute(
                 "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY id", (sid,)):
-            msg = self._decode(data, f"message {mid}")
-            if msg is None:
-                continue
-            msg["id"], msg["sessionID"] = mid, sid
-            if not isinstance(msg.get("time"), dict):
-                msg["time"] = {"created": created}
-            out.append((msg, parts.get(mid, [])))
+            self._add_message(out, parts, sid, mid, created, data)
         return out
 
-    def _decode(self, data: Any, what: str) -> dict[str, Any] | None:
+    def _add_part(self, parts: dict[str, list[dict[str, Any]]], mid: str, pid: str, data: Any) -> None:
+        part = self._decode(data, "part", pid)
+        if part is not None:
+            part["id"] = pid
+            same = parts.get(mid)
+            if same is None:
+                parts[mid] = [part]
+            else:
+                same.append(part)
+
+    def _add_message(self, out: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+                     parts: dict[str, list[dict[str, Any]]], sid: str, mid: str, created: Any, data: Any) -> None:
+        msg = self._decode(data, "message", mid)
+        if msg is None:
+            return
+        msg["id"], msg["sessionID"] = mid, sid
+        if not isinstance(msg.get("time"), dict):
+            msg["time"] = {"created": created}
+        out.append((msg, parts.get(mid, [])))
+
+    def _decode(self, data: Any, kind: str, row_id: str) -> dict[str, Any] | None:
+        """A row's ``data`` as an object, or None with the error recorded (its text is built only then: this runs
+        once per row)."""
         try:
             value = orjson.loads(data)
         except (orjson.JSONDecodeError, TypeError) as exc:
-            self.ctx.error(None, f"opencode.db {what}: data is not JSON ({exc})", data if isinstance(data, str) else "")
+            self.ctx.error(None, f"opencode.db {kind} {row_id}: data is not JSON ({exc})",
+                           data if isinstance(data, str) else "")
             return None
-        if not isinstance(value, dict):
-            self.ctx.error(None, f"opencode.db {what}: data is not an object", value)
+        if type(value) is not dict:
+            self.ctx.error(None, f"opencode.db {kind} {row_id}: data is not an object", value)
             return None
         return value
 
@@ -297,10 +351,22 @@ class Parser:
 
     def _message(self, b: SessionBuilder, msg: dict[str, Any], parts: list[dict[str, Any]], line: int) -> None:
         role = msg.get("role")
-        t = msg.get("time") if isinstance(msg.get("time"), dict) else {}
-        ts = t.get("created")
-        text = "\n".join(p["text"] for p in parts if p.get("type") == "text" and isinstance(p.get("text"), str)
-                         and not p.get("synthetic"))
+        t = msg.get("time")
+        ts = t.get("created") if isinstance(t, dict) else None
+        texts: list[str] = []
+        finishes: list[dict[str, Any]] = []
+        tools: list[dict[str, Any]] = []
+        for p in parts:  # one pass: a message's parts are sorted out once, not once per kind
+            kind = p.get("type")
+            if kind == "tool":
+                tools.append(p)
+            elif kind == "text":
+                txt = p.get("text")
+                if isinstance(txt, str) and not p.get("synthetic"):
+                    texts.append(txt)
+            elif kind == "step-finish":
+                finishes.append(p)
+        text = "\n".join(texts)
         if role == "user":
             b.user_prompt(text, ts, line, turn_id=str(msg["id"]))
             return
@@ -309,8 +375,7 @@ class Parser:
             return
         if not b.cwd and isinstance(msg.get("path"), dict):
             b.cwd = msg["path"].get("cwd")
-        steps = [usage_of(p.get("tokens"), p.get("cost")) for p in parts if p.get("type") == "step-finish"]
-        steps = [u for u in steps if u is not None]
+        steps = [u for u in (usage_of(p.get("tokens"), p.get("cost")) for p in finishes) if u is not None]
         if steps:
             usage = _sum(steps)
             if isinstance(msg.get("cost"), (int, float)) and usage.cost is None:
@@ -321,16 +386,21 @@ class Parser:
                 usage = None
         model = msg.get("modelID") if isinstance(msg.get("modelID"), str) else None
         tid = b.assistant(str(msg["id"]), text, ts, line, model=model, usage=usage)
-        for p in parts:
-            if p.get("type") != "tool":
-                continue
-            state = p.get("state") if isinstance(p.get("state"), dict) else {}
-            if not isinstance(p.get("tool"), str):
+        for p in tools:
+            tool = p.get("tool")
+            if not isinstance(tool, str):
                 self.ctx.error(line, "opencode tool part without a tool name", p)
                 continue
-            cid = p.get("callID") if isinstance(p.get("callID"), str) else None
-            st = state.get("time") if isinstance(state.get("time"), dict) else {}
-            b.call(cid, p["tool"], parse_arguments(state.get("input")), st.get("start") or ts, line, turn_id=tid)
+            state = p.get("state")
+            if not isinstance(state, dict):
+                state = {}
+            cid = p.get("callID")
+            if not isinstance(cid, str):
+                cid = None
+            st = state.get("time")
+            if not isinstance(st, dict):
+                st = {}
+            b.call(cid, tool, parse_arguments(state.get("input")), st.get("start") or ts, line, turn_id=tid)
             status = state.get("status")
             key = cid or f"#{b.n_calls - 1}"
             if status == "completed":
@@ -341,6 +411,18 @@ class Parser:
                 text_err = err if isinstance(err, str) else _dump(err)
                 kind = "rejected" if "rejected permission" in text_err else None
                 b.result(key, text_err, True, st.get("end"), error_kind=kind)
+
+
+def _sql_order(value: Any) -> tuple[int, Any]:
+    """A column value's place in SQLite's ORDER BY: NULL, numbers, text (by bytes, which is code-point order, as
+    Python compares str), blobs."""
+    if value is None:
+        return (0, 0)
+    if isinstance(value, (int, float)):
+        return (1, value)
+    if isinstance(value, str):
+        return (2, value)
+    return (3, bytes(value))
 
 
 def _dump(value: Any) -> str:

@@ -1,0 +1,161 @@
+"""The report is rebuilt incrementally (issue 13): a session page is rewritten only when its session changed, the
+pages over the whole scope always are, an option change rewrites everything, a session that left the scope loses its
+page; and pages written by worker processes are the same bytes as pages written in one process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE_DATA
+from helpers import query
+
+from analyzer.analyze import replay_cache_path, write_report
+from analyzer.ingest.pipeline import ingest
+from analyzer.reporting import ReportData
+from analyzer.scan.run import scan
+from analyzer.store import db as store
+from analyzer.store.filters import SessionFilter
+from reports.paths import session_page_path
+from reports.render import render_report
+
+OLD = 1_000_000_000  # a file time long before any run of the tests: a page still carrying it was not rewritten
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    work = tmp_path_factory.mktemp("incremental")
+    data = work / "data"
+    shutil.copytree(SAMPLE_DATA, data, ignore=shutil.ignore_patterns("*.py", "*.md", "__pycache__"))
+    db = work / "store.duckdb"
+    ingest([data], db, workers=1)
+    scan(db, workers=1)
+    return data, db
+
+
+def report(db: Path, out: Path, **kw: object):  # noqa: ANN201 - ReportResult
+    con = store.connect(db, read_only=True)
+    try:
+        return write_report(con, out, workers=1, cache=replay_cache_path(db), **kw)  # type: ignore[arg-type]
+    finally:
+        con.close()
+
+
+def age(out: Path) -> None:
+    for p in out.rglob("*.html"):
+        os.utime(p, (OLD, OLD))
+
+
+def rewritten(out: Path) -> set[str]:
+    return {p.relative_to(out).as_posix() for p in out.rglob("*.html") if p.stat().st_mtime != OLD}
+
+
+def one_session_file(db: Path) -> tuple[str, Path]:
+    """A transcript that holds exactly one session, which has findings."""
+    (sid, path), = query(db, """
+        SELECT any_value(s.session_id), s.source_path FROM sessions s GROUP BY s.source_path
+        HAVING count(*) = 1 AND any_value(s.session_id) IN (SELECT session_id FROM findings)
+        ORDER BY s.source_path LIMIT 1""")
+    return sid, Path(path)
+
+
+def test_an_unchanged_store_rewrites_only_the_pages_over_the_whole_scope(corpus: tuple[Path, Path],
+                                                                         tmp_path: Path) -> None:
+    _, db = corpus
+    out = tmp_path / "r"
+    first = report(db, out)
+    assert first.session_pages_written == first.session_pages > 0
+    age(out)
+    again = report(db, out)
+    assert again.session_pages_written == 0
+    assert rewritten(out) == {"index.html", "calibration.html", "sessions.html"}
+    assert len(list((out / "sessions").glob("*.html"))) == first.session_pages
+
+
+def test_a_changed_transcript_rewrites_its_page_and_the_index_only(corpus: tuple[Path, Path],
+                                                                   tmp_path: Path) -> None:
+    data, _ = corpus
+    shutil.copytree(data, tmp_path / "data")
+    local = tmp_path / "store.duckdb"
+    ingest([tmp_path / "data"], local, workers=1)
+    scan(local, workers=1)
+    out = tmp_path / "r"
+    report(local, out)
+    sid, path = one_session_file(local)
+    path.write_bytes(path.read_bytes() + b"\n")  # new content: ingested again, scanned again
+    ingest([tmp_path / "data"], local, workers=1)
+    scan(local, workers=1)
+    age(out)
+    again = report(local, out)
+    assert again.session_pages_written == 1
+    assert rewritten(out) == {"index.html", "calibration.html", "sessions.html", session_page_path(sid)}
+
+
+def test_an_option_change_rewrites_every_page(corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    _, db = corpus
+    out = tmp_path / "r"
+    first = report(db, out)
+    age(out)
+    unredacted = report(db, out, redact=False)
+    assert unredacted.session_pages_written == first.session_pages
+    assert len(rewritten(out)) == first.session_pages + 3
+    assert "Not redacted" in (out / session_page_path(one_session_file(db)[0])).read_text()
+
+
+def test_a_session_that_leaves_the_scope_loses_its_page(corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    _, db = corpus
+    out = tmp_path / "r"
+    report(db, out)
+    pi = {sid for sid, in query(db, "SELECT DISTINCT f.session_id FROM findings f JOIN sessions s USING (session_id) "
+                                    "WHERE s.format = 'pi'")}
+    others = {sid for sid, in query(db, "SELECT DISTINCT session_id FROM findings")} - pi
+    assert pi and others
+    narrowed = report(db, out, flt=SessionFilter(agent="pi"))
+    pages = {p.relative_to(out).as_posix() for p in (out / "sessions").glob("*.html")}
+    assert pages == {session_page_path(s) for s in pi}
+    assert narrowed.session_pages_written == 0  # the pi pages themselves did not change
+
+
+def test_pages_from_worker_processes_are_byte_identical_to_serial_ones(corpus: tuple[Path, Path],
+                                                                       tmp_path: Path) -> None:
+    _, db = corpus
+    when = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
+    con = store.connect(db, read_only=True)
+    try:
+        serial = render_report(ReportData(con), tmp_path / "serial", generated_at=when, workers=1)
+        parallel = render_report(ReportData(con), tmp_path / "parallel", generated_at=when, workers=2, batch=4)
+    finally:
+        con.close()
+    assert parallel.session_pages_written == serial.session_pages_written == serial.session_pages > 8
+    names = sorted(p.relative_to(tmp_path / "serial").as_posix() for p in (tmp_path / "serial").rglob("*")
+                   if p.is_file())
+    assert names == sorted(p.relative_to(tmp_path / "parallel").as_posix()
+                           for p in (tmp_path / "parallel").rglob("*") if p.is_file())
+    for name in names:
+        assert (tmp_path / "serial" / name).read_bytes() == (tmp_path / "parallel" / name).read_bytes(), name
+
+
+def test_replays_from_the_cache_and_in_chunks_equal_one_fresh_replay(corpus: tuple[Path, Path], tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report replays only sessions whose fingerprint changed and, cold, a chunk of sessions at a time: both
+    rest on a session's replay depending on that session alone."""
+    import analyzer.analyze as analyze
+    from analyzer.analyze import replay_presets
+
+    _, db = corpus
+    con = store.connect(db, read_only=True)
+    try:
+        fresh = replay_presets(con, workers=1)
+        monkeypatch.setattr(analyze, "REPLAY_CHUNK", 3)
+        cache = tmp_path / "replay.parquet"
+        chunked = replay_presets(con, workers=1, cache=cache)
+        cached = replay_presets(con, workers=1, cache=cache)
+    finally:
+        con.close()
+    assert fresh is not None and chunked is not None and cached is not None
+    assert fresh.frame.height >= 8 * 25
+    assert chunked.frame.equals(fresh.frame) and cached.frame.equals(fresh.frame)
