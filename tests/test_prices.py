@@ -31,9 +31,9 @@ def test_prices_never_touch_the_network(monkeypatch: pytest.MonkeyPatch) -> None
                                    "gpt-4o", "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
                                    "claude-sonnet-4-5", "gemini-2.5-pro", "gpt-5.5"])  # the last three: tiered
 def test_prices_are_genai_prices_to_the_digit(model: str) -> None:
-    """A response is priced from five numbers per model and price tier (genai-prices' own prices of no tokens and of
-    one token of each kind), not by genai-prices' generic machinery each time: the figures must be genai-prices' to
-    the digit, on both sides of each tier start (200k and 272k input tokens, cached included)."""
+    """A response is priced from the model's token prices with genai-prices' own unit arithmetic, not by its generic
+    lookup each time: the figures must be genai-prices' to the digit, on both sides of each tier start (200k and 272k
+    input tokens, cached included), and for counts far beyond any real response."""
     import random
 
     from genai_prices import calc_price

@@ -15,10 +15,7 @@ Every cost says where it came from (``turns.cost_source``):
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
-from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -173,55 +170,11 @@ def price_usage(model: str | None, usage: Usage) -> tuple[float | None, str | No
     from genai_prices import calc_price
 
     _, provider = _model_ref(model or "")
-    counts = (usage.input, usage.output, usage.cache_read, usage.cache_write)
-    if all(type(n) is int and 0 <= n < _EXACT_BELOW for n in counts):
-        pieces = _affine_pieces(p.model_ref, provider or p.provider, datetime.now(timezone.utc).date())
-        if pieces is not None:
-            starts, rates = pieces
-            piece = rates[bisect_left(starts, usage.input + usage.cache_read + usage.cache_write)]
-            return float(piece[0] + sum(rate * n for rate, n in zip(piece[1:], counts))), p.source
     try:
         r = calc_price(_genai_usage(usage), model_ref=p.model_ref, provider_id=provider or p.provider)
     except Exception:
         return None, SOURCE_UNKNOWN
     return float(r.total_price), p.source
-
-
-# Counts below this times a per-token rate stay within Decimal's 28 digits, so a piece's price is exact; a larger
-# (corrupt) count is priced by genai-prices itself.
-_EXACT_BELOW = 10**15
-
-
-@lru_cache(maxsize=1024)
-def _affine_pieces(model_ref: str, provider: str, day: date,
-                   ) -> tuple[tuple[int, ...], tuple[tuple[Decimal, ...], ...]] | None:
-    """A model's price as pieces: the tier starts (by input tokens, cached included, as genai-prices tiers them), and
-    for each stretch between them the price of no tokens and per input, output, cache-read and cache-write token.
-    Within a stretch the price is affine in the four counts and genai-prices computes it in exact Decimals, so these
-    numbers, taken from genai-prices itself, give to the last digit what its generic unit machinery gives in ~0.1 to
-    0.3 ms per response (most of a Gemini CLI ingest). None when genai-prices cannot price the model this way: those
-    go through genai-prices every time. ``day`` keeps to the prices in force today (genai-prices picks them by the
-    request time)."""
-    from genai_prices import calc_price
-    from genai_prices.types import TieredPrices
-
-    def total(inp: int, out: int, read: int, write: int) -> Decimal:
-        usage = _genai_usage(Usage(inp, out, read, write))
-        return calc_price(usage, model_ref=model_ref, provider_id=provider).total_price  # type: ignore[no-any-return]
-
-    try:
-        prices = vars(calc_price(_genai_usage(Usage()), model_ref=model_ref, provider_id=provider).model_price)
-        starts = sorted({int(t.start) for v in prices.values() if isinstance(v, TieredPrices) for t in v.tiers})
-        if any(b - a < 2 for a, b in zip([-1, *starts], starts)):
-            return None  # a stretch too short to hold its first count plus one, which its rates are taken from
-        pieces = []
-        for lo in (0, *(s + 1 for s in starts)):  # the first count of each stretch (a tier applies above its start)
-            k = total(lo, 0, 0, 0)
-            rates = (total(lo + 1, 0, 0, 0) - k, total(lo, 1, 0, 0) - k, total(lo, 0, 1, 0) - k, total(lo, 0, 0, 1) - k)
-            pieces.append((k - rates[0] * lo, *rates))
-        return tuple(starts), tuple(pieces)
-    except Exception:  # noqa: BLE001 - priced the slow way, which records what goes wrong
-        return None
 
 
 def describe_source(source: str | None) -> str:
