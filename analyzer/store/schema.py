@@ -6,7 +6,7 @@ from __future__ import annotations
 from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
 from analyzer.tables import Table, table as _t
 
-SCHEMA_VERSION = 3  # 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys, calls.result_chars
+SCHEMA_VERSION = 3  # 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys and file hashes, calls.result_chars
 # The first schema whose keys are XXH3 (earlier stores hold MD5 keys, which must never meet the new ones): an older
 # store is rebuilt from its transcripts by ``loopscope ingest`` and refused by every other command.
 KEYS_VERSION = 3
@@ -30,7 +30,7 @@ FILES = _t(
     ("reason", "VARCHAR", "Why the file was skipped (empty, binary, unknown format, ...)."),
     ("size", "BIGINT", "Bytes read."),
     ("mtime_ns", "BIGINT", "Modification time, nanoseconds since the epoch."),
-    ("content_hash", "VARCHAR", "BLAKE2b-128 of the bytes read."),
+    ("content_hash", "VARCHAR", "XXH3-128 of the bytes read."),
     ("sessions", "INTEGER", "Sessions ingested from the file."),
     ("calls", "INTEGER", "Tool calls ingested from the file."),
     ("errors", "INTEGER", "Rows this file added to `ingest_errors`."),
