@@ -106,3 +106,22 @@ def test_the_store_remembers_full_results_and_switching_rereads(tmp_path: Path, 
     assert (again.files_ingested, again.files_unchanged) == (0, 1) and query(db, whole) == [(6,)]
     back = ingest([corpus], db, workers=1, full_results=False)
     assert back.files_ingested == 1 and query(db, whole) == [(0,)]
+
+
+def test_the_report_names_the_command_that_prints_a_clipped_result_whole(tmp_path: Path, corpus: Path) -> None:
+    import html
+    import re
+    import shlex
+
+    db, out = tmp_path / "s.duckdb", tmp_path / "report"
+    ingest([corpus], db, workers=1)
+    scan(db)
+    made = cli("report", "--db", str(db), "--out", str(out))
+    assert made.returncode == 0, made.stderr
+    pages = [p.read_text() for p in out.rglob("*.html") if "s1" in p.name]
+    commands = {html.unescape(c) for page in pages for c in re.findall(r"<code>(loopscope show [^<]+)</code>", page)}
+    assert commands, "the session page does not say how to see the clipped result"
+    for command in commands:
+        shown = cli(*shlex.split(command)[1:], "--db", str(db))
+        assert shown.returncode == 0, shown.stderr
+        assert LONG in shown.stdout
