@@ -182,6 +182,7 @@ def analyze(
     single_file: bool = False,
     redact: bool = True,
     workers: int | None = None,
+    full_results: bool | None = None,
     stage_progress: StageProgress | None = None,
     on_stage: Callable[[str, str], None] | None = None,
 ) -> AnalyzeResult:
@@ -204,10 +205,11 @@ def analyze(
     def progress(stage: str) -> Progress | None:
         return stage_progress(stage) if stage_progress else None
 
-    s = ingest(paths, db, workers=workers, progress=progress("ingest"))
+    s = ingest(paths, db, workers=workers, progress=progress("ingest"), full_results=full_results)
     done("ingest", f"{s.files_ingested:,} files ingested, {s.files_unchanged:,} unchanged, {len(s.skipped):,} "
                    f"skipped; {s.sessions:,} sessions, {s.calls:,} calls, {s.errors:,} unreadable lines"
-                   + "".join(f"\n  {line}" for line in s.skipped_lines()))
+                   + "".join(f"\n  {line}" for line in s.skipped_lines())
+                   + "".join(f"\n  note: {note}" for note in s.notes))
     sc = scan(db, workers=workers, progress=progress("scan"))
     done("scan", f"{sc.scanned:,} sessions scanned ({sc.unchanged:,} unchanged), {sc.findings:,} loop episodes")
     con = store.connect(db)

@@ -46,6 +46,7 @@ def _main(
 app.command("analyze")(analyze_cmds.analyze)
 app.command("ingest")(ingest_cmds.ingest)
 app.command("sessions")(ingest_cmds.sessions)
+app.command("show")(ingest_cmds.show)
 app.command("scan")(scan_cmds.scan)
 app.command("findings")(scan_cmds.findings)
 app.command("summary")(scan_cmds.summary)

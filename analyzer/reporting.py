@@ -182,7 +182,7 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
                    FROM turns t JOIN _r_batch USING (session_id)
                    WHERE t.usage_counted AND t.cost_source IS NOT NULL GROUP BY ALL) src USING (session_id)
         LEFT JOIN (  -- an estimate (about four characters a token) where the transcript records no usage
-            SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(length(c.result_text), 0)) / 4)::BIGINT
+            SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(c.result_chars, 0)) / 4)::BIGINT
                        AS chars_tokens
             FROM calls c JOIN _r_batch USING (session_id)
             WHERE c.session_id IN (SELECT session_id FROM _r_sessions WHERE coalesce(total_tokens, 0) = 0)
@@ -208,7 +208,7 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
             FROM _r_findings f JOIN _r_batch USING (session_id) WHERE f.first_seq IS NOT NULL)
         SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.tool, c.call_key, c.result_key, c.is_error,
                left(c.args, {TEXT_CLIP}) AS args, length(c.args) AS args_len,
-               left(c.result_text, {TEXT_CLIP}) AS result_text, length(c.result_text) AS result_len
+               left(c.result_text, {TEXT_CLIP}) AS result_text, c.result_chars AS result_len
         FROM (SELECT DISTINCT * FROM wanted) w JOIN calls c ON c.session_id = w.session_id AND c.seq = w.seq
         ORDER BY c.session_id, c.seq""")
     # The messages of text loops: named by text_signals when the scan recorded them, else the messages that issued
@@ -320,7 +320,7 @@ def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
 
     base = frame(con, f"""
         WITH est AS (
-            SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(length(c.result_text), 0)) / 4)::BIGINT
+            SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(c.result_chars, 0)) / 4)::BIGINT
                        AS chars_tokens
             FROM calls c
             -- only where the transcript records no usage: reading every result's length is not free

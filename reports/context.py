@@ -131,11 +131,13 @@ class AllSessionsContext:
 @dataclass(frozen=True)
 class Clip:
     """Transcript text, redacted, cut for the page: ``head`` is shown, ``rest`` sits in a collapsed ``<details>``,
-    ``omitted`` characters are not in the page at all."""
+    ``omitted`` characters are not in the page at all; ``whole`` is the command that prints all of it, when there is
+    one (a call's result: ``loopscope show``, which reads it back from the transcript)."""
 
     head: str
     rest: str = ""
     omitted: int = 0
+    whole: str | None = None
 
 
 @dataclass(frozen=True)

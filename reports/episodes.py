@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -236,6 +237,14 @@ class Episodes:
         cut = _cut_point(shown, chars, lines)
         return Clip(shown[:cut], shown[cut:], omitted)
 
+    def show_command(self, c: dict[str, Any]) -> str | None:
+        """``loopscope show SESSION:SEQ`` for a call, shell-quoted; None when the session id is redacted (an id that
+        holds a secret never reaches the page)."""
+        sid, seq = c.get("session_id"), c.get("seq")
+        if not sid or seq is None or self.redact(sid) != sid:
+            return None
+        return "loopscope show " + shlex.quote(f"{sid}:{seq}")
+
     def _summary(self, key: str, args: str | None) -> str:
         """The call's telling argument on one line, redacted; computed once per distinct call on the page."""
         cached = self._summaries.get(key)
@@ -347,6 +356,8 @@ class Episodes:
                 body = Clip("(no result: the call was not answered)")
             else:
                 body = self.clip(c.get("result_text"), c.get("result_len"))
+                if body.omitted:
+                    body = replace(body, whole=self.show_command(c))
             results.append(Variant(f"R{rkeys[rk]}", rcounts[rk], body, is_error=c.get("is_error"),
                                    tool=c.get("tool")))
 

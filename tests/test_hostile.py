@@ -245,7 +245,7 @@ def test_sixty_megabyte_line(tmp_path: Path, db: Path) -> None:
     write(tmp_path / "huge.jsonl", lines)
     ingest_paths(db, tmp_path)
     assert calls_of(db, "huge") == ["c0", "c1"]
-    assert query(db, "SELECT length(result_text) FROM calls WHERE call_id = 'c0'") == [(60 << 20,)]
+    assert query(db, "SELECT result_chars FROM calls WHERE call_id = 'c0'") == [(60 << 20,)]
 
 
 def test_symlink_loop_and_dangling_link(tmp_path: Path, db: Path) -> None:

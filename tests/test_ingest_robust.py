@@ -126,7 +126,7 @@ def test_a_50_mb_line_is_ingested(tmp_path: Path, db: Path) -> None:
     recs[3]["message"]["content"][0]["text"] = big
     write_jsonl(tmp_path / "s.jsonl", recs)
     ingest_paths(db, tmp_path)
-    assert query(db, "SELECT seq, length(result_text) FROM calls ORDER BY seq") == [(0, len(big)), (1, 8)]
+    assert query(db, "SELECT seq, result_chars FROM calls ORDER BY seq") == [(0, len(big)), (1, 8)]
 
 
 def test_docs_and_code_in_a_folder_are_not_read_but_named_files_are(tmp_path: Path, db: Path) -> None:

@@ -172,6 +172,36 @@ def test_store_from_newer_loopscope_is_refused(db: Path) -> None:
         store.connect(db)
 
 
+def test_store_with_older_keys_is_rebuilt_by_ingest_and_refused_by_the_rest(tmp_path: Path, db: Path) -> None:
+    from analyzer.detect.keys import call_key
+
+    folder = tmp_path / "t"
+    folder.mkdir()
+    write_jsonl(folder / "s.jsonl", pi_session("s1"))
+    ingest_paths(db, folder)
+    con = duckdb.connect(str(db))  # a store as loopscope wrote it before XXH3: MD5 keys, no result_chars
+    con.execute("UPDATE calls SET call_key = left(md5(tool || chr(0) || args), 16)")
+    con.execute("ALTER TABLE calls DROP COLUMN result_chars")
+    con.execute("UPDATE loopscope_meta SET value = '2' WHERE key = 'schema_version'")
+    con.close()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "analyzer.cli", *args, "--db", str(db)], capture_output=True,
+                              text=True, env={**os.environ, "COLUMNS": "300"})
+
+    refused = cli("scan")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "older loopscope" in refused.stderr and f"loopscope ingest PATHS --db {db}" in refused.stderr
+    rebuilt = cli("ingest", str(folder))
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "older loopscope" in rebuilt.stderr and "rebuilt" in rebuilt.stderr
+    assert query(db, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'") == [(str(store.SCHEMA_VERSION),)]
+    rows = query(db, "SELECT tool, args, call_key FROM calls ORDER BY seq")
+    assert len(rows) == 3 and all(key == call_key(tool, args) for tool, args, key in rows)
+    assert cli("scan").returncode == 0
+
+
 def _run_on_a_terminal(args: list[str]) -> str:
     """Run the CLI with stdout and stderr on a pseudo-terminal, as a person at a shell would; return what it drew."""
     import pty

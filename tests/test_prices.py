@@ -31,9 +31,9 @@ def test_prices_never_touch_the_network(monkeypatch: pytest.MonkeyPatch) -> None
                                    "gpt-4o", "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
                                    "claude-sonnet-4-5", "gemini-2.5-pro", "gpt-5.5"])  # the last three: tiered
 def test_prices_are_genai_prices_to_the_digit(model: str) -> None:
-    """A response is priced from five numbers per model and price tier (genai-prices' own prices of no tokens and of
-    one token of each kind), not by genai-prices' generic machinery each time: the figures must be genai-prices' to
-    the digit, on both sides of each tier start (200k and 272k input tokens, cached included)."""
+    """A response is priced from the model's token prices with genai-prices' own unit arithmetic, not by its generic
+    lookup each time: the figures must be genai-prices' to the digit, on both sides of each tier start (200k and 272k
+    input tokens, cached included), and for counts far beyond any real response."""
     import random
 
     from genai_prices import calc_price
@@ -60,6 +60,24 @@ def test_a_newer_model_is_not_priced_as_its_prefix() -> None:
     cost5, src5 = price_usage("gpt-5", MILLION)
     assert src55 == PRICED + "openai/gpt-5.5" and src5 == PRICED + "openai/gpt-5"
     assert cost55 is not None and cost5 is not None and cost55 >= 3 * cost5
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001", "gpt-5.1-codex",
+                                   "gemini-2.5-pro", "jp.anthropic.claude-haiku-4-5-20251001-v1:0", "deepseek-chat"])
+def test_each_response_is_priced_as_genai_prices_prices_it(model: str) -> None:
+    # price_usage applies the model's token prices itself (calc_price per response was half of a cold ingest): the
+    # long-context tier, a cache count the model has no price for and zero counts all cost what calc_price says.
+    from genai_prices import calc_price
+
+    from analyzer.ingest.cost import _genai_usage, _model_ref
+
+    p = model_price(model)
+    assert p is not None
+    provider = _model_ref(model)[1] or p.provider
+    for u in (Usage(100_000, 2_000, 50_000, 7_000), Usage(150_000, 9_000, 120_000, 40_000), Usage(0, 0, 0, 0),
+              Usage(1, 0, 0, 0), Usage(3, 5, 0, 250_001), Usage(0, 1_000, 300_000, 0)):
+        want = float(calc_price(_genai_usage(u), model_ref=p.model_ref, provider_id=provider).total_price)
+        assert price_usage(model, u) == (want, p.source), u
 
 
 def test_bedrock_regional_ids_keep_their_region_premium() -> None:

@@ -17,7 +17,7 @@ from analyzer.detect.stream.calls import Config, scan_calls
 from analyzer.detect.rules import SIGNAL_FIELDS
 from analyzer.detect.stream.episodes import SessionData, build_findings
 from analyzer.detect.rules import RESULT_HEAD
-from analyzer.detect.keys import args_token_set, estimate_tokens
+from analyzer.detect.keys import args_token_set, estimate_tokens, tokens_of_length
 from analyzer.detect.stream.text import scan_texts
 from analyzer.detect.rules import TEXT_FIELDS
 from analyzer.scan.run import scan
@@ -35,7 +35,7 @@ def reference(db: Path, config: Config) -> tuple[set[tuple], set[tuple], set[tup
     con = store.connect(db, read_only=True)
     try:
         calls = _rows(con, "SELECT session_id, seq, call_id, turn_id, user_turn, tool, call_key, args, result_key, "
-                           f"is_error, parent_call_id, left(result_text, {RESULT_HEAD}) AS head, result_text "
+                           f"is_error, parent_call_id, left(result_text, {RESULT_HEAD}) AS head, result_chars "
                            "FROM calls ORDER BY session_id, seq")
         msgs = _rows(con, "SELECT session_id, turn_id, turn_index, user_turn, text FROM turns "
                           "WHERE role = 'assistant' ORDER BY session_id, turn_index")
@@ -61,7 +61,7 @@ def reference(db: Path, config: Config) -> tuple[set[tuple], set[tuple], set[tup
             session_id=sid, seq=col.get("seq", []), call_id=col.get("call_id", []), turn_id=col.get("turn_id", []),
             user_turn=col.get("user_turn", []), tool=col.get("tool", []), key=col.get("call_key", []),
             args=col.get("args", []), parent=col.get("parent_call_id", []),
-            est_tokens=[estimate_tokens(c["args"]) + estimate_tokens(c["result_text"]) for c in cs],
+            est_tokens=[estimate_tokens(c["args"]) + tokens_of_length(c["result_chars"]) for c in cs],
             signals=sig, nested_links=links, m_turn_id=[m["turn_id"] for m in ms],
             m_turn_index=[m["turn_index"] for m in ms], m_user_turn=[m["user_turn"] for m in ms],
             m_text=[m["text"] for m in ms], m_est_tokens=[estimate_tokens(m["text"]) for m in ms], m_signals=tsig,

@@ -53,6 +53,12 @@ ForceOpt = Annotated[bool, typer.Option(
 ProjectOpt = Annotated[Optional[str], typer.Option(
     "--project", help="Only sessions whose working directory contains this text.", show_default=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")]
+FullResultsOpt = Annotated[Optional[bool], typer.Option(
+    "--full-results/--clip-results",
+    help="Store whole tool results, or only the head and tail of a long one (the default: detection is the same "
+         "either way, and `loopscope show` reads a whole result back from its transcript). The store remembers the "
+         "choice; switching re-reads the files stored the other way. Default: the store's choice.",
+    show_default=False)]
 
 
 class SortOrder(str, Enum):

@@ -7,7 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from analyzer.commands.common import DbOpt, Listing, QuietOpt, db_path, handle_errors, listing, out, with_progress
+from analyzer.commands.common import (DbOpt, FullResultsOpt, Listing, QuietOpt, db_path, err, handle_errors,
+                                     listing, out, with_progress)
 
 
 @handle_errors
@@ -19,6 +20,7 @@ def ingest(
     quiet: QuietOpt = False,
     workers: Annotated[Optional[int], typer.Option(
         "--workers", min=1, help="Parser processes. Default: one per core.", show_default=False)] = None,
+    full_results: FullResultsOpt = None,
 ) -> None:
     """Load every transcript under PATHS into the DuckDB store.
 
@@ -28,7 +30,9 @@ def ingest(
     from analyzer.ingest.pipeline import ingest as run_ingest
 
     summary = with_progress("ingest", quiet, lambda cb: run_ingest(paths or None, db_path(db), workers=workers,
-                                                                   progress=cb))
+                                                                   progress=cb, full_results=full_results))
+    for note in summary.notes:
+        err.print(f"note: {note}", soft_wrap=True, markup=False)
     if not quiet:
         print_ingest_summary(summary)
 
@@ -84,3 +88,26 @@ def _price_notes(df: Any) -> None:
     if unknown:
         err.print(f"note: {unknown:,} session(s) use a model with no known price: their cost leaves those turns "
                   "out", soft_wrap=True, markup=False)
+
+
+@handle_errors
+def show(
+    call: Annotated[str, typer.Argument(help="A call id, or SESSION:SEQ (the session id and the call's seq).",
+                                        show_default=False)],
+    db: DbOpt = None,
+) -> None:
+    """Print one call: its tool, arguments and whole result.
+
+    The store keeps only the head and tail of a long result (unless ingested with --full-results); the rest is read
+    back from the call's transcript file.
+    """
+    import sys
+
+    from analyzer.ingest.show import show_call
+
+    c = show_call(db_path(db), call)
+    where = f"{c.path}:{c.line}" if c.line is not None else c.path
+    result = ("(no result)" if c.result is None
+              else f"{'error' if c.is_error else 'result'} ({len(c.result):,} characters):\n{c.result}")
+    text = f"call {c.session_id}:{c.seq}  id {c.call_id}  tool {c.tool}  ({where})\nargs: {c.args}\n{result}\n"
+    sys.stdout.write(text.encode("utf-8", "replace").decode("utf-8"))  # lone surrogates (\ud800 escapes) as '?'

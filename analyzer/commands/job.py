@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from analyzer.commands.common import ForceOpt, QuietOpt, Scope, check_report_target, err, out, scoped
+from analyzer.commands.common import (ForceOpt, FullResultsOpt, QuietOpt, Scope, check_report_target, err, out,
+                                     scoped)
 from analyzer.commands.report import NoRedactOpt, OutDirOpt, SingleFileOpt
 
 
@@ -24,6 +25,7 @@ def analyze(
         "--workers", min=1, help="Processes for parsing and scanning. Default: one per core.", show_default=False)] = None,
     quiet: QuietOpt = False,
     force: ForceOpt = False,
+    full_results: FullResultsOpt = None,
 ) -> None:
     """Ingest, scan, calibrate and report in one go, then print where the report is.
 
@@ -38,7 +40,8 @@ def analyze(
     bars = None if quiet or not sys.stderr.isatty() else _Bars()
     try:
         result = run_analyze(paths or None, scope.db, out_dir, flt=scope.filter, single_file=single_file,
-                             redact=not no_redact, workers=workers, stage_progress=bars.stage if bars else None,
+                             redact=not no_redact, workers=workers, full_results=full_results,
+                             stage_progress=bars.stage if bars else None,
                              on_stage=None if quiet else _print_stage(bars))
     finally:
         if bars:

@@ -15,10 +15,7 @@ Every cost says where it came from (``turns.cost_source``):
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
 from dataclasses import dataclass
-from datetime import date, datetime, timezone
-from decimal import Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -95,14 +92,23 @@ def _clause_names(clause: Any) -> list[str]:
     return out
 
 
+# The token prices of the four counts ``_genai_usage`` sends: a response costs, for each, the unit price at the tier
+# its total input reaches x count / 1M, a cache count without a price of its own paying the input price; prices of
+# anything else (web searches, 1-hour cache writes) meet a count of zero. That is what genai-prices computes.
+_TOKEN_PRICES = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
+
+
 @dataclass(frozen=True)
 class Price:
-    """A model's price match: ``source`` is the ``cost_source`` text; ``calc(usage)`` prices one response."""
+    """A model's price match: ``source`` is the ``cost_source`` text; ``prices`` the model's input, output,
+    cache-read and cache-write prices (None for one it lacks); None when it has no input or output price, and every
+    response then goes through ``calc_price``."""
 
     provider: str
     model: str
     exact: bool
     model_ref: str
+    prices: tuple[Any, Any, Any, Any] | None = None
 
     @property
     def source(self) -> str:
@@ -133,7 +139,13 @@ def model_price(model: str | None) -> Price | None:
         return None
     want = normalize_model(model)
     names = {normalize_model(n) for n in [r.model.id, *_clause_names(r.model.match)]}
-    return Price(str(r.provider.id), str(r.model.id), want in names, ref)
+    return Price(str(r.provider.id), str(r.model.id), want in names, ref, _token_prices(r.model_price))
+
+
+def _token_prices(model_price: Any) -> tuple[Any, Any, Any, Any] | None:
+    """The model's ``_TOKEN_PRICES``, when it has an input and an output price."""
+    prices = tuple(vars(model_price).get(k) for k in _TOKEN_PRICES)
+    return prices if prices[0] is not None and prices[1] is not None else None  # type: ignore[return-value]
 
 
 def price_usage(model: str | None, usage: Usage) -> tuple[float | None, str | None]:
@@ -141,58 +153,28 @@ def price_usage(model: str | None, usage: Usage) -> tuple[float | None, str | No
     p = model_price(model)
     if p is None:
         return None, SOURCE_UNKNOWN
+    if p.prices is not None and min(usage.input, usage.output, usage.cache_read, usage.cache_write) >= 0:
+        # genai-prices' own arithmetic (calc_unit_price, Decimal) without its per-call lookup and usage
+        # decomposition, which cost ~0.4 ms a response: half of a whole ingest.
+        from genai_prices.types import calc_unit_price
+
+        price_in, price_out, price_read, price_write = p.prices
+        read, write = usage.cache_read, usage.cache_write
+        total_input = usage.input + read + write
+        uncached = usage.input + (read if price_read is None else 0) + (write if price_write is None else 0)
+        cost = (calc_unit_price(price_in, uncached, total_input, 1_000_000)
+                + calc_unit_price(price_read, read, total_input, 1_000_000)
+                + calc_unit_price(price_write, write, total_input, 1_000_000)
+                + calc_unit_price(price_out, usage.output, total_input, 1_000_000))
+        return float(cost), p.source
     from genai_prices import calc_price
 
     _, provider = _model_ref(model or "")
-    counts = (usage.input, usage.output, usage.cache_read, usage.cache_write)
-    if all(type(n) is int and 0 <= n < _EXACT_BELOW for n in counts):
-        pieces = _affine_pieces(p.model_ref, provider or p.provider, datetime.now(timezone.utc).date())
-        if pieces is not None:
-            starts, rates = pieces
-            piece = rates[bisect_left(starts, usage.input + usage.cache_read + usage.cache_write)]
-            return float(piece[0] + sum(rate * n for rate, n in zip(piece[1:], counts))), p.source
     try:
         r = calc_price(_genai_usage(usage), model_ref=p.model_ref, provider_id=provider or p.provider)
     except Exception:
         return None, SOURCE_UNKNOWN
     return float(r.total_price), p.source
-
-
-# Counts below this times a per-token rate stay within Decimal's 28 digits, so a piece's price is exact; a larger
-# (corrupt) count is priced by genai-prices itself.
-_EXACT_BELOW = 10**15
-
-
-@lru_cache(maxsize=1024)
-def _affine_pieces(model_ref: str, provider: str, day: date,
-                   ) -> tuple[tuple[int, ...], tuple[tuple[Decimal, ...], ...]] | None:
-    """A model's price as pieces: the tier starts (by input tokens, cached included, as genai-prices tiers them), and
-    for each stretch between them the price of no tokens and per input, output, cache-read and cache-write token.
-    Within a stretch the price is affine in the four counts and genai-prices computes it in exact Decimals, so these
-    numbers, taken from genai-prices itself, give to the last digit what its generic unit machinery gives in ~0.1 to
-    0.3 ms per response (most of a Gemini CLI ingest). None when genai-prices cannot price the model this way: those
-    go through genai-prices every time. ``day`` keeps to the prices in force today (genai-prices picks them by the
-    request time)."""
-    from genai_prices import calc_price
-    from genai_prices.types import TieredPrices
-
-    def total(inp: int, out: int, read: int, write: int) -> Decimal:
-        usage = _genai_usage(Usage(inp, out, read, write))
-        return calc_price(usage, model_ref=model_ref, provider_id=provider).total_price  # type: ignore[no-any-return]
-
-    try:
-        prices = vars(calc_price(_genai_usage(Usage()), model_ref=model_ref, provider_id=provider).model_price)
-        starts = sorted({int(t.start) for v in prices.values() if isinstance(v, TieredPrices) for t in v.tiers})
-        if any(b - a < 2 for a, b in zip([-1, *starts], starts)):
-            return None  # a stretch too short to hold its first count plus one, which its rates are taken from
-        pieces = []
-        for lo in (0, *(s + 1 for s in starts)):  # the first count of each stretch (a tier applies above its start)
-            k = total(lo, 0, 0, 0)
-            rates = (total(lo + 1, 0, 0, 0) - k, total(lo, 1, 0, 0) - k, total(lo, 0, 1, 0) - k, total(lo, 0, 0, 1) - k)
-            pieces.append((k - rates[0] * lo, *rates))
-        return tuple(starts), tuple(pieces)
-    except Exception:  # noqa: BLE001 - priced the slow way, which records what goes wrong
-        return None
 
 
 def describe_source(source: str | None) -> str:

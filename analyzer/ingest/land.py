@@ -1,6 +1,6 @@
-"""Land a chunk of parsed files in the store: the workers' spool goes into ``sessions``, ``turns`` and ``calls`` in one
-transaction, with keys hashed, usage deduplicated across files and session totals refreshed; plus the bookkeeping of
-``files`` that makes re-ingest incremental."""
+"""Land a chunk of parsed files in the store: the workers' spool (keys already hashed) goes into ``sessions``, ``turns``
+and ``calls`` in one transaction, with usage deduplicated across files and session totals refreshed; plus the
+bookkeeping of ``files`` that makes re-ingest incremental."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from analyzer.detect.keys import SQL_CALL_KEY, SQL_RESULT_KEY
 from analyzer.store.db import one, transaction
 from analyzer.store.schema import CALLS, FILES, INGEST_ERRORS, SESSIONS, TURNS
 from analyzer.tables import Table
@@ -39,7 +38,7 @@ def spool_source(spool: dict[str, list[str]], table: str) -> str:
 
 def landed_sql(table: str, source: str, where: str = "") -> str:
     """The SELECT that turns spool rows of ``table`` (from ``source``, aliased ``t``, filtered by ``where``) into the
-    store's rows: timestamps parsed, keys hashed; session totals are zero until ``TOTALS_SQL`` fills them. Shared by
+    store's rows: timestamps parsed; session totals are zero until ``TOTALS_SQL`` fills them. Shared by
     the store's load and the Spark path (``analyzer.spark``), which runs it with DuckDB inside each task."""
     if table == "sessions":
         return f"""
@@ -48,23 +47,9 @@ def landed_sql(table: str, source: str, where: str = "") -> str:
                    0 AS user_turns, 0 AS turns, 0 AS calls, 0 AS error_calls, 0 AS input_tokens, 0 AS output_tokens,
                    0 AS cache_read_tokens, 0 AS cache_write_tokens, 0 AS total_tokens, 0.0 AS cost_usd
             FROM {source} t {where}"""
-    if table == "turns":
-        return f"SELECT {', '.join(_ts(c) + ' AS ts' if c == 'ts' else c for c in TURNS.names)} FROM {source} t {where}"
-    # The ordered and shallow variants are NULL when they equal the canonical JSON (most calls): their key is
-    # then the canonical key, reused rather than hashed again.
-    call_exprs = {
-        "call_key": "ck",
-        "call_key_ordered": "CASE WHEN args_ordered IS NULL THEN ck ELSE "
-                            + SQL_CALL_KEY.format(tool="tool", args="args_ordered") + " END",
-        "call_key_shallow": "CASE WHEN args_shallow IS NULL THEN ck ELSE "
-                            + SQL_CALL_KEY.format(tool="tool", args="args_shallow") + " END",
-        "result_key": SQL_RESULT_KEY.format(has_result="has_result", is_error="is_error", text="result_text"),
-        "ts": _ts("ts"),
-        "result_ts": _ts("result_ts"),
-    }
-    return f"""
-        SELECT {", ".join(call_exprs.get(c, c) + " AS " + c for c in CALLS.names)}
-        FROM (SELECT *, {SQL_CALL_KEY.format(tool="tool", args="args")} AS ck FROM {source} t {where})"""
+    spec = TURNS if table == "turns" else CALLS
+    cols = ", ".join(_ts(c) + " AS " + c if c in ("ts", "result_ts") else c for c in spec.names)
+    return f"SELECT {cols} FROM {source} t {where}"
 
 
 # One counted row per API response (``usage_key``): non-sidechain first, then the largest total, as ccusage.
@@ -168,7 +153,7 @@ def outcome_rows(outcomes: Sequence["FileOutcome"]) -> dict[str, "pa.Table"]:
     """The ``files`` and ``ingest_errors`` rows of parsed files (before duplicate sessions are counted)."""
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     file_rows = [(o.file_id, o.path, o.format, o.status, o.reason, o.size, o.mtime_ns, o.content_hash,
-                  o.sessions, o.calls, o.error_count, now) for o in outcomes]
+                  o.sessions, o.calls, o.error_count, now, o.full_results) for o in outcomes]
     err_rows = []
     for o in outcomes:
         err_rows.extend((o.file_id, o.path, line, reason, text) for line, reason, text in o.errors)
@@ -266,12 +251,15 @@ def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
 RETRY_REASONS = ("cannot open", "cannot read")
 
 
-def file_states(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int, int, str | None]]:
+def file_states(con: duckdb.DuckDBPyConnection, full_results: bool
+                ) -> dict[str, tuple[int, int, int, str | None]]:
     """path -> (file_id, size, mtime_ns, content_hash) of every file the store has seen. A file skipped because it
-    could not be read has size -1, so it never looks unchanged."""
+    could not be read, or ingested with results stored otherwise than ``full_results`` asks, has size -1, so it never
+    looks unchanged."""
     retry = " OR ".join(f"starts_with(coalesce(reason, ''), '{r}')" for r in RETRY_REASONS)
-    rows = con.execute(f"SELECT path, file_id, CASE WHEN status = 'skipped' AND ({retry}) THEN -1 ELSE size END, "
-                       "mtime_ns, content_hash FROM files").fetchall()
+    rows = con.execute(f"SELECT path, file_id, CASE WHEN status = 'skipped' AND ({retry}) THEN -1 "
+                       "WHEN status = 'ingested' AND full_results IS DISTINCT FROM $full THEN -1 ELSE size END, "
+                       "mtime_ns, content_hash FROM files", {"full": full_results}).fetchall()
     return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
 

@@ -51,6 +51,7 @@ class FileOutcome:
     calls: int = 0
     error_count: int = 0
     errors: list[tuple[int | None, str, str]] = field(default_factory=list)
+    full_results: bool = False  # results stored whole (``RowSink.full_results``)
 
     def add_error(self, line: int | None, reason: str, text: str | bytes) -> None:
         self.error_count += 1

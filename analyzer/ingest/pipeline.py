@@ -20,6 +20,9 @@ from analyzer.store import db as store
 from analyzer.errors import NothingToIngestError, UsageError
 from analyzer.ingest.reader import ReadStats
 from analyzer.ingest.rows import display_path
+from analyzer.store.schema import KEYS_VERSION
+
+FULL_RESULTS = "full_results"  # the store's setting (loopscope_meta): results stored whole, "true" or "false"
 
 if TYPE_CHECKING:  # the parsers (and pyarrow) load only when a file needs parsing: a no-change re-ingest skips them
     from analyzer.ingest.parse import FileOutcome, FileTask
@@ -127,6 +130,7 @@ class IngestSummary:
     errors: int = 0
     bytes: int = 0
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # what the user must know about the store (a rebuild)
 
     @property
     def anything_read(self) -> bool:
@@ -215,15 +219,16 @@ def _bump(n: int) -> None:
             _progress_counter.value += n
 
 
-def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str,
-                bump: Callable[[int], None] | None = None) -> tuple[list[FileOutcome], dict[str, list[str]]]:
+def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str, bump: Callable[[int], None] | None = None,
+                full_results: bool = False) -> tuple[list[FileOutcome], dict[str, list[str]]]:
     """Worker entry point: parse a chunk of files into one Parquet spool per table."""
     from analyzer.ingest.parse import parse_file
     from analyzer.ingest.rows import RowSink
 
-    sink = RowSink(Path(spool_dir), tag)
+    sink = RowSink(Path(spool_dir), tag, full_results=full_results)
     outcomes = [parse_file(t, sink, bump or _bump) for t in chunk]
     for t, o in zip(chunk, outcomes):
+        o.full_results = full_results
         if formats.has_companions(t.path):
             o.size = t.size  # the composite size discover() gave, so an unchanged session stays unchanged
     return outcomes, {k: [v] for k, v in sink.close().items()}
@@ -250,8 +255,11 @@ def ingest(
     db: Path,
     workers: int | None = None,
     progress: ProgressFn | None = None,
+    full_results: bool | None = None,
 ) -> IngestSummary:
-    """Ingest every transcript under ``paths`` (default: the agents' own folders) into the store at ``db``."""
+    """Ingest every transcript under ``paths`` (default: the agents' own folders) into the store at ``db``.
+    ``full_results``: store whole results (True) or clipped ones (False) from now on, re-reading the files stored the
+    other way; None keeps the store's choice (clipped for a new store)."""
     t0 = time.perf_counter()
     roots = list(paths) if paths else formats.default_roots()
     if not roots:
@@ -259,11 +267,21 @@ def ingest(
             "no path given and no agent session folder found (the README's formats table names each agent's folder)")
     files = discover(roots, exclude=db)
     summary = IngestSummary(files_seen=len(files))
-    con = store.connect(db)
+    old = store.schema_version(db)
+    con = store.connect(db, rebuild_old=True)
+    if old is not None and old < KEYS_VERSION:
+        summary.notes.append(
+            f"{display_path(str(db))} was written by an older loopscope (store schema v{old}, MD5 keys): it was "
+            f"emptied and rebuilt from the transcripts read now (files it held from other folders need ingesting "
+            f"again)")
     try:
         clean_stale_spools(db)
         store.tune_for_bulk_load(con)
-        _ingest_files(con, files, db, summary, workers, progress)
+        if full_results is None:
+            full_results = store.get_setting(con, FULL_RESULTS) == "true"
+        else:
+            store.set_setting(con, FULL_RESULTS, "true" if full_results else "false")
+        _ingest_files(con, files, db, summary, workers, progress, full_results)
         con.execute("CHECKPOINT")
     finally:
         con.close()
@@ -283,8 +301,9 @@ def _ingest_files(
     summary: IngestSummary,
     workers: int | None,
     progress: ProgressFn | None,
+    full_results: bool,
 ) -> None:
-    known = land.file_states(con)
+    known = land.file_states(con, full_results)
     ignored_before = {r[0] for r in con.execute(
         "SELECT path FROM files WHERE status = 'skipped' AND content_hash IS NULL AND starts_with(reason, 'not read: ')"
     ).fetchall()}
@@ -337,10 +356,10 @@ def _ingest_files(
                     done += n
                     if progress:
                         progress(done, total)
-                outcomes, paths = parse_chunk(chunk, str(spool), f"c{i}", bump)
+                outcomes, paths = parse_chunk(chunk, str(spool), f"c{i}", bump, full_results)
                 _land(con, outcomes, paths, summary)
         else:
-            _parse_parallel(con, chunks, spool, n_workers, total, summary, progress)
+            _parse_parallel(con, chunks, spool, n_workers, total, summary, progress, full_results)
     finally:
         shutil.rmtree(spool, ignore_errors=True)
     if progress:
@@ -359,12 +378,14 @@ def _parse_parallel(
     total: int,
     summary: IngestSummary,
     progress: ProgressFn | None,
+    full_results: bool,
 ) -> None:
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)
     with ProcessPoolExecutor(max_workers=min(n_workers, len(chunks)), mp_context=ctx,
                              initializer=_init_worker, initargs=(counter, os.getpid())) as pool:
-        pending: set[Future] = {pool.submit(parse_chunk, c, str(spool), f"c{i}") for i, c in enumerate(chunks)}
+        pending: set[Future] = {pool.submit(parse_chunk, c, str(spool), f"c{i}", None, full_results)
+                                for i, c in enumerate(chunks)}
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             if progress:

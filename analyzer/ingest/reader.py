@@ -8,13 +8,13 @@ number, and reports everything else to ``on_error`` with the line and an excerpt
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 import orjson
+import xxhash
 
 BLOCK = 4 << 20
 BOM = b"\xef\xbb\xbf"
@@ -27,7 +27,8 @@ ErrorSink = Callable[[int | None, str, "str | bytes"], None]
 class ReadStats:
     bytes_read: int = 0
     lines: int = 0
-    hasher: Any = field(default_factory=lambda: hashlib.blake2b(digest_size=16))
+    # XXH3-128: a change detector, not a signature, and ~20x faster than BLAKE2b (0.9 s of a 600 MB ingest).
+    hasher: Any = field(default_factory=xxhash.xxh3_128)
     first_block: bytes = b""
 
     @property

@@ -4,9 +4,9 @@ Adapters know formats; the builder knows what every format has in common: user t
 arrive split over several records, tool calls waiting for their results, and usage to price. The sink batches rows
 and spills them to Parquet, so a worker's memory stays bounded however large the file.
 
-This is the ingest hot path, so the Python side does only what needs Python (linking, merging, canonical JSON);
-work DuckDB does faster in bulk — parsing timestamps, hashing keys, normalising results — happens in SQL when the
-spool is loaded (``ingest/land.py``).
+This is the ingest hot path. Keys are hashed here, in the parallel workers, from the full texts (the store's main
+process, which lands every chunk, is the serial bottleneck); parsing timestamps, which DuckDB does faster in bulk,
+happens in SQL when the spool is loaded (``ingest/land.py``).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 
-from analyzer.detect.keys import canonical_json, ordered_json, shallow_sorted_json
+from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
 from analyzer.ingest.cost import Usage, price_usage
-from analyzer.store.schema import CALLS, SESSIONS, TURNS, spool_columns
+from analyzer.store.schema import CALLS, SESSIONS, STORED_HEAD_CHARS, STORED_TAIL_CHARS, TURNS, spool_columns
 from analyzer.tables import arrow_type
 
 if TYPE_CHECKING:
@@ -34,14 +34,12 @@ MAX_EXCERPT = 200
 MAX_ERRORS_PER_FILE = 1000
 
 # The spool: what workers write and ``ingest/land.py`` loads. Its columns are the store's, in the store's order, less
-# what loading computes (keys, totals), plus what only loading needs; timestamps travel as the transcript's strings.
+# what loading computes (session totals); timestamps travel as the transcript's strings.
 SPOOL: dict[str, tuple[tuple[str, str], ...]] = {
     "sessions": spool_columns(SESSIONS, rename={"started_at": "first_ts", "ended_at": "last_ts"},
                               drop=SESSIONS.names[SESSIONS.names.index("user_turns"):]),
     "turns": spool_columns(TURNS),
-    "calls": spool_columns(CALLS, drop=("call_key", "call_key_ordered", "call_key_shallow", "result_key"),
-                           after={"args": ("args_ordered", "args_shallow"), "result_text": ("has_result",)},
-                           extra_sql={"args_ordered": "VARCHAR", "args_shallow": "VARCHAR", "has_result": "BOOLEAN"}),
+    "calls": spool_columns(CALLS),
 }
 
 
@@ -140,15 +138,34 @@ def _clean(values: list[Any]) -> list[Any]:
     return [v.encode("utf-8", "replace").decode("utf-8") if isinstance(v, str) else _safe(v) for v in values]
 
 
-class RowSink:
-    """Row buffers per table, flushed to one Parquet file per table when they grow past ``flush_bytes``."""
+def clip_result(text: str, ref: str) -> str:
+    """What the store keeps of a result: the whole text when short, else its head and tail around a marker line that
+    says how many characters are left out and how to read them (``ref`` names the call, as ``SESSION:SEQ``)."""
+    n = len(text)
+    if n <= STORED_HEAD_CHARS + STORED_TAIL_CHARS:
+        return text
+    elided = n - STORED_HEAD_CHARS - STORED_TAIL_CHARS
+    marker = f"\n[… {elided:,} characters not stored: loopscope show {ref} prints the whole result …]\n"
+    if len(marker) >= elided:
+        return text
+    return text[:STORED_HEAD_CHARS] + marker + text[n - STORED_TAIL_CHARS:]
 
-    def __init__(self, spool_dir: Path, tag: str, flush_bytes: int = 32 << 20) -> None:
+
+class RowSink:
+    """Row buffers per table, flushed to one Parquet file per table when they grow past ``flush_bytes``.
+    ``full_results``: keep whole results rather than ``clip_result``'s head and tail."""
+
+    def __init__(self, spool_dir: Path, tag: str, flush_bytes: int = 8 << 20, full_results: bool = False) -> None:
         import pyarrow as pa  # only a worker that parses loads Arrow; the format registry stays light
+
+        # Arrow's default pool (jemalloc) keeps every flushed batch's memory mapped; the system allocator gives it
+        # back: ~50 MB less a worker at its peak, at no measurable cost.
+        pa.set_memory_pool(pa.system_memory_pool())
 
         self.spool_dir = spool_dir
         self.tag = tag
         self.flush_bytes = flush_bytes
+        self.full_results = full_results
         self._rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in SPOOL}
         self._schemas = {t: pa.schema([(n, arrow_type(sql)) for n, sql in cols]) for t, cols in SPOOL.items()}
         self._writers: dict[str, pq.ParquetWriter] = {}
@@ -458,12 +475,26 @@ class SessionBuilder:
     def _emit_call(self, c: _Call, text: str | None, is_error: bool | None, result_ts: Any,
                    error_kind: str | None, has_result: bool) -> None:
         canon, ordered, shallow = _arg_variants(c.args if c.args is not None else {})
-        if has_result and is_error and not error_kind:
-            error_kind = "flag"
+        # The ordered and shallow variants are None when they equal the canonical JSON (most calls): their key is
+        # then the canonical key, not hashed again.
+        key = call_key(c.tool, canon)
+        key_ordered = key if ordered is None else call_key(c.tool, ordered)
+        key_shallow = key if shallow is None else call_key(c.tool, shallow)
+        if has_result:
+            text = text or ""
+            is_error = bool(is_error)
+            if is_error and not error_kind:
+                error_kind = "flag"
+            if not (is_error or error_kind == "placeholder"):
+                error_kind = None
+            rkey, chars = result_key(text, is_error), len(text)
+            if not self.sink.full_results:
+                text = clip_result(text, f"{self.session_id}:{c.seq}")
+        else:
+            text = is_error = error_kind = rkey = chars = None
         self.sink.add("calls", (
-            self.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, canon, ordered, shallow,
-            text if has_result else None, has_result, is_error if has_result else None,
-            error_kind if has_result and (is_error or error_kind == "placeholder") else None, c.parent_call_id, ts_text(c.ts), ts_text(result_ts),
+            self.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, canon, key, key_ordered, key_shallow,
+            text, chars, rkey, is_error, error_kind, c.parent_call_id, ts_text(c.ts), ts_text(result_ts),
             self.file_id, c.line,
         ), 160 + len(canon) + (len(text) if text else 0))
 

@@ -14,7 +14,7 @@ import polars as pl
 
 from analyzer.store import db as store
 from analyzer.detect.rules import RESULT_HEAD
-from analyzer.detect.keys import estimate_tokens_sql
+from analyzer.detect.keys import estimate_tokens_sql, tokens_of_length_sql
 
 # How the scan's rows are compressed as they land. DuckDB's own choice tries several schemes on every string
 # segment and keeps the smallest: the largest single step of the scan (0.4 s of 1.7 s on the benchmark corpus).
@@ -33,7 +33,7 @@ _KEY = "CASE WHEN {col} IS NOT NULL THEN coalesce(try_cast('0x' || {col} AS UBIG
 _CALLS_SQL = f"""
     SELECT session_id, seq, call_id, turn_id, user_turn, tool, {_KEY.format(col='call_key')} AS k, args,
            {_KEY.format(col='result_key')} AS result_key, is_error, parent_call_id,
-           ({estimate_tokens_sql('args')} + {estimate_tokens_sql('result_text')})::INTEGER AS est_tokens{{words}}
+           ({estimate_tokens_sql('args')} + {tokens_of_length_sql('result_chars')})::INTEGER AS est_tokens{{words}}
     FROM calls WHERE {_GROUP}
 """
 _TURNS_SQL = f"""

@@ -2,7 +2,7 @@
 needs every file (duplicate sessions, usage deduplication, session totals) as Spark shuffles.
 
 Files are the unit: a task parses whole files (``parse_file``, the store's own function, with the format registry's
-adapters), lands their spool with the store's SQL (``land.landed_sql``: timestamps parsed, keys hashed) in a
+adapters), lands their spool with the store's SQL (``land.landed_sql``: timestamps parsed) in a
 throwaway in-memory DuckDB, and emits the rows. A session never splits across tasks.
 """
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from analyzer.errors import StoreError, StoreInUseError
-from analyzer.store.schema import ALL_TABLES, DERIVED_TABLES, SCHEMA_VERSION
+from analyzer.store.schema import ALL_TABLES, DERIVED_TABLES, KEYS_VERSION, SCHEMA_VERSION
 
 if TYPE_CHECKING:
     import polars as pl
@@ -31,9 +31,10 @@ def default_db_path() -> Path:
 _LOCK = re.compile(r"Could not set lock|Conflicting lock|database is locked", re.I)
 
 
-def connect(db: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+def connect(db: str | Path, read_only: bool = False, rebuild_old: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the store; a held lock becomes ``StoreInUseError``, anything else ``StoreError``. Creates the schema when
-    opening for writing."""
+    opening for writing. A store older than ``KEYS_VERSION`` is emptied for a rebuild with ``rebuild_old`` (the
+    ingest, which then reads the transcripts again), else refused (``old_store_message``)."""
     path = Path(db)
     if read_only and not path.exists():
         raise StoreError(f"no store at {path}: run `loopscope ingest` first (or pass --db)")
@@ -58,6 +59,9 @@ def connect(db: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnectio
         # insert in parallel makes loading a chunk about a third faster.
         con.execute("SET preserve_insertion_order = false")
         _check_schema(con, path, read_only)
+        version = stored_version(con)
+        if version is not None and version < KEYS_VERSION and not rebuild_old:
+            raise StoreError(old_store_message(path, version))
         if not read_only:
             ensure_schema(con)
         _probe(con)
@@ -72,10 +76,13 @@ def connect(db: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnectio
 
 def tune_for_bulk_load(con: duckdb.DuckDBPyConnection) -> None:
     """Settings for a long run of chunk transactions. Checkpointing at every commit (the default once the WAL passes
-    16 MB) cost more than all the inserts; one checkpoint at the end does. A memory limit keeps a huge file's single
-    transaction spilling to disk instead of growing the process past the 1 GB budget."""
-    con.execute("SET checkpoint_threshold = '1GB'")
-    con.execute("SET memory_limit = '512MB'")
+    16 MB) cost more than all the inserts; a checkpoint every 64 MB of WAL does not, now that long results are
+    clipped, and it keeps the process flat: until a checkpoint the rows stay in memory, which grew the main process
+    with the corpus (370 MB at 500 MB of transcripts with one checkpoint at the end; ~300 MB, flat, with this). A
+    memory limit keeps a huge file's single transaction spilling to disk instead of growing the process past the
+    budget (800 MB for the whole ingest)."""
+    con.execute("SET checkpoint_threshold = '64MB'")
+    con.execute("SET memory_limit = '256MB'")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -131,6 +138,49 @@ def _probe(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(f"SELECT count(*) FROM {table.name}").fetchall()
 
 
+def old_store_message(path: str | Path, version: int) -> str:
+    """The one line that refuses a store whose keys this loopscope cannot mix with its own."""
+    return (f"{path} was written by an older loopscope (store schema v{version}, MD5 keys): rebuild it from the "
+            f"transcripts with `loopscope ingest PATHS --db {path}` (or `loopscope analyze PATHS --db {path}`)")
+
+
+def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    """The store's schema version; None for a store being created."""
+    if not has_table(con, "loopscope_meta"):
+        return None
+    row = one(con, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'")
+    return int(row[0]) if row is not None else None
+
+
+def schema_version(db: str | Path) -> int | None:
+    """The schema version of the store at ``db``; None when there is no store there (or it cannot be read: opening
+    it properly says why)."""
+    if not Path(db).exists():
+        return None
+    try:
+        con = duckdb.connect(str(db), read_only=True)
+    except duckdb.Error:
+        return None
+    try:
+        return stored_version(con)
+    except (duckdb.Error, ValueError):
+        return None
+    finally:
+        con.close()
+
+
+def get_setting(con: duckdb.DuckDBPyConnection, key: str) -> str | None:
+    """A setting the store keeps in ``loopscope_meta`` (None when never set)."""
+    row = one(con, "SELECT value FROM loopscope_meta WHERE key = ?", [key])
+    return row[0] if row else None
+
+
+def set_setting(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
+    with transaction(con):
+        con.execute("DELETE FROM loopscope_meta WHERE key = ?", [key])
+        con.execute("INSERT INTO loopscope_meta VALUES (?, ?)", [key, value])
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE TABLE IF NOT EXISTS loopscope_meta (key VARCHAR, value VARCHAR)")
     row = one(con, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'")
@@ -138,9 +188,12 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
         raise StoreError(f"store schema v{row[0]} is newer than this loopscope (v{SCHEMA_VERSION}); upgrade loopscope")
     with transaction(con):
         if row is not None and int(row[0]) < SCHEMA_VERSION:
-            # An older store: the ingested tables are unchanged; the derived ones are dropped and rebuilt by the next
-            # scan and calibrate (their rows were computed by older rules anyway).
-            for table in DERIVED_TABLES:
+            # An older store. Before KEYS_VERSION its keys are another hash's: every table goes (``connect`` only
+            # lets the ingest get here, and it reads the transcripts again). Otherwise the ingested tables are
+            # unchanged; the derived ones are dropped and rebuilt by the next scan and calibrate (their rows were
+            # computed by older rules anyway).
+            old = int(row[0]) < KEYS_VERSION
+            for table in ALL_TABLES if old else DERIVED_TABLES:
                 con.execute(f"DROP TABLE IF EXISTS {table.name}")
             con.execute("UPDATE loopscope_meta SET value = ? WHERE key = 'schema_version'", [str(SCHEMA_VERSION)])
         for table in ALL_TABLES:

@@ -6,7 +6,16 @@ from __future__ import annotations
 from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
 from analyzer.tables import Table, table as _t
 
-SCHEMA_VERSION = 2  # 2: findings gained repeat_tokens, repeat_cost_usd and why
+SCHEMA_VERSION = 3  # 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys and file hashes, calls.result_chars
+# The first schema whose keys are XXH3 (earlier stores hold MD5 keys, which must never meet the new ones): an older
+# store is rebuilt from its transcripts by ``loopscope ingest`` and refused by every other command.
+KEYS_VERSION = 3
+
+# What the store keeps of a long result by default: its head and its tail, around a marker that says how much is left
+# out (``ingest.rows.clip_result``). Keys and lengths come from the full text, so detection does not depend on it;
+# ``--full-results`` keeps whole results.
+STORED_HEAD_CHARS = 8192
+STORED_TAIL_CHARS = 2048
 # Tables computed from the others: a store of an older schema drops them, and the next scan and calibrate rebuild them.
 
 
@@ -21,11 +30,13 @@ FILES = _t(
     ("reason", "VARCHAR", "Why the file was skipped (empty, binary, unknown format, ...)."),
     ("size", "BIGINT", "Bytes read."),
     ("mtime_ns", "BIGINT", "Modification time, nanoseconds since the epoch."),
-    ("content_hash", "VARCHAR", "BLAKE2b-128 of the bytes read."),
+    ("content_hash", "VARCHAR", "XXH3-128 of the bytes read."),
     ("sessions", "INTEGER", "Sessions ingested from the file."),
     ("calls", "INTEGER", "Tool calls ingested from the file."),
     ("errors", "INTEGER", "Rows this file added to `ingest_errors`."),
     ("ingested_at", "TIMESTAMP", "When the file was last (re)ingested, UTC."),
+    ("full_results", "BOOLEAN", "The file's results were stored whole (`--full-results`); false: long ones clipped "
+     "(`calls.result_text`)."),
 )
 
 INGEST_ERRORS = _t(
@@ -109,11 +120,18 @@ CALLS = _t(
     ("user_turn", "INTEGER", "0-based index of the user prompt the call answers."),
     ("tool", "VARCHAR", "Tool name."),
     ("args", "VARCHAR", "Arguments as canonical JSON (keys sorted at every depth, arrays in order)."),
-    ("call_key", "VARCHAR", "Hash of tool + canonical args: equal keys are the same call."),
+    ("call_key", "VARCHAR", "Hash of tool + canonical args: equal keys are the same call. Every hash in the store "
+     "is XXH3-64 as 16 hex digits (`analyzer.detect.keys.digest`, the function a live guard uses)."),
     ("call_key_ordered", "VARCHAR", "Hash of tool + insertion-order args (`JSON.stringify`), for guards that use it."),
     ("call_key_shallow", "VARCHAR", "Hash of tool + args with only top-level keys sorted (Roo Code)."),
-    ("result_text", "VARCHAR", "Result text; NULL when the call got no result (an aborted turn)."),
-    ("result_key", "VARCHAR", "Hash of the normalised result text and error flag; NULL without a result."),
+    ("result_text", "VARCHAR", "Result text; NULL when the call got no result (an aborted turn). A result longer "
+     f"than {STORED_HEAD_CHARS:,} + {STORED_TAIL_CHARS:,} characters keeps only its first {STORED_HEAD_CHARS:,} and "
+     f"last {STORED_TAIL_CHARS:,}, with a line `[… N characters not stored: loopscope show SESSION:SEQ prints the "
+     "whole result …]` between them, unless the store was ingested with `--full-results`; `loopscope show` reads a "
+     "whole result back from its transcript."),
+    ("result_chars", "BIGINT", "Length of the full result text in characters (whether or not `result_text` is "
+     "clipped); NULL without a result."),
+    ("result_key", "VARCHAR", "Hash of the normalised full result text and error flag; NULL without a result."),
     ("is_error", "BOOLEAN", "The result was an error (flag, non-zero exit code, error text); NULL without a result."),
     ("error_kind", "VARCHAR", "`rejected` when the user refused the call, `cancelled` when it never ran because a "
      "sibling in its parallel batch failed, `validation` when the tool refused its arguments before running, "
