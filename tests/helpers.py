@@ -27,8 +27,8 @@ OPENCODE_DDL = """
 """
 
 
-def ingest_paths(db: Path, *paths: Path, workers: int | None = 1) -> IngestSummary:
-    return ingest(list(paths), db, workers=workers)
+def ingest_paths(db: Path, *paths: Path, workers: int | None = 1, full_results: bool | None = None) -> IngestSummary:
+    return ingest(list(paths), db, workers=workers, full_results=full_results)
 
 
 def query(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple]:

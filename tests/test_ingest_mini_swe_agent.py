@@ -41,10 +41,12 @@ def test_fixture_set() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.parent.name)
 def test_calls_equal_reference_reader(path: Path, db: Path) -> None:
+    # Whole results, to compare them with the reference's; result_chars is their whole length either way.
     ref = reference_module().read(str(path), "mini_swe_agent")["calls"]
-    ingest_paths(db, path)
+    ingest_paths(db, path, full_results=True)
     assert query(db, "SELECT format FROM sessions") == [("mini_swe_agent",)]
     assert stored_calls(db) == [(c["tool"], c["args"], c["result"], expected_error(c)) for c in ref]
+    assert [n for (n,) in query(db, "SELECT result_chars FROM calls ORDER BY seq")] == [len(c["result"]) for c in ref]
     assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
 
 

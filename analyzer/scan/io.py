@@ -26,7 +26,7 @@ WORDS_COLUMN = "args_words"
 
 # One group's rows: its sessions come from a narrow range of files (so DuckDB skips the row groups outside it: the
 # store is clustered by file, in the order ingest wrote it) and a registered table (``_scan_group``) names them.
-# Unsorted: polars sorts faster than DuckDB sorts strings. Keys are 16 hex digits of an MD5, read as the 64-bit
+# Unsorted: polars sorts faster than DuckDB sorts strings. Keys are 16 hex digits of an XXH3-64, read as the 64-bit
 # number they spell, exactly (a hash of them would add collisions of its own); a missing result key stays NULL.
 _GROUP = "file_id BETWEEN $first AND $last AND session_id IN (SELECT session_id FROM _scan_group)"
 _KEY = "CASE WHEN {col} IS NOT NULL THEN coalesce(try_cast('0x' || {col} AS UBIGINT), hash({col})) END"
