@@ -75,19 +75,21 @@ def build(db: Path, with_findings: int, extra: int) -> None:
             FROM gen g, range(g.n) r(s)""")
         con.execute("""
             INSERT INTO calls (session_id, seq, call_id, turn_id, user_turn, tool, args, call_key, result_text,
-                               result_key, is_error, ts, result_ts)
+                               result_chars, result_key, is_error, ts, result_ts)
             SELECT sid, seq, sid || '-c' || seq, sid || '-a' || seq, seq // 60, tool,
                    CASE WHEN looping THEN '{"command":"npm test -- --run src/app.test.ts"}'
                         ELSE '{"path":"src/module_' || (seq % 97) || '.py","limit":' || (seq % 400) || '}' END,
                    CASE WHEN looping THEN md5(sid || 'loop') ELSE md5(sid || seq) END,
-                   CASE WHEN looping
-                            THEN 'FAIL src/app.test.ts > renders <App/>\n' || repeat('  at render (app.tsx:12:5)\n', 20)
-                        WHEN seq % 10 = 3
-                            THEN repeat('def handler(event, context):\n    return process(event)\n', 400 + (seq % 700))
-                        ELSE repeat('output line ' || seq || '\n', 5 + seq % 60) END,
+                   rt, length(rt),
                    CASE WHEN looping THEN md5(sid || 'fail') ELSE md5(sid || seq || 'r') END,
                    looping, ts, ts + INTERVAL 2 SECOND
-            FROM gen_calls""")
+            FROM (SELECT *, CASE
+                      WHEN looping
+                          THEN 'FAIL src/app.test.ts > renders <App/>\n' || repeat('  at render (app.tsx:12:5)\n', 20)
+                      WHEN seq % 10 = 3
+                          THEN repeat('def handler(event, context):\n    return process(event)\n', 400 + (seq % 700))
+                      ELSE repeat('output line ' || seq || '\n', 5 + seq % 60) END AS rt
+                  FROM gen_calls)""")
         con.execute("""
             INSERT INTO turns (session_id, turn_id, turn_index, role, text, model, ts, user_turn, input_tokens,
                                output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, cost_usd,
