@@ -100,25 +100,25 @@ def _cut_point(text: str, limit: int, lines: int = HEAD_LINES) -> int:
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 
 
+def _add_part(parts: list[DiffPart], op: str, text: str) -> None:
+    """Append ``text`` as an ``op`` part, merged into the last part when it has the same op."""
+    if not text:
+        return
+    if parts and parts[-1].op == op:
+        parts[-1] = DiffPart(op, parts[-1].text + text)
+    else:
+        parts.append(DiffPart(op, text))
+
+
 def _word_parts(before: str, after: str) -> list[DiffPart]:
     a, b = _TOKEN.findall(before), _TOKEN.findall(after)
     parts: list[DiffPart] = []
-
-    def add(op: str, toks: list[str]) -> None:
-        if not toks:
-            return
-        text = "".join(toks)
-        if parts and parts[-1].op == op:
-            parts[-1] = DiffPart(op, parts[-1].text + text)
-        else:
-            parts.append(DiffPart(op, text))
-
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
-            add("equal", a[i1:i2])
+            _add_part(parts, "equal", "".join(a[i1:i2]))
         else:
-            add("delete", a[i1:i2])
-            add("insert", b[j1:j2])
+            _add_part(parts, "delete", "".join(a[i1:i2]))
+            _add_part(parts, "insert", "".join(b[j1:j2]))
     return parts
 
 
@@ -132,28 +132,19 @@ def diff_parts(before: str, after: str) -> list[DiffPart]:
     flag or a number inside one long line; unrelated edits show as whole lines removed and added."""
     a, b = before.splitlines(keepends=True), after.splitlines(keepends=True)
     parts: list[DiffPart] = []
-
-    def add(op: str, text: str) -> None:
-        if not text:
-            return
-        if parts and parts[-1].op == op:
-            parts[-1] = DiffPart(op, parts[-1].text + text)
-        else:
-            parts.append(DiffPart(op, text))
-
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
-            add("equal", "".join(a[i1:i2]))
+            _add_part(parts, "equal", "".join(a[i1:i2]))
             continue
         old, new = a[i1:i2], b[j1:j2]
         if tag == "replace" and len(old) == len(new) and all(
                 difflib.SequenceMatcher(None, x, y, autojunk=False).ratio() >= SIMILAR for x, y in zip(old, new)):
             for x, y in zip(old, new):
                 for p in _word_parts(x, y):
-                    add(p.op, p.text)
+                    _add_part(parts, p.op, p.text)
             continue
-        add("delete", "".join(old))
-        add("insert", "".join(new))
+        _add_part(parts, "delete", "".join(old))
+        _add_part(parts, "insert", "".join(new))
     return parts
 
 
