@@ -245,16 +245,14 @@ DERIVED_TABLES = SCAN_TABLES + CALIBRATION_TABLES
 
 
 def spool_columns(table: Table, drop: tuple[str, ...] | list[str] = (), rename: dict[str, str] | None = None,
-                  after: dict[str, tuple[str, ...]] | None = None,
-                  extra_sql: dict[str, str] | None = None) -> tuple[tuple[str, str], ...]:
+                  ) -> tuple[tuple[str, str], ...]:
     """The ingest spool's (name, SQL type) columns for a store table: its columns in order, less ``drop`` (what
-    loading computes), renamed, with ``after[c]`` inserted after column ``c``. Timestamps travel as the transcript's
-    own text and are parsed when the spool is loaded."""
-    rename, after, extra_sql = rename or {}, after or {}, extra_sql or {}
+    loading computes), renamed. Timestamps travel as the transcript's own text and are parsed when the spool is
+    loaded."""
+    rename = rename or {}
     out: list[tuple[str, str]] = []
     for c in table.columns:
         if c.name in drop:
             continue
         out.append((rename.get(c.name, c.name), "VARCHAR" if c.sql == "TIMESTAMP" else c.sql))
-        out.extend((name, extra_sql[name]) for name in after.get(c.name, ()))
     return tuple(out)
