@@ -210,3 +210,25 @@ def test_sniff(rec: dict[str, Any], expected: bool) -> None:
     from analyzer.ingest.formats import openai_messages
 
     assert openai_messages.sniff(rec) is expected
+
+
+def test_conversations_longer_than_the_head_are_read_as_lines(tmp_path: Path, db: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JSON-lines file whose first conversation is longer than the 64 KB head is JSON lines, told from its first
+    line alone: it is never read and decoded whole as if it were one document (on a 90 MB file of such lines that
+    doubled the parser's memory), and every conversation is kept."""
+    from analyzer.ingest import parse
+
+    whole: list[str] = []
+    load = parse._load_document
+    monkeypatch.setattr(parse, "_load_document", lambda path, size: (whole.append(path), load(path, size))[1])
+    long = "x" * (parse.HEAD_BYTES + 1000)
+    lines = [{"messages": [{"role": "user", "content": f"{i} {long}"},
+                           {"role": "assistant", "content": None,
+                            "tool_calls": [tool_call(f"c{i}", "read", {"path": f"/f{i}"})]},
+                           {"role": "tool", "tool_call_id": f"c{i}", "content": "ok"}]} for i in range(3)]
+    path = write_jsonl(tmp_path / "conversations.jsonl", lines)
+    ingest_paths(db, path)
+    assert whole == []
+    assert query(db, "SELECT f.format, f.sessions, count(c.call_id) FROM files f JOIN calls c USING (file_id) "
+                     "GROUP BY ALL") == [(OAI, 3, 3)]

@@ -10,7 +10,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable
 
 import orjson
 
@@ -26,6 +26,7 @@ SNIFF_ORDER = formats.with_hook("sniff")  # JSON-lines formats, strict shapes fi
 DOCUMENT_ORDER = formats.with_hook("sniff_document")
 FILE_ORDER = formats.with_hook("sniff_file")  # formats whose adapter reads the file itself
 SNIFF_RECORDS = 64
+HEAD_BYTES = 65536  # what is read first to tell a file's kind
 WHOLE_DOC_LIMIT = 256 << 20
 
 
@@ -125,7 +126,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
         out.status, out.reason = "skipped", f"cannot open: {exc.strerror or exc}"
         return out
     with f:
-        head = f.read(65536)
+        head = f.read(HEAD_BYTES)
+        more = len(head) == HEAD_BYTES  # the file goes on past its head
         f.seek(0)
         if head.startswith(BOM):
             head = head[len(BOM):]
@@ -144,7 +146,8 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                                                  if head[:4] == b"PAR1" else "binary file (NUL bytes)")
             return out
         if head.lstrip()[:1] in (b"{", b"["):
-            ok, doc = _load_document(task.path, task.size) if DOCUMENT_ORDER and _single_value(head) else (False, None)
+            ok, doc = (_load_document(task.path, task.size) if DOCUMENT_ORDER and _single_value(head, more, f)
+                       else (False, None))
             doc_mod = detect_document(doc) if ok else None
             if doc_mod is not None:
                 return _run_whole(out, doc_mod, path, task, sink, f, stats, progress, lambda p: p.feed(doc, 1))
@@ -235,14 +238,25 @@ def _safe_excerpt(rec: Any) -> str:
         return f"<{type(rec).__name__} that cannot be shown>"
 
 
-def _single_value(head: bytes) -> bool:
+def _single_value(head: bytes, more: bool, f: BinaryIO) -> bool:
     """Whether the file looks like one JSON document rather than JSON lines: it starts with an array, or its first
-    line is not a complete value (pretty-printed), or it has only one line."""
+    line is not a complete value (pretty-printed), or it has only one line. A first line longer than the head (a
+    JSON-lines file of whole conversations, one per line) is read on to its end from ``f``, so such a file is not
+    read whole, and decoded whole, only to learn it is not one document."""
     body = head.lstrip()
     if body[:1] == b"[":
         return True
     first, nl, rest = body.partition(b"\n")
-    if not nl or not rest.strip():
+    if not nl:
+        if not more:
+            return True  # the whole file is one line
+        f.seek(0)
+        first = f.readline().removeprefix(BOM)
+        rest = f.read(HEAD_BYTES)
+        f.seek(0)
+        if not first.endswith(b"\n"):
+            return True
+    if not rest.strip():
         return True
     try:
         orjson.loads(first)
