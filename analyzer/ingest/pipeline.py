@@ -231,7 +231,20 @@ def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str, bump: Callable[
         o.full_results = full_results
         if formats.has_companions(t.path):
             o.size = t.size  # the composite size discover() gave, so an unchanged session stays unchanged
-    return outcomes, {k: [v] for k, v in sink.close().items()}
+    paths = {k: [v] for k, v in sink.close().items()}
+    _give_back_memory()
+    return outcomes, paths
+
+
+def _give_back_memory() -> None:
+    """Return the heap a parsed chunk freed to the system (glibc keeps it otherwise): a worker waiting for its next
+    chunk holds ~40 MB less while the others parse."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _same_content(path: str, old_hash: str | None) -> bool:
