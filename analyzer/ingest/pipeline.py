@@ -289,11 +289,11 @@ def ingest(
             f"again)")
     try:
         clean_stale_spools(db)
-        store.tune_for_bulk_load(con)
         if full_results is None:
             full_results = store.get_setting(con, FULL_RESULTS) == "true"
         else:
             store.set_setting(con, FULL_RESULTS, "true" if full_results else "false")
+        store.tune_for_bulk_load(con, whole_results=full_results)
         _ingest_files(con, files, db, summary, workers, progress, full_results)
         con.execute("CHECKPOINT")
     finally:
