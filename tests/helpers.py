@@ -43,3 +43,22 @@ def write_jsonl(path: Path, records: list[Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
     return path
+
+
+def pi_records(sid: str, n_calls: int = 3, usage: dict | None = None, cwd: str = "/repo") -> list[dict]:
+    """A small pi v3 session: one prompt, then ``n_calls`` bash calls, each with its result."""
+    recs: list[dict] = [
+        {"type": "session", "version": 3, "id": sid, "timestamp": "2026-03-01T10:00:00Z", "cwd": cwd},
+        {"type": "message", "id": "u1", "timestamp": "2026-03-01T10:00:01Z",
+         "message": {"role": "user", "content": "run the tests"}},
+    ]
+    for i in range(n_calls):
+        recs.append({"type": "message", "id": f"a{i}", "timestamp": f"2026-03-01T10:01:{i:02d}Z",
+                     "message": {"role": "assistant", "model": "claude-sonnet-4-5",
+                                 "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash",
+                                              "arguments": {"command": f"pytest -k t{i}"}}],
+                                 "usage": dict(usage or {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0})}})
+        recs.append({"type": "message", "id": f"r{i}", "timestamp": f"2026-03-01T10:01:{i:02d}.5Z",
+                     "message": {"role": "toolResult", "toolCallId": f"c{i}", "toolName": "bash",
+                                 "content": [{"type": "text", "text": f"{i} passed"}], "isError": False}})
+    return recs

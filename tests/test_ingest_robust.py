@@ -11,26 +11,7 @@ import orjson
 import pytest
 
 from analyzer.errors import NothingToIngestError
-from helpers import ingest_paths, query, write_jsonl
-
-
-def pi_session(sid: str, n_calls: int = 3, cwd: str = "/repo") -> list[dict]:
-    """A small pi v3 session: one prompt, ``n_calls`` bash calls with results, one closing message."""
-    recs: list[dict] = [
-        {"type": "session", "version": 3, "id": sid, "timestamp": "2026-03-01T10:00:00Z", "cwd": cwd},
-        {"type": "message", "id": "u1", "parentId": None, "timestamp": "2026-03-01T10:00:01Z",
-         "message": {"role": "user", "content": "run the tests"}},
-    ]
-    for i in range(n_calls):
-        recs.append({"type": "message", "id": f"a{i}", "timestamp": f"2026-03-01T10:01:{i:02d}Z",
-                     "message": {"role": "assistant", "model": "claude-sonnet-4-5",
-                                 "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash",
-                                              "arguments": {"command": f"pytest -k t{i}"}}],
-                                 "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0}}})
-        recs.append({"type": "message", "id": f"r{i}", "timestamp": f"2026-03-01T10:01:{i:02d}.5Z",
-                     "message": {"role": "toolResult", "toolCallId": f"c{i}", "toolName": "bash",
-                                 "content": [{"type": "text", "text": f"{i} passed"}], "isError": False}})
-    return recs
+from helpers import ingest_paths, pi_records, query, write_jsonl
 
 
 def lines(records: list[dict]) -> list[bytes]:
@@ -42,7 +23,7 @@ def errors(db: Path) -> list[tuple]:
 
 
 def test_invalid_json_line_is_recorded_and_the_rest_ingested(tmp_path: Path, db: Path) -> None:
-    ls = lines(pi_session("s1"))
+    ls = lines(pi_records("s1"))
     ls.insert(3, b'{"type": "message", "message": {"role": "assistant", oops}')
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
     ingest_paths(db, tmp_path)
@@ -52,7 +33,7 @@ def test_invalid_json_line_is_recorded_and_the_rest_ingested(tmp_path: Path, db:
 
 
 def test_two_objects_glued_on_one_line_are_both_read(tmp_path: Path, db: Path) -> None:
-    ls = lines(pi_session("s1", n_calls=2))
+    ls = lines(pi_records("s1", n_calls=2))
     glued = ls[2] + ls[3]  # call and its result on one physical line, as real pi files have
     ls[2:4] = [glued]
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
@@ -62,7 +43,7 @@ def test_two_objects_glued_on_one_line_are_both_read(tmp_path: Path, db: Path) -
 
 
 def test_glued_objects_with_junk_tail_keep_the_objects(tmp_path: Path, db: Path) -> None:
-    ls = lines(pi_session("s1", n_calls=1))
+    ls = lines(pi_records("s1", n_calls=1))
     ls[2] = ls[2] + ls[3] + b'{"type":"mess'
     del ls[3]
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
@@ -73,7 +54,7 @@ def test_glued_objects_with_junk_tail_keep_the_objects(tmp_path: Path, db: Path)
 
 
 def test_truncated_last_line(tmp_path: Path, db: Path) -> None:
-    ls = lines(pi_session("s1", n_calls=2))
+    ls = lines(pi_records("s1", n_calls=2))
     data = b"\n".join(ls) + b'\n{"type":"message","id":"a9","message":{"role":"assis'
     (tmp_path / "s.jsonl").write_bytes(data)
     ingest_paths(db, tmp_path)
@@ -83,7 +64,7 @@ def test_truncated_last_line(tmp_path: Path, db: Path) -> None:
 
 
 def test_non_utf8_bytes_are_replaced_and_the_line_kept(tmp_path: Path, db: Path) -> None:
-    ls = lines(pi_session("s1", n_calls=1))
+    ls = lines(pi_records("s1", n_calls=1))
     ls[3] = ls[3].replace(b"0 passed", b"0 pass\xff\xfeed")
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
     ingest_paths(db, tmp_path)
@@ -93,7 +74,7 @@ def test_non_utf8_bytes_are_replaced_and_the_line_kept(tmp_path: Path, db: Path)
 
 
 def test_lone_surrogate_escape_does_not_lose_the_row(tmp_path: Path, db: Path) -> None:
-    ls = lines(pi_session("s1", n_calls=1))
+    ls = lines(pi_records("s1", n_calls=1))
     ls[3] = ls[3].replace(b"0 passed", b"0 \\ud800 passed")  # valid JSON, not encodable as UTF-8
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
     ingest_paths(db, tmp_path)
@@ -102,7 +83,7 @@ def test_lone_surrogate_escape_does_not_lose_the_row(tmp_path: Path, db: Path) -
 
 
 def test_empty_binary_and_unknown_files_are_skipped_with_reasons(tmp_path: Path, db: Path) -> None:
-    write_jsonl(tmp_path / "good.jsonl", pi_session("s1"))
+    write_jsonl(tmp_path / "good.jsonl", pi_records("s1"))
     (tmp_path / "empty.jsonl").write_bytes(b"")
     (tmp_path / "blank.jsonl").write_bytes(b"\n\n  \n")
     (tmp_path / "image.bin").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
@@ -121,7 +102,7 @@ def test_empty_binary_and_unknown_files_are_skipped_with_reasons(tmp_path: Path,
 
 
 def test_a_50_mb_line_is_ingested(tmp_path: Path, db: Path) -> None:
-    recs = pi_session("s1", n_calls=2)
+    recs = pi_records("s1", n_calls=2)
     big = "x" * (50 * 1024 * 1024)
     recs[3]["message"]["content"][0]["text"] = big
     write_jsonl(tmp_path / "s.jsonl", recs)
@@ -130,7 +111,7 @@ def test_a_50_mb_line_is_ingested(tmp_path: Path, db: Path) -> None:
 
 
 def test_docs_and_code_in_a_folder_are_not_read_but_named_files_are(tmp_path: Path, db: Path) -> None:
-    write_jsonl(tmp_path / "s.jsonl", pi_session("s1"))
+    write_jsonl(tmp_path / "s.jsonl", pi_records("s1"))
     (tmp_path / "README.md").write_text("# notes\n")
     (tmp_path / "make.py").write_text("print(1)\n")
     summary = ingest_paths(db, tmp_path)
