@@ -396,6 +396,15 @@ class SessionBuilder:
     def _usage_row(self, turn: _Turn, u: Usage) -> tuple[Any, ...]:
         """The usage columns of a turn. A count or cost that is not a real value (NaN, infinite, past ``MAX_COUNT``)
         is stored as NULL and reported with its field; the turn and its other values are kept."""
+        inp, out, read, write, total, cost = u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost
+        if (valid_count(inp) and valid_count(out) and valid_count(read) and valid_count(write)
+                and (total is None or valid_count(total)) and (cost is None or valid_cost(cost))):
+            # Every value valid (nearly every turn): no dict of fields, which only the error path below needs.
+            if cost is not None:
+                source = "transcript"
+            else:
+                cost, source = price_usage(turn.model, u)
+            return (inp, out, read, write, u.total_tokens, cost, source, turn.usage_key, turn.usage_key is None)
         counts = {"input": u.input, "output": u.output, "cache_read": u.cache_read, "cache_write": u.cache_write}
         bad = [k for k, v in counts.items() if not valid_count(v)]
         if u.total is not None and not valid_count(u.total):

@@ -122,7 +122,7 @@ _NULL_FIELDS = frozenset({
     "id", "cwd", "model", "speed", "costUSD", "version", "sessionId", "requestId", "isApiErrorMessage",
     "cache_read_input_tokens", "cache_creation_input_tokens",
 })
-_NULL_NEEDLES = tuple(f'"{f}":null'.encode() for f in _NULL_FIELDS)  # how such a null reads in orjson's output
+_NULL_KEYS = frozenset(f.encode() for f in _NULL_FIELDS)  # the keys as they read in orjson's output, before `":null`
 _SPEEDS = frozenset({"fast", "standard"})
 _SYNTHETIC = "<synthetic>"
 
@@ -181,7 +181,14 @@ def _has_null_field(obj: Any) -> bool:
     confirms a hit: a key that holds an escaped quote could look like one)."""
     try:
         text = orjson.dumps(obj)
-        if not any(n in text for n in _NULL_NEEDLES):
+        # Every `":null` (Claude Code writes one or two a line, ``stop_sequence``), its key read back to the quote
+        # before it: a few ``find``s instead of one scan of the line per field (0.6 s of 290 MB of Claude Code).
+        at = text.find(b'":null')
+        while at >= 0:
+            if text[text.rfind(b'"', 0, at) + 1:at] in _NULL_KEYS:
+                break
+            at = text.find(b'":null', at + 6)
+        else:
             return False
     except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits: walk
         pass

@@ -97,12 +97,15 @@ class RawUsage(NamedTuple):
     total: int
 
 
+_U64_END = 1 << 64
+
+
 def _u64(value: Any) -> int | None:
     """ccusage's lossy counter: a non-negative integer or a string of digits; anything else is absent."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value if 0 <= value < 1 << 64 else None
+        return value if 0 <= value < _U64_END else None
     if isinstance(value, str):
         s = value.strip()
         s = s[1:] if s.startswith("+") else s
@@ -112,9 +115,13 @@ def _u64(value: Any) -> int | None:
 
 def _first(d: dict[str, Any], *keys: str) -> int | None:
     for k in keys:
-        v = _u64(d.get(k))
-        if v is not None:
+        v = d.get(k)
+        if type(v) is int and 0 <= v < _U64_END:  # what Codex writes: ``_u64``'s answer without the call
             return v
+        if v is not None:
+            v = _u64(v)
+            if v is not None:
+                return v
     return None
 
 
