@@ -16,8 +16,7 @@ import pytest
 
 from analyzer.store import db as store
 from analyzer.errors import StoreInUseError
-from helpers import ingest_paths, query, write_jsonl
-from test_ingest_robust import pi_session
+from helpers import ingest_paths, pi_records, query, write_jsonl
 
 SNAPSHOT = ("SELECT session_id, calls, turns, user_turns, error_calls, input_tokens, output_tokens, total_tokens, "
             "started_at, ended_at FROM sessions ORDER BY session_id")
@@ -53,7 +52,7 @@ def check_consistent(db: Path) -> None:
 
 def test_reingest_changes_nothing(tmp_path: Path, db: Path) -> None:
     for i in range(3):
-        write_jsonl(tmp_path / f"s{i}.jsonl", pi_session(f"s{i}"))
+        write_jsonl(tmp_path / f"s{i}.jsonl", pi_records(f"s{i}"))
     first = ingest_paths(db, tmp_path)
     before = snapshot(db)
     second = ingest_paths(db, tmp_path)
@@ -62,7 +61,7 @@ def test_reingest_changes_nothing(tmp_path: Path, db: Path) -> None:
 
 
 def test_touched_file_with_same_content_is_not_reparsed(tmp_path: Path, db: Path) -> None:
-    f = write_jsonl(tmp_path / "s.jsonl", pi_session("s1"))
+    f = write_jsonl(tmp_path / "s.jsonl", pi_records("s1"))
     ingest_paths(db, tmp_path)
     (ingested_at,), = query(db, "SELECT ingested_at FROM files")
     st = f.stat()
@@ -73,11 +72,11 @@ def test_touched_file_with_same_content_is_not_reparsed(tmp_path: Path, db: Path
 
 
 def test_grown_file_gets_its_new_content(tmp_path: Path, db: Path) -> None:
-    recs = pi_session("s1", n_calls=2)
+    recs = pi_records("s1", n_calls=2)
     f = write_jsonl(tmp_path / "s.jsonl", recs)
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT calls FROM sessions") == [(2,)]
-    write_jsonl(f, pi_session("s1", n_calls=5))  # the agent appended three more calls
+    write_jsonl(f, pi_records("s1", n_calls=5))  # the agent appended three more calls
     summary = ingest_paths(db, tmp_path)
     assert summary.files_ingested == 1
     assert query(db, "SELECT calls, turns FROM sessions") == [(5, 6)]
@@ -86,9 +85,9 @@ def test_grown_file_gets_its_new_content(tmp_path: Path, db: Path) -> None:
 
 
 def test_rewritten_file_replaces_its_rows(tmp_path: Path, db: Path) -> None:
-    f = write_jsonl(tmp_path / "s.jsonl", pi_session("old-id", n_calls=4))
+    f = write_jsonl(tmp_path / "s.jsonl", pi_records("old-id", n_calls=4))
     ingest_paths(db, tmp_path)
-    write_jsonl(f, pi_session("new-id", n_calls=1))  # e.g. pi migrating a v1 file rewrites it whole
+    write_jsonl(f, pi_records("new-id", n_calls=1))  # e.g. pi migrating a v1 file rewrites it whole
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT session_id, calls FROM sessions") == [("new-id", 1)]
     assert query(db, "SELECT DISTINCT session_id FROM calls") == [("new-id",)]
@@ -96,8 +95,8 @@ def test_rewritten_file_replaces_its_rows(tmp_path: Path, db: Path) -> None:
 
 
 def test_duplicate_session_id_in_two_files_is_recorded_not_loaded_twice(tmp_path: Path, db: Path) -> None:
-    write_jsonl(tmp_path / "a" / "s.jsonl", pi_session("same", n_calls=2))
-    write_jsonl(tmp_path / "b" / "s-archived.jsonl", pi_session("same", n_calls=2))
+    write_jsonl(tmp_path / "a" / "s.jsonl", pi_records("same", n_calls=2))
+    write_jsonl(tmp_path / "b" / "s-archived.jsonl", pi_records("same", n_calls=2))
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT count(*), sum(calls) FROM sessions") == [(1, 2)]
     (path, reason), = query(db, "SELECT path, reason FROM ingest_errors")
@@ -106,7 +105,7 @@ def test_duplicate_session_id_in_two_files_is_recorded_not_loaded_twice(tmp_path
 
 
 def test_second_writer_gets_store_in_use(tmp_path: Path, db: Path) -> None:
-    write_jsonl(tmp_path / "s.jsonl", pi_session("s1"))
+    write_jsonl(tmp_path / "s.jsonl", pi_records("s1"))
     ingest_paths(db, tmp_path)
     holder = subprocess.Popen([sys.executable, "-c",
                                "import duckdb,sys,time; c=duckdb.connect(sys.argv[1]); print('ready', flush=True); "
@@ -126,7 +125,7 @@ def test_second_writer_gets_store_in_use(tmp_path: Path, db: Path) -> None:
 
 def _corpus(root: Path, n_files: int, calls: int) -> Path:
     for i in range(n_files):
-        recs = pi_session(f"k{i:04d}", n_calls=calls, cwd=f"/p{i % 7}")
+        recs = pi_records(f"k{i:04d}", n_calls=calls, cwd=f"/p{i % 7}")
         for r in recs:  # fatten results so the run takes long enough to be killed in the middle
             if r.get("message", {}).get("role") == "toolResult":
                 r["message"]["content"][0]["text"] += "\n" + "log line\n" * 400
@@ -177,7 +176,7 @@ def test_store_with_older_keys_is_rebuilt_by_ingest_and_refused_by_the_rest(tmp_
 
     folder = tmp_path / "t"
     folder.mkdir()
-    write_jsonl(folder / "s.jsonl", pi_session("s1"))
+    write_jsonl(folder / "s.jsonl", pi_records("s1"))
     ingest_paths(db, folder)
     con = duckdb.connect(str(db))  # a store as loopscope wrote it before XXH3: MD5 keys, no result_chars
     con.execute("UPDATE calls SET call_key = left(md5(tool || chr(0) || args), 16)")
