@@ -396,7 +396,10 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
     parts: list[SweepParts] = []
     kept: list[Frames] = []  # what the exact replay reads of each batch, without the signals
     stuck = sick = fixed = 0
-    for batch in session_batches(scope.ids):
+    # pi's text-rule halts are ordered by position across sessions before their costs are summed, so a batch's
+    # cost sums would round differently from one pass: its sweep takes the scope in one batch (the replay does not).
+    sweep_batch = len(scope.ids) if BASES[pol.engine].text_rules else None
+    for batch in session_batches(scope.ids, sweep_batch):
         frames = load_frames(con, batch, spans.spans if spans is not None else None,
                              texts=BASES[pol.engine].text_rules)
         parts.extend(sweep_parts(pol, frames, grid))
@@ -427,7 +430,7 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
                                       {k: p.params for k, p in PRESETS.items()})
         if verify:
             t1 = time.perf_counter()
-            vparts = [verify_part(con, chosen, SessionIds(tuple(f.scope_ids)), f, workers) for f in kept]
+            vparts = [verify_part(con, chosen, b, f, workers) for f in kept for b in session_batches(f.scope_ids)]
             res.verification = finish_verification(chosen, vparts, res.sessions, time.perf_counter() - t1)
         res.rationale = _rationale(res, grid.size(pol.engine))
     if save:
