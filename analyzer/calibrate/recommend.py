@@ -1,9 +1,9 @@
 """Calibration: sweep a guard's warn/halt thresholds (and pi's window and similarity bar) over the whole store, find the
 frontier of tokens saved against healthy work interrupted, and recommend the setting for a target false-halt rate.
 
-``calibrate_store`` runs it: one load of the stored signals, every setting as a few polars expressions
-(``analyzer.calibrate_sweep`` documents the measure of each base policy, what a halt saves and hits, and the
-approximations), the frontier and the recommendation (below), the text to paste into each guard
+``calibrate_store`` runs it: the stored signals a batch of sessions at a time (``SESSION_BATCH``), every setting as
+a few polars expressions (``analyzer.calibrate.sweep`` documents the measure of each base policy, what a halt saves
+and hits, and the approximations), the frontier and the recommendation (below), the text to paste into each guard
 (``analyzer.calibrate.paste``), then **one exact replay** of the recommended setting (``analyzer.guards.replay``) so the
 sweep's figures can be checked against the real guard's — both are printed. The result is saved in the store
 (``calibration_runs``, ``calibration_sweep``); ``latest_calibration`` reads it back for the report.

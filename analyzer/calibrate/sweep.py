@@ -2,7 +2,9 @@
 
 One load (``load_frames``) reads, per call in scope, the signals a base policy's measure needs plus what a halt at
 that call would mean — the tokens it saves, whether it lands in a loop — and the stuck episodes; every setting is then
-a few polars expressions over that frame. The idea that makes a 200-setting sweep cheap: for a threshold-on-a-measure
+a few polars expressions over that frame. Every figure is a sum over sessions (or, for the median and the float
+sums, taken over per-halt and per-episode values), so calibrate loads and sweeps a batch of sessions at a time
+(``variant_parts``) and adds the batches up (``finish_sweep``): the same rows as one pass, in a batch's memory. The idea that makes a 200-setting sweep cheap: for a threshold-on-a-measure
 guard, "the first call of a run whose measure reaches t" is the same call for every t between two *records* of the
 run's running maximum, so each record row is exploded over the thresholds it decides, and one group-by yields the
 figures of every threshold at once (``first_reaching``).

@@ -82,9 +82,5 @@ class SessionIds:
 
     ids: tuple[str, ...]
 
-    @property
-    def active(self) -> bool:
-        return True
-
     def where(self, alias: str = "s") -> tuple[str, list[object]]:
         return f"list_contains(?, {alias}.session_id)", [list(self.ids)]
