@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.errors import UsageError
-from analyzer.store.filters import SessionFilter
+from analyzer.store.filters import SessionFilter, SessionIds
 
 if TYPE_CHECKING:
     import duckdb
@@ -27,16 +27,6 @@ def replay_cache_path(db: Path) -> Path:
     """Where the report keeps its guard replays between runs: beside the store, never in the report folder (the rows
     hold raw session and call ids, which a shared report must not carry)."""
     return db.with_name(db.name + ".report-replay.parquet")
-
-
-@dataclass(frozen=True)
-class _Sessions:
-    """A filter naming sessions by id, in the shape ``SessionFilter.where`` has (for ``load_corpus``)."""
-
-    ids: tuple[str, ...]
-
-    def where(self, alias: str = "s") -> tuple[str, list[object]]:
-        return f"list_contains(?, {alias}.session_id)", [list(self.ids)]
 
 
 def _scope_fingerprints(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> dict[str, str | None]:
@@ -98,7 +88,7 @@ def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Sessio
     todo = tuple(sid for sid in fps if sid not in done)
     parts = [kept.drop("_key", "_fp")] if kept is not None and kept.height else []
     for start in range(0, len(todo), REPLAY_CHUNK):
-        chunk = _Sessions(todo[start:start + REPLAY_CHUNK])
+        chunk = SessionIds(todo[start:start + REPLAY_CHUNK])
         parts.append(replay(load_corpus(con, chunk), policies, workers=workers).sessions)  # type: ignore[arg-type]
     if not parts:
         return None

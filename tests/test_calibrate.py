@@ -316,3 +316,31 @@ def test_report_gets_the_stored_run_of_its_scope_or_a_fresh_sweep(tmp_path: Path
     assert "open-codesign" in other_scope.recommendation.settings  # a different filter: not the stored run
     assert res.headline().startswith("gitagent: warn 2, halt 2 saves 1,200 tokens ($0.12) at 25.00% sessions")  # no cycles
     assert "exact replay 1,200 tokens" in res.headline()
+
+
+@pytest.mark.parametrize("base", ["open-codesign", "pi-anti-doom-loop", "gitagent", "cline", "loopscope"])
+def test_batches_of_one_session_add_up_to_one_pass(db: Path, base: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """calibrate sweeps and replays a batch of sessions at a time (``SESSION_BATCH``): the sums, the per-halt cost
+    sums and the medians over batches of one session must be exactly those of one pass over the whole store."""
+    import dataclasses
+
+    import analyzer.calibrate.recommend as rec
+
+    one_pass = run(db, base)
+    monkeypatch.setattr(rec, "SESSION_BATCH", 1)
+    batched = run(db, base)
+    assert batched.sessions == one_pass.sessions == 4
+    assert batched.sweep.equals(one_pass.sweep)
+    assert batched.recommended == one_pass.recommended
+    assert batched.verification is not None and one_pass.verification is not None
+    assert dataclasses.replace(batched.verification, seconds=0) == dataclasses.replace(one_pass.verification,
+                                                                                       seconds=0)
+    # and both are what the one-load sweep of the frames gives
+    con = store.connect(db, read_only=True)
+    try:
+        pol = rec.base_policy(base)
+        frames = load_frames(con, texts=rec.BASES[pol.engine].text_rules)
+        whole = rec.sweep_frames(pol, frames, Grid())
+    finally:
+        con.close()
+    assert whole.equals(one_pass.sweep.drop("on_frontier", "recommended"))

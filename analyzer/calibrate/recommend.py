@@ -1,9 +1,9 @@
 """Calibration: sweep a guard's warn/halt thresholds (and pi's window and similarity bar) over the whole store, find the
 frontier of tokens saved against healthy work interrupted, and recommend the setting for a target false-halt rate.
 
-``calibrate_store`` runs it: one load of the stored signals, every setting as a few polars expressions
-(``analyzer.calibrate_sweep`` documents the measure of each base policy, what a halt saves and hits, and the
-approximations), the frontier and the recommendation (below), the text to paste into each guard
+``calibrate_store`` runs it: the stored signals a batch of sessions at a time (``SESSION_BATCH``), every setting as
+a few polars expressions (``analyzer.calibrate.sweep`` documents the measure of each base policy, what a halt saves
+and hits, and the approximations), the frontier and the recommendation (below), the text to paste into each guard
 (``analyzer.calibrate.paste``), then **one exact replay** of the recommended setting (``analyzer.guards.replay``) so the
 sweep's figures can be checked against the real guard's — both are printed. The result is saved in the store
 (``calibration_runs``, ``calibration_sweep``); ``latest_calibration`` reads it back for the report.
@@ -36,11 +36,11 @@ import polars as pl
 
 from analyzer.calibrate.paste import paste_settings
 from analyzer.calibrate.sweep import (
-    BASES, CLASSES, NONE, STUCK, SWEEP_SCHEMA, WINDOW_COLUMNS, Frames, fixed_false_halts, load_frames, measures,
-    sweep_variant,
+    BASES, CLASSES, NONE, STUCK, SWEEP_SCHEMA, WINDOW_COLUMNS, Frames, SweepParts, finish_sweep, fixed_false_halts,
+    load_frames, load_scope, measures, variant_parts,
 )
 from analyzer.errors import UsageError
-from analyzer.store.filters import SessionFilter
+from analyzer.store.filters import SessionFilter, SessionIds
 from analyzer.calibrate.labels import LabelSpans, read_labels, resolve_labels
 from analyzer.guards.policies import PRESETS, Policy, resolve
 from analyzer.store.db import frame, has_table, one, transaction
@@ -344,10 +344,27 @@ def base_policy(name: str) -> Policy:
 
 def sweep_frames(base: Policy, frames: Frames, grid: Grid) -> pl.DataFrame:
     """Every setting of ``grid`` for ``base`` over loaded frames (no store access)."""
-    params = base.params
-    parts = [sweep_variant(measures(base.engine, frames, params, w, s), frames, grid.pairs(base.engine), w, s)
-             for w, s in grid.variants(base.engine)]
-    return pl.concat(parts) if parts else pl.DataFrame(schema=SWEEP_SCHEMA)
+    return finish_sweep(sweep_parts(base, frames, grid), frames.sessions, frames.episodes.height)
+
+
+def sweep_parts(base: Policy, frames: Frames, grid: Grid) -> list[SweepParts]:
+    """``frames``' share of every setting of ``grid`` for ``base``, one part per variant (``finish_sweep`` adds the
+    parts of every batch of sessions up)."""
+    pairs = grid.pairs(base.engine)
+    return [variant_parts(measures(base.engine, frames, base.params, w, s), frames, pairs, w, s)
+            for w, s in grid.variants(base.engine)]
+
+
+SESSION_BATCH = 400
+"""Sessions calibrate loads, sweeps and replays at a time. The sweep's figures are sums over sessions, so a batch's
+are added to the others' and nothing the size of the corpus is held: the signals of every call and the replay's
+Python objects of every call and message (1.4 GB at 2,400 sessions, 346k calls, in one pass) are a batch's only."""
+
+
+def session_batches(ids: list[str], size: int | None = None) -> list[SessionIds]:
+    """``ids`` (the scope, in order) as consecutive batches of ``size`` sessions (default ``SESSION_BATCH``)."""
+    n = size or SESSION_BATCH
+    return [SessionIds(tuple(ids[i:i + n])) for i in range(0, len(ids), n)]
 
 
 def policy_for(base: Policy, row: dict[str, Any]) -> Policy:
@@ -372,23 +389,38 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
     spans = labels if isinstance(labels, LabelSpans) or labels is None else \
         resolve_labels(con, read_labels(Path(labels)), labels)
     t0 = time.perf_counter()
-    frames = load_frames(con, flt, spans.spans if spans is not None else None,
-                         texts=BASES[pol.engine].text_rules)
-    if frames.sessions == 0:
+    scope = load_scope(con, flt)
+    if not scope.ids:
         what = "matching the filter " if flt.active else ""
         raise UsageError(f"no scanned sessions {what}in the store: run `loopscope scan` first")
-    sweep = sweep_frames(pol, frames, grid)
+    parts: list[SweepParts] = []
+    kept: list[Frames] = []  # what the exact replay reads of each batch, without the signals
+    stuck = sick = fixed = 0
+    # pi's text-rule halts are ordered by position across sessions before their costs are summed, so a batch's
+    # cost sums would round differently from one pass: its sweep takes the scope in one batch (the replay does not).
+    sweep_batch = len(scope.ids) if BASES[pol.engine].text_rules else None
+    for batch in session_batches(scope.ids, sweep_batch):
+        frames = load_frames(con, batch, spans.spans if spans is not None else None,
+                             texts=BASES[pol.engine].text_rules)
+        parts.extend(sweep_parts(pol, frames, grid))
+        stuck += frames.episodes.height
+        sick += frames.episodes["sidx"].n_unique()
+        fixed += fixed_false_halts(frames, pol.engine, pol.params)
+        kept.append(frames.for_verification())
+        del frames
+    sweep = finish_sweep(parts, len(scope.ids), stuck)
+    del parts
     sweep, qualified = rank(sweep, target, pol.params, pol.engine)
-    too_few = _too_few(frames, target) if enough else ""
+    too_few = _too_few(len(scope.ids), stuck, sick, target) if enough else ""
     if too_few:
         sweep, qualified = _keep_defaults(sweep, pol), False
     seconds = time.perf_counter() - t0
     res = CalibrationResult(
         run_id=uuid.uuid4().hex[:16], base=pol.name, computed_at=datetime.now(timezone.utc).replace(tzinfo=None),
-        scope=_scope_text(flt), target=target, grid=grid, sweep=sweep, sessions=frames.sessions,
-        unscanned=frames.unscanned, stuck_episodes=frames.episodes.height, total_tokens=frames.total_tokens,
-        total_cost=frames.total_cost, labels=spans, qualified=qualified, sweep_seconds=seconds, too_few=too_few)
-    _notes(res, frames, fixed_false_halts(frames, pol.engine, pol.params))
+        scope=_scope_text(flt), target=target, grid=grid, sweep=sweep, sessions=len(scope.ids),
+        unscanned=scope.unscanned, stuck_episodes=stuck, total_tokens=scope.total_tokens,
+        total_cost=scope.total_cost, labels=spans, qualified=qualified, sweep_seconds=seconds, too_few=too_few)
+    _notes(res, fixed)
     rec_rows = sweep.filter(pl.col("recommended")).drop("on_frontier", "recommended").to_dicts()
     if rec_rows:
         res.recommended = rec_rows[0]
@@ -397,18 +429,19 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
                                       res.recommended["window"], res.recommended["similarity"], chosen.params,
                                       {k: p.params for k, p in PRESETS.items()})
         if verify:
-            res.verification = verify_setting(con, chosen, flt, frames, workers)
+            t1 = time.perf_counter()
+            vparts = [verify_part(con, chosen, b, f, workers) for f in kept for b in session_batches(f.scope_ids)]
+            res.verification = finish_verification(chosen, vparts, res.sessions, time.perf_counter() - t1)
         res.rationale = _rationale(res, grid.size(pol.engine))
     if save:
         save_calibration(con, res)
     return res
 
 
-def _too_few(frames: Frames, target: float) -> str:
-    """Why the corpus cannot support a recommendation for ``target``, with the counts; "" when it can."""
-    stuck = frames.episodes.height
-    sick = frames.episodes["sidx"].n_unique() if stuck else 0
-    healthy = frames.sessions - sick
+def _too_few(sessions: int, stuck: int, sick: int, target: float) -> str:
+    """Why the corpus cannot support a recommendation for ``target``, with the counts (``stuck`` episodes in
+    ``sick`` sessions); "" when it can."""
+    healthy = sessions - sick
     needed = math.ceil(1 / target) if target > 0 else None
     short = []
     if needed is not None and healthy < needed:
@@ -432,7 +465,7 @@ def _scope_text(flt: SessionFilter) -> str:
     return ", ".join(p for p in parts if p) or "all sessions"
 
 
-def _notes(res: CalibrationResult, frames: Frames, fixed: int) -> None:
+def _notes(res: CalibrationResult, fixed: int) -> None:
     if res.unscanned:
         res.notes.append(f"{res.unscanned:,} sessions matching the filter were never scanned and are left out; run "
                          "`loopscope scan` to include them")
@@ -485,38 +518,68 @@ def _rationale(res: CalibrationResult, n: int) -> str:
 def verify_setting(con: "duckdb.DuckDBPyConnection", policy: Policy, flt: SessionFilter, frames: Frames,
                    workers: int | None = None) -> Verification:
     """Replay ``policy`` exactly over the sessions the sweep covered and score its halts the sweep's way."""
+    t0 = time.perf_counter()
+    part = verify_part(con, policy, flt, frames, workers)
+    return finish_verification(policy, [part], frames.sessions, time.perf_counter() - t0)
+
+
+@dataclass
+class VerifyPart:
+    """One batch of sessions' share of the exact replay's figures: its halts (``cls`` and what each saved; the
+    float sum of their cost is taken once over all batches, as one replay would) and the calls to detection of each
+    episode caught (``d``: the median needs them all)."""
+
+    halts: pl.DataFrame
+    detect: pl.Series
+    sessions_halted: int
+    false_halt_sessions: int
+
+
+def verify_part(con: "duckdb.DuckDBPyConnection", policy: Policy, flt: SessionFilter, frames: Frames,
+                workers: int | None = None) -> VerifyPart:
+    """The exact replay of ``policy`` over the sessions of ``frames`` that match ``flt``, scored the sweep's way."""
     from analyzer.guards.replay import load_corpus, replay
 
-    t0 = time.perf_counter()
     corpus = load_corpus(con, flt)
     keep = set(frames.scope_ids)
     corpus.sessions = [s for s in corpus.sessions if s.session_id in keep]
     rep = replay(corpus, [policy], workers=workers, verdicts=True)
+    del corpus
     calls = frames.calls.select("session_id", "sidx", "seq", "run", "cls", "nested")
     h = rep.halts.select("session_id", pl.col("halt_seq").alias("seq"), "tokens_after_halt", "cost_after_halt_usd",
                          "calls_after_halt")
-    h = h.join(calls, on=["session_id", "seq"], how="left")
+    h = h.join(calls, on=["session_id", "seq"], how="left", maintain_order="left")
     # A halt without a call (a text rule stopped a run that issued none) interrupted no loop: "none".
     h = h.with_columns(pl.col("cls").fill_null(NONE))
-    on = h["cls"].to_list()
     false_sessions = h.filter(pl.col("cls") != STUCK)["session_id"].n_unique()
     # Episodes caught: the first warning or halt inside each, no later than its run's halt.
-    acts = rep.verdicts.filter(pl.col("at") == "call").select("session_id", "seq").join(calls.select("session_id", "sidx", "seq", "run"),
-                                                         on=["session_id", "seq"])
+    acts = rep.verdicts.filter(pl.col("at") == "call").select("session_id", "seq").join(
+        calls.select("session_id", "sidx", "seq", "run"), on=["session_id", "seq"])
     mem = frames.members.select("ep", "sidx", "seq").join(acts.select("sidx", "seq", "run"), on=["sidx", "seq"])
     first = mem.group_by("ep").agg(pl.col("seq").min().alias("det_seq"), pl.col("run").sort_by("seq").first())
     trips = h.filter(pl.col("run").is_not_null()).group_by("run").agg(pl.col("seq").min().alias("halt_seq"))
     det = (first.join(frames.episodes.select("ep", "first_seq"), on="ep").join(trips, on="run", how="left")
            .filter(pl.col("halt_seq").is_null() | (pl.col("det_seq") <= pl.col("halt_seq"))))
-    med = det.select((pl.col("det_seq") - pl.col("first_seq") + 1).median()).item() if det.height else None
+    return VerifyPart(h.select("cls", "tokens_after_halt", "cost_after_halt_usd", "calls_after_halt"),
+                      det.select((pl.col("det_seq") - pl.col("first_seq") + 1).alias("d"))["d"],
+                      h["session_id"].n_unique(), false_sessions)
+
+
+def finish_verification(policy: Policy, parts: list[VerifyPart], sessions: int, seconds: float) -> Verification:
+    """The exact replay's figures over every batch's ``parts`` (``sessions``: the sessions in scope)."""
+    h = pl.concat([p.halts for p in parts]).rechunk()
+    d = pl.concat([p.detect for p in parts]).rechunk()
+    on = h["cls"].to_list()
+    false_sessions = sum(p.false_halt_sessions for p in parts)
+    med = d.median() if d.len() else None
     return Verification(
         policy=policy.name, halts=h.height,
         halts_stuck=on.count(0), halts_progress=on.count(1), halts_none=on.count(2), halts_benign=on.count(3),
-        sessions_halted=h["session_id"].n_unique(),
-        false_halt_sessions=false_sessions, false_halt_rate=false_sessions / max(frames.sessions, 1),
-        stuck_caught=det.height, median_calls_to_detect=None if med is None else float(med),
+        sessions_halted=sum(p.sessions_halted for p in parts),
+        false_halt_sessions=false_sessions, false_halt_rate=false_sessions / max(sessions, 1),
+        stuck_caught=d.len(), median_calls_to_detect=None if med is None else float(med),  # type: ignore[arg-type]
         tokens_saved=int(h["tokens_after_halt"].sum() or 0), dollars_saved=float(h["cost_after_halt_usd"].sum() or 0),
-        calls_saved=int(h["calls_after_halt"].sum() or 0), seconds=time.perf_counter() - t0)
+        calls_saved=int(h["calls_after_halt"].sum() or 0), seconds=seconds)
 
 
 # -- the store ------------------------------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 
 One load (``load_frames``) reads, per call in scope, the signals a base policy's measure needs plus what a halt at
 that call would mean — the tokens it saves, whether it lands in a loop — and the stuck episodes; every setting is then
-a few polars expressions over that frame. The idea that makes a 200-setting sweep cheap: for a threshold-on-a-measure
+a few polars expressions over that frame. Every figure is a sum over sessions (or, for the median and the float
+sums, taken over per-halt and per-episode values), so calibrate loads and sweeps a batch of sessions at a time
+(``variant_parts``) and adds the batches up (``finish_sweep``): the same rows as one pass, in a batch's memory. The idea that makes a 200-setting sweep cheap: for a threshold-on-a-measure
 guard, "the first call of a run whose measure reaches t" is the same call for every t between two *records* of the
 run's running maximum, so each record row is exploded over the thresholds it decides, and one group-by yields the
 figures of every threshold at once (``first_reaching``).
@@ -65,7 +67,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from analyzer.guards import SweepSpec, sweepable
-from analyzer.store.filters import SessionFilter
+from analyzer.store.filters import SessionFilter, SessionIds
 from analyzer.store.db import frame, one
 
 if TYPE_CHECKING:
@@ -126,31 +128,67 @@ class Frames:
             self._members = e.join(self.calls.select("sidx", "seq", "run", "nested"), on=["sidx", "seq"])
         return self._members
 
+    def for_verification(self) -> "Frames":
+        """These frames without what only the sweep reads (the signals, the texts): what the exact replay of the
+        recommendation needs of a batch (``recommend.verify_part``), kept while the other batches are swept."""
+        return Frames(self.calls.select(_VERIFY_COLUMNS), self.episodes, self.sessions, self.unscanned,
+                      self.total_tokens, self.total_cost, self.scope_ids, None, self.labelled)
+
+
+_VERIFY_COLUMNS = ["session_id", "sidx", "seq", "run", "cls", "nested"]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The scanned sessions matching a filter (``ids``, sorted), the matching ones never scanned, and the counted
+    usage of the scanned ones."""
+
+    ids: list[str]
+    unscanned: int
+    total_tokens: int
+    total_cost: float
+
+
+def _create_scope(con: "duckdb.DuckDBPyConnection", flt: "SessionFilter | SessionIds") -> Scope:
+    """The scope of ``flt``, left in the temp table ``_cal_scope`` for the queries that follow."""
+    where, params = flt.where("s")
+    con.execute(f"""
+        CREATE OR REPLACE TEMP TABLE _cal_scope AS
+        SELECT s.session_id FROM sessions s
+        WHERE {where} AND s.session_id IN (SELECT session_id FROM scan_state)""", params)
+    row = one(con, f"""
+        SELECT (SELECT count(*) FROM sessions s WHERE {where}) - (SELECT count(*) FROM _cal_scope),
+               (SELECT coalesce(sum(total_tokens), 0) FROM sessions WHERE session_id IN (SELECT * FROM _cal_scope)),
+               (SELECT coalesce(sum(cost_usd), 0) FROM sessions WHERE session_id IN (SELECT * FROM _cal_scope))
+    """, params)
+    assert row is not None
+    ids = [r[0] for r in con.execute("SELECT session_id FROM _cal_scope ORDER BY session_id").fetchall()]
+    return Scope(ids, int(row[0]), int(row[1]), float(row[2]))
+
+
+def load_scope(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter()) -> Scope:
+    """The scanned sessions matching ``flt`` and their totals, without their calls: what a sweep in batches of
+    sessions (``SessionIds``) needs before the first batch."""
+    try:
+        return _create_scope(con, flt)
+    finally:
+        con.execute("DROP TABLE IF EXISTS _cal_scope")
+
 
 _LABELS_SCHEMA = {"session_id": pl.String, "first_seq": pl.Int64, "last_seq": pl.Int64, "label": pl.String}
 
 
-def load_frames(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
+def load_frames(con: "duckdb.DuckDBPyConnection", flt: "SessionFilter | SessionIds" = SessionFilter(),
                 labels: pl.DataFrame | None = None, texts: bool = False) -> Frames:
-    """One read of the store: the scanned sessions matching ``flt``, their calls' signals, and what a halt at each
-    call would save and hit (``labels``: spans with ``session_id``, ``first_seq``, ``last_seq``, ``label``);
-    with ``texts``, the text-rule counters of their assistant messages too."""
-    where, params = flt.where("s")
+    """One read of the store: the scanned sessions matching ``flt`` (a filter, or one batch of a scope by id),
+    their calls' signals, and what a halt at each call would save and hit (``labels``: spans with ``session_id``,
+    ``first_seq``, ``last_seq``, ``label``); with ``texts``, the text-rule counters of their assistant messages
+    too."""
     lab = (labels if labels is not None else pl.DataFrame(schema=_LABELS_SCHEMA)).select(list(_LABELS_SCHEMA))
     con.register("_cal_labels", lab.to_arrow())
     try:
-        con.execute(f"""
-            CREATE OR REPLACE TEMP TABLE _cal_scope AS
-            SELECT s.session_id FROM sessions s
-            WHERE {where} AND s.session_id IN (SELECT session_id FROM scan_state)""", params)
-        row = one(con, f"""
-            SELECT (SELECT count(*) FROM _cal_scope),
-                   (SELECT count(*) FROM sessions s WHERE {where}) - (SELECT count(*) FROM _cal_scope),
-                   (SELECT coalesce(sum(total_tokens), 0) FROM sessions WHERE session_id IN (SELECT * FROM _cal_scope)),
-                   (SELECT coalesce(sum(cost_usd), 0) FROM sessions WHERE session_id IN (SELECT * FROM _cal_scope))
-        """, params)
-        assert row is not None
-        scope_ids = [r[0] for r in con.execute("SELECT session_id FROM _cal_scope ORDER BY session_id").fetchall()]
+        scope = _create_scope(con, flt)
+        scope_ids = scope.ids
         con.execute(_MSG_SQL)
         calls = frame(con, _CALLS_SQL)
         episodes = frame(con, _EPISODES_SQL)
@@ -175,8 +213,8 @@ def load_frames(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFi
                 .sort("session_id", "first_seq", "last_seq")
                 .with_row_index("ep")
                 .select(pl.col("ep").cast(pl.Int32), "sidx", "session_id", "first_seq", "last_seq"))
-    return Frames(calls, episodes, int(row[0]), int(row[1]), int(row[2]), float(row[3]), scope_ids, text_rows,
-                  labelled=labels is not None and labels.height > 0)
+    return Frames(calls, episodes, len(scope_ids), scope.unscanned, scope.total_tokens, scope.total_cost, scope_ids,
+                  text_rows, labelled=labels is not None and labels.height > 0)
 
 
 # Every message of the sessions in scope with the counted usage after it in its run (the replay's "tokens after").
@@ -467,16 +505,42 @@ def first_reaching(df: pl.DataFrame, col: str, group: str, lo: int, hi: int, kee
 _HALT_COLS = ["run", "t", "sidx", "halt_at", *_STOP]
 
 
-def sweep_variant(meas: Measured, f: Frames, settings: list[tuple[int, int]], window: int | None,
-                  similarity: float | None) -> pl.DataFrame:
-    """The figures of every (warn, halt) pair in ``settings`` for one set of measures."""
+_SUMMED = ["halts", "halts_stuck", "halts_progress", "halts_none", "halts_benign", "sessions_halted",
+           "false_halt_sessions", "tokens_saved", "calls_saved", "sessions_warned", "stuck_caught",
+           "false_warn_sessions"]
+"""The integer figures of a sweep row: counts over halts, episodes or sessions, so the sum of a batch of sessions'
+figures is the corpus's (a session lies in one batch; ``sessions_*`` count distinct sessions)."""
+_VARIANT = ["window", "similarity"]
+
+
+@dataclass
+class SweepParts:
+    """One batch of sessions' share of every sweep row, to be added up over batches (``finish_sweep``).
+
+    ``sums``: per setting (``window``, ``similarity``, ``warn``, ``halt``), the ``_SUMMED`` figures. The two figures
+    that are not sums of per-batch figures keep their inputs: ``costs`` holds each halt's ``stop_cost`` (``window``,
+    ``similarity``, ``halt``), because a float sum taken batch by batch rounds differently from the one sum over the
+    corpus; ``detect`` counts the caught episodes by calls to detection ``d`` (``window``, ``similarity``, ``warn``,
+    ``halt``, ``d``, ``n``), because a median of medians is not the median."""
+
+    sums: pl.DataFrame
+    costs: pl.DataFrame
+    detect: pl.DataFrame
+
+
+def variant_parts(meas: Measured, f: Frames, settings: list[tuple[int, int]], window: int | None,
+                  similarity: float | None) -> SweepParts:
+    """The figures of every (warn, halt) pair in ``settings`` for one set of measures over ``f``'s sessions, as parts
+    that add up over batches of sessions."""
+    lits = [pl.lit(window, pl.Int64).alias("window"), pl.lit(similarity, pl.Float64).alias("similarity")]
+    s = pl.DataFrame(settings, schema={"warn": pl.Int64, "halt": pl.Int64}, orient="row")
     if not settings:
-        return pl.DataFrame(schema=SWEEP_SCHEMA)
+        return SweepParts(s.with_columns(*lits, *[pl.lit(0, pl.Int64).alias(c) for c in _SUMMED]),
+                          pl.DataFrame(schema={**_COST_SCHEMA}), pl.DataFrame(schema={**_DETECT_SCHEMA}))
     top = meas.top
     warns = sorted({w for w, _ in settings})
     halts = sorted({h for _, h in settings})
     lo, hi = min(warns + halts), max(warns + halts)
-    s = pl.DataFrame(settings, schema={"warn": pl.Int64, "halt": pl.Int64}, orient="row")
     thresholds = pl.DataFrame({"t": halts}, schema={"t": pl.Int64})
 
     # Halts: per run the first call whose halt measure reaches h (a gitagent trip with no batch left stops nothing),
@@ -496,9 +560,9 @@ def sweep_variant(meas: Measured, f: Frames, settings: list[tuple[int, int]], wi
         pl.col("sidx").n_unique().alias("sessions_halted"),
         pl.col("sidx").filter(not_stuck).n_unique().alias("false_halt_sessions"),
         pl.col("stop_tok").sum().alias("tokens_saved"),
-        pl.col("stop_cost").sum().alias("dollars_saved"),
         pl.col("stop_calls").sum().alias("calls_saved"),
     )
+    costs = stops.select(*lits, pl.col("t").alias("halt"), pl.col("stop_cost").cast(pl.Float64))
     warned = first_reaching(top, "a", "run", lo, hi, ["sidx"]).select("t", "sidx")
     if meas.acts is not None and meas.acts.height:
         warned = pl.concat([warned, meas.acts.select("sidx").join(pl.DataFrame({"t": warns}, schema={"t": pl.Int64}),
@@ -519,26 +583,55 @@ def sweep_variant(meas: Measured, f: Frames, settings: list[tuple[int, int]], wi
     trips = stops.select("run", pl.col("t").alias("halt"), "halt_at")
     caught = (det.join(s, on="warn").join(trips, on=["run", "halt"], how="left")
               .filter(pl.col("halt_at").is_null() | (pl.col("det_seq") <= pl.col("halt_at")))
-              .group_by("warn", "halt").agg(
-                  pl.len().alias("stuck_caught"),
-                  (pl.col("det_seq") - pl.col("first_seq") + 1).median().alias("median_calls_to_detect")))
+              .select("warn", "halt", (pl.col("det_seq") - pl.col("first_seq") + 1).cast(pl.Int64).alias("d")))
+    detect = caught.group_by("warn", "halt", "d").agg(pl.len().cast(pl.Int64).alias("n")).select(*lits, pl.all())
+    counted = caught.group_by("warn", "halt").agg(pl.len().alias("stuck_caught"))
 
     out = (s.join(per_halt, on="halt", how="left").join(warned, on="warn", how="left")
-           .join(caught, on=["warn", "halt"], how="left").join(false_warned, on=["warn", "halt"], how="left"))
-    zero = ["halts", "halts_stuck", "halts_progress", "halts_none", "halts_benign", "sessions_halted",
-            "false_halt_sessions", "tokens_saved", "calls_saved", "sessions_warned", "stuck_caught",
-            "false_warn_sessions"]
+           .join(counted, on=["warn", "halt"], how="left").join(false_warned, on=["warn", "halt"], how="left"))
+    sums = out.select(*lits, "warn", "halt", *[pl.col(c).fill_null(0).cast(pl.Int64) for c in _SUMMED])
+    return SweepParts(sums, costs.select(list(_COST_SCHEMA)).cast(_COST_SCHEMA),
+                      detect.select(list(_DETECT_SCHEMA)).cast(_DETECT_SCHEMA))
+
+
+_COST_SCHEMA: dict[str, Any] = {"window": pl.Int64, "similarity": pl.Float64, "halt": pl.Int64,
+                                "stop_cost": pl.Float64}
+_DETECT_SCHEMA: dict[str, Any] = {"window": pl.Int64, "similarity": pl.Float64, "warn": pl.Int64,
+                                  "halt": pl.Int64, "d": pl.Int64, "n": pl.Int64}
+
+
+def finish_sweep(parts: list[SweepParts], sessions: int, stuck_episodes: int) -> pl.DataFrame:
+    """The sweep rows of the batches' ``parts`` added up (every batch holds every setting, in the same order), with
+    the corpus's ``sessions`` and ``stuck_episodes``: the same rows as one sweep over all the sessions at once."""
+    if not parts:
+        return pl.DataFrame(schema=SWEEP_SCHEMA)
+    keys = [*_VARIANT, "warn", "halt"]
+    sums = pl.concat([p.sums for p in parts]).group_by(keys, maintain_order=True).agg(pl.col(_SUMMED).sum())
+    costs = pl.concat([p.costs for p in parts]).rechunk()
+    # One sum per (variant, halt) over the halts in corpus order, as the one-pass sweep took it.
+    dollars = costs.group_by([*_VARIANT, "halt"], maintain_order=True).agg(pl.col("stop_cost").sum().alias(
+        "dollars_saved"))
+    detect = pl.concat([p.detect for p in parts])
+    medians = (detect.group_by([*keys, "d"]).agg(pl.col("n").sum())
+               .select(*keys, pl.col("d").repeat_by("n")).explode("d")
+               .group_by(keys).agg(pl.col("d").median().alias("median_calls_to_detect")))
+    out = (sums.join(dollars, on=[*_VARIANT, "halt"], how="left", nulls_equal=True, maintain_order="left")
+           .join(medians, on=keys, how="left", nulls_equal=True, maintain_order="left"))
     out = out.with_columns(
-        *[pl.col(c).fill_null(0).cast(pl.Int64) for c in zero],
         pl.col("dollars_saved").fill_null(0.0).cast(pl.Float64),
-        pl.lit(window, pl.Int64).alias("window"), pl.lit(similarity, pl.Float64).alias("similarity"),
-        pl.lit(f.sessions, pl.Int64).alias("sessions"),
-        pl.lit(f.episodes.height, pl.Int64).alias("stuck_episodes"),
+        pl.lit(sessions, pl.Int64).alias("sessions"),
+        pl.lit(stuck_episodes, pl.Int64).alias("stuck_episodes"),
     ).with_columns(
-        (pl.col("false_halt_sessions") / pl.lit(max(f.sessions, 1))).alias("false_halt_rate"),
-        (pl.col("false_warn_sessions") / pl.lit(max(f.sessions, 1))).alias("false_warn_rate"),
+        (pl.col("false_halt_sessions") / pl.lit(max(sessions, 1))).alias("false_halt_rate"),
+        (pl.col("false_warn_sessions") / pl.lit(max(sessions, 1))).alias("false_warn_rate"),
     )
     return out.select([pl.col(c).cast(t) for c, t in SWEEP_SCHEMA.items()])
+
+
+def sweep_variant(meas: Measured, f: Frames, settings: list[tuple[int, int]], window: int | None,
+                  similarity: float | None) -> pl.DataFrame:
+    """The figures of every (warn, halt) pair in ``settings`` for one set of measures over all of ``f``."""
+    return finish_sweep([variant_parts(meas, f, settings, window, similarity)], f.sessions, f.episodes.height)
 
 
 def _false_warns(top: pl.DataFrame, acts: pl.DataFrame | None, f: Frames, s: pl.DataFrame, stops: pl.DataFrame,

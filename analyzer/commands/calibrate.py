@@ -77,7 +77,8 @@ def calibrate(
         "--write-settings", help="Write the recommended setting to the hook's settings file, which `loopscope hook "
                                  "claude-code` then runs (~/.config/loopscope/hook-settings.json).")] = False,
     workers: Annotated[Optional[int], typer.Option(
-        "--workers", min=1, help="Processes for the exact replay. Default: by store size.", show_default=False)] = None,
+        "--workers", min=1, help="Processes for the exact replay of each batch of sessions. Default: one "
+        "per batch under 200k calls (forking costs more than it saves below that).", show_default=False)] = None,
     db: DbOpt = None,
     format: FormatOpt = OutputFormat.table,
     output: OutputOpt = None,

@@ -73,3 +73,14 @@ class SessionFilter:
             conds.append(f"contains(lower(coalesce({alias}.cwd, '')), lower(?))")
             params.append(self.project)
         return (" AND ".join(conds) if conds else "TRUE"), params
+
+
+@dataclass(frozen=True)
+class SessionIds:
+    """Sessions named by id, in the shape of ``SessionFilter.where``: one batch of a scope, for the code that reads
+    the store a bounded number of sessions at a time (calibrate, the report's replays)."""
+
+    ids: tuple[str, ...]
+
+    def where(self, alias: str = "s") -> tuple[str, list[object]]:
+        return f"list_contains(?, {alias}.session_id)", [list(self.ids)]
