@@ -14,6 +14,10 @@ from analyzer.store.filters import SessionFilter
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
+
+    from analyzer.guards.policies import Policy
+    from analyzer.guards.replay import CorpusFrames
 
     from reports.render import ReportResult
 
@@ -64,20 +68,71 @@ def _replay_key(policies: Sequence[object]) -> str:
     return h.hexdigest()
 
 
-REPLAY_CHUNK = 500
-"""Sessions loaded and replayed at a time: the replay holds its sessions' calls as Python objects, so a bounded
-chunk keeps a cold report's memory flat however large the corpus."""
+REPLAY_CHUNK = 125
+"""Sessions read and replayed per job: the replay holds its sessions' calls as Python objects, so a bounded chunk
+keeps a cold report's memory flat however large the corpus; small enough that every worker gets several."""
+
+REPLAY_POOL_MIN = 2 * REPLAY_CHUNK
+"""Fewer sessions to replay than this and they are replayed in this process: starting two spawned workers costs
+about 1.5 s of CPU (their imports)."""
+
+
+def _replay_chunk(frames: "CorpusFrames", policies: "Sequence[Policy]") -> "pl.DataFrame":
+    """One job: build a chunk's sessions from the frames the main process read, replay every policy over them, and
+    return only the small per-session rows (in a worker, so the sessions' Python objects never reach the main
+    process)."""
+    from analyzer.guards.replay import build_corpus, replay
+
+    return replay(build_corpus(frames), policies, workers=1).sessions
+
+
+def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], policies: "Sequence[Policy]",
+                   workers: int | None) -> "list[pl.DataFrame]":
+    """The replay rows of the sessions ``todo``, a chunk at a time: the main process reads each chunk from the store
+    and a pool of spawned workers (``workers``; default one per core when there are enough sessions) builds and
+    replays it, with a bounded number of chunks in flight."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    from analyzer.guards.replay import read_corpus
+    from reports.render import cores
+
+    chunks = [todo[i:i + REPLAY_CHUNK] for i in range(0, len(todo), REPLAY_CHUNK)]
+    n = workers if workers is not None else (cores() if len(todo) >= REPLAY_POOL_MIN else 1)
+    parts: dict[int, pl.DataFrame] = {}
+    if n > 1 and len(chunks) > 1:
+        pending: dict[Future[pl.DataFrame], int] = {}
+
+        def collect(futures: "set[Future[pl.DataFrame]]") -> None:
+            for f in futures:
+                parts[pending.pop(f)] = f.result()
+
+        try:
+            # spawn, not fork: the parent holds DuckDB's threads, and a forked child would count the parent's pages.
+            with ProcessPoolExecutor(max_workers=min(n, len(chunks)),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                for i, chunk in enumerate(chunks):
+                    if len(pending) >= 2 * n:
+                        collect(wait(pending, return_when=FIRST_COMPLETED)[0])
+                    pending[pool.submit(_replay_chunk, read_corpus(con, _Sessions(chunk)), policies)] = i
+                collect(set(pending))
+        except BrokenProcessPool:
+            pass  # a worker died (or a script without a main guard): the chunks left are replayed here
+    for i, chunk in enumerate(chunks):
+        if i not in parts:
+            parts[i] = _replay_chunk(read_corpus(con, _Sessions(chunk)), policies)
+    return [parts[i] for i in range(len(chunks))]
 
 
 def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
                    workers: int | None = None, cache: Path | None = None) -> "Replay | None":
-    """Every preset guard replayed over the filtered sessions. With ``cache`` (a Parquet file), only sessions whose
-    scan fingerprint changed since the cached rows were computed are replayed again: a session's replay depends on
-    its own calls and findings alone."""
+    """Every preset guard replayed over the filtered sessions (``_replay_chunks``). With ``cache`` (a Parquet file),
+    only sessions whose scan fingerprint changed since the cached rows were computed are replayed again: a session's
+    replay depends on its own calls and findings alone."""
     import polars as pl
 
     from analyzer.guards.policies import resolve
-    from analyzer.guards.replay import load_corpus, replay
     from analyzer.results import Replay
 
     policies = resolve(["all"])
@@ -97,9 +152,7 @@ def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Sessio
     done = set(kept["session_id"].unique().to_list()) if kept is not None else set()
     todo = tuple(sid for sid in fps if sid not in done)
     parts = [kept.drop("_key", "_fp")] if kept is not None and kept.height else []
-    for start in range(0, len(todo), REPLAY_CHUNK):
-        chunk = _Sessions(todo[start:start + REPLAY_CHUNK])
-        parts.append(replay(load_corpus(con, chunk), policies, workers=workers).sessions)  # type: ignore[arg-type]
+    parts += _replay_chunks(con, todo, policies, workers)
     if not parts:
         return None
     frame = pl.concat(parts, how="vertical_relaxed").sort("session_id", "policy")

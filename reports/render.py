@@ -342,7 +342,7 @@ def _read_manifest(out: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def _cores() -> int:
+def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -358,7 +358,7 @@ def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_sco
     """Write the pages of ``todo`` a batch at a time: the main process reads each batch's frames from the source,
     a pool of worker processes renders and writes them, with a bounded number of batches in flight so memory stays
     flat however many sessions there are."""
-    n = workers if workers is not None else (_cores() if len(todo) >= POOL_MIN_PAGES else 1)
+    n = workers if workers is not None else (cores() if len(todo) >= POOL_MIN_PAGES else 1)
     chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
     written: list[str] = []
     left = list(range(len(chunks)))  # chunks not yet written

@@ -159,3 +159,23 @@ def test_replays_from_the_cache_and_in_chunks_equal_one_fresh_replay(corpus: tup
     assert fresh is not None and chunked is not None and cached is not None
     assert fresh.frame.height >= 8 * 25
     assert chunked.frame.equals(fresh.frame) and cached.frame.equals(fresh.frame)
+
+
+def test_a_replay_in_worker_processes_equals_one_in_this_process(corpus: tuple[Path, Path],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cold, the report's replay reads each chunk of sessions here and replays it in spawned workers: the rows are
+    the same as replaying every session in this process."""
+    import analyzer.analyze as analyze
+    from analyzer.analyze import replay_presets
+
+    _, db = corpus
+    con = store.connect(db, read_only=True)
+    try:
+        serial = replay_presets(con, workers=1)
+        monkeypatch.setattr(analyze, "REPLAY_CHUNK", 3)
+        pooled = replay_presets(con, workers=2)
+    finally:
+        con.close()
+    assert serial is not None and pooled is not None
+    assert pooled.frame.equals(serial.frame)
+
