@@ -4,7 +4,8 @@ every preset guard's replay and the latest calibration."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,10 @@ from analyzer.store.filters import SessionFilter, SessionIds
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
+
+    from analyzer.guards.policies import Policy
+    from analyzer.guards.replay import CorpusFrames
 
     from reports.render import ReportResult
 
@@ -54,20 +59,71 @@ def _replay_key(policies: Sequence[object]) -> str:
     return h.hexdigest()
 
 
-REPLAY_CHUNK = 500
-"""Sessions loaded and replayed at a time: the replay holds its sessions' calls as Python objects, so a bounded
-chunk keeps a cold report's memory flat however large the corpus."""
+REPLAY_CHUNK = 125
+"""Sessions read and replayed per job: the replay holds its sessions' calls as Python objects, so a bounded chunk
+keeps a cold report's memory flat however large the corpus; small enough that every worker gets several."""
+
+REPLAY_POOL_MIN = 2 * REPLAY_CHUNK
+"""Fewer sessions to replay than this and they are replayed in this process: starting two spawned workers costs
+about 1.5 s of CPU (their imports)."""
+
+
+def _replay_chunk(frames: "CorpusFrames", policies: "Sequence[Policy]") -> "pl.DataFrame":
+    """One job: build a chunk's sessions from the frames the main process read, replay every policy over them, and
+    return only the small per-session rows (in a worker, so the sessions' Python objects never reach the main
+    process)."""
+    from analyzer.guards.replay import build_corpus, replay
+
+    return replay(build_corpus(frames), policies, workers=1).sessions
+
+
+def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], policies: "Sequence[Policy]",
+                   workers: int | None) -> "list[pl.DataFrame]":
+    """The replay rows of the sessions ``todo``, a chunk at a time: the main process reads each chunk from the store
+    and a pool of spawned workers (``workers``; default one per core when there are enough sessions) builds and
+    replays it, with a bounded number of chunks in flight."""
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    from analyzer.guards.replay import read_corpus
+    from reports.render import cores
+
+    chunks = [todo[i:i + REPLAY_CHUNK] for i in range(0, len(todo), REPLAY_CHUNK)]
+    n = workers if workers is not None else (cores() if len(todo) >= REPLAY_POOL_MIN else 1)
+    parts: dict[int, pl.DataFrame] = {}
+    if n > 1 and len(chunks) > 1:
+        pending: dict[Future[pl.DataFrame], int] = {}
+
+        def collect(futures: "set[Future[pl.DataFrame]]") -> None:
+            for f in futures:
+                parts[pending.pop(f)] = f.result()
+
+        try:
+            # spawn, not fork: the parent holds DuckDB's threads, and a forked child would count the parent's pages.
+            with ProcessPoolExecutor(max_workers=min(n, len(chunks)),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                for i, chunk in enumerate(chunks):
+                    if len(pending) >= 2 * n:
+                        collect(wait(pending, return_when=FIRST_COMPLETED)[0])
+                    pending[pool.submit(_replay_chunk, read_corpus(con, SessionIds(chunk)), policies)] = i
+                collect(set(pending))
+        except BrokenProcessPool:
+            pass  # a worker died (or a script without a main guard): the chunks left are replayed here
+    for i, chunk in enumerate(chunks):
+        if i not in parts:
+            parts[i] = _replay_chunk(read_corpus(con, SessionIds(chunk)), policies)
+    return [parts[i] for i in range(len(chunks))]
 
 
 def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
                    workers: int | None = None, cache: Path | None = None) -> "Replay | None":
-    """Every preset guard replayed over the filtered sessions. With ``cache`` (a Parquet file), only sessions whose
-    scan fingerprint changed since the cached rows were computed are replayed again: a session's replay depends on
-    its own calls and findings alone."""
+    """Every preset guard replayed over the filtered sessions (``_replay_chunks``). With ``cache`` (a Parquet file),
+    only sessions whose scan fingerprint changed since the cached rows were computed are replayed again: a session's
+    replay depends on its own calls and findings alone."""
     import polars as pl
 
     from analyzer.guards.policies import resolve
-    from analyzer.guards.replay import load_corpus, replay
     from analyzer.results import Replay
 
     policies = resolve(["all"])
@@ -87,9 +143,7 @@ def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Sessio
     done = set(kept["session_id"].unique().to_list()) if kept is not None else set()
     todo = tuple(sid for sid in fps if sid not in done)
     parts = [kept.drop("_key", "_fp")] if kept is not None and kept.height else []
-    for start in range(0, len(todo), REPLAY_CHUNK):
-        chunk = SessionIds(todo[start:start + REPLAY_CHUNK])
-        parts.append(replay(load_corpus(con, chunk), policies, workers=workers).sessions)  # type: ignore[arg-type]
+    parts += _replay_chunks(con, todo, policies, workers)
     if not parts:
         return None
     frame = pl.concat(parts, how="vertical_relaxed").sort("session_id", "policy")
@@ -114,6 +168,62 @@ def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Session
     return replay_presets(con, flt, workers, cache), calibration_for_report(con, flt)
 
 
+LEAN_ALLOCATOR = {"allocator_flush_threshold": "0MB", "allocator_bulk_deallocation_flush_threshold": "0MB"}
+"""DuckDB settings for the calibration sweep: by default DuckDB keeps up to 128 MB a thread (and 512 MB after bulk
+frees) of freed query memory for reuse; returned at once, the sweep of the 2,400-session store peaked at 640 MB
+instead of 783 MB. Only there: over the whole report (replay reads, page batches) it cost 12 s more CPU at 2,400
+sessions for ~50 MB less at the peak."""
+
+
+@contextmanager
+def _lean_allocator(con: "duckdb.DuckDBPyConnection") -> Iterator[None]:
+    """``LEAN_ALLOCATOR`` for the duration, then the connection's own settings back (the settings are global to the
+    database instance; a source that is no DuckDB store, or lacks a setting, is left alone)."""
+    import duckdb
+
+    saved: dict[str, str] = {}
+    try:
+        for name, value in LEAN_ALLOCATOR.items():
+            row = con.execute("SELECT current_setting(?)", [name]).fetchone()
+            con.execute(f"SET {name} = '{value}'")
+            saved[name] = str(row[0]) if row else value
+    except (duckdb.Error, AttributeError):
+        pass
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            try:
+                con.execute(f"SET {name} = '{value}'")
+            except duckdb.Error:
+                pass
+
+
+def _drop_cached_blocks(con: "duckdb.DuckDBPyConnection") -> None:
+    """Make DuckDB let go of the table blocks it keeps cached after reading them (it holds them up to its memory
+    limit, ~200 MB after the report's page reads of the 2,400-session store): a memory limit it cannot meet evicts
+    every unpinned block, then the limit goes back. Called before the steps that need the most memory, so that the
+    cache does not add to them; when DuckDB refuses (a source that is no store), nothing changes."""
+    import duckdb
+
+    try:
+        row = con.execute("SELECT current_setting('memory_limit')").fetchone()
+    except (duckdb.Error, AttributeError):
+        return
+    if not row:
+        return
+    try:
+        con.execute("SET memory_limit = '1MB'")
+    except duckdb.Error:
+        pass
+    finally:
+        # RESET gives the default limit exactly; a limit set otherwise comes back as its text, rounded to a tenth of
+        # its unit ("2.7 GiB" for 3 GB): no connection of loopscope's that reads a report sets one.
+        con.execute("RESET memory_limit")
+        if con.execute("SELECT current_setting('memory_limit')").fetchone() != row:
+            con.execute(f"SET memory_limit = '{row[0]}'")
+
+
 def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter = SessionFilter(),
                  single_file: bool = False, redact: bool = True, workers: int | None = None,
                  progress: Progress | None = None, cache: Path | None = None) -> "ReportResult":
@@ -122,10 +232,18 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
     ``cache``: where replays are kept between runs (``replay_cache_path`` of the store)."""
     from reports.render import render_report
 
+    from analyzer.calibrate.recommend import calibration_for_report
     from analyzer.reporting import ReportData
 
     t0 = time.perf_counter()
-    replay, calibration = report_inputs(con, flt, workers, cache)
+
+    def calibration() -> "Calibration | None":
+        _drop_cached_blocks(con)  # the sweep reads every session again: the page reads' cache goes first
+        with _lean_allocator(con):
+            return calibration_for_report(con, flt)
+
+    replay = replay_presets(con, flt, workers, cache)
+    _drop_cached_blocks(con)  # what the replay read, before the page workers start beside this process
     result = render_report(ReportData(con, flt), out, replay=replay, calibration=calibration,
                            single_file=single_file, redact=redact, progress=progress, workers=workers)
     result.seconds = time.perf_counter() - t0

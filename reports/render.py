@@ -253,27 +253,30 @@ def _warm() -> None:
         environment().get_template(name)
 
 
-def _aggregate_pages(data: ReportSource, replay: Replay | None, calibration: Calibration | None, single: bool,
-                     redact: bool, generated_at: datetime, state: "ReportResult"
-                     ) -> tuple[list[Page], pl.DataFrame | None, pl.DataFrame | None]:
-    """The pages over the whole scope (index, calibration, all sessions), always rebuilt; and the sessions that get
-    a page (worst first) with the replay rows in scope."""
+AGGREGATE_PATHS = ("index.html", "calibration.html", "sessions.html")
+"""The pages over the whole scope (``_aggregate_pages``), in the order they are listed."""
+
+
+def _paged_sessions(data: ReportSource, replay: Replay | None) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
+    """The sessions that get a page (worst first; None before a scan) and the replay rows in scope."""
+    sessions = data.loop_sessions() if data.scope.has_findings else None
+    in_scope = replay.frame.join(data.session_ids(), on="session_id", how="semi") if replay is not None else None
+    return sessions, in_scope
+
+
+def _aggregate_pages(data: ReportSource, sessions: pl.DataFrame | None, in_scope: pl.DataFrame | None,
+                     calibration: Calibration | None, single: bool, redact: bool, generated_at: datetime
+                     ) -> list[Page]:
+    """The pages over the whole scope (index, calibration, all sessions), always rebuilt; ``sessions`` and
+    ``in_scope`` as ``_paged_sessions`` gives them."""
     redactor = redact_text if redact else identity
     scope, flt = data.scope, data.filter
     totals = data.totals()
     links = Links(single)
-    state.has_findings = scope.has_findings
     meta = _scope_meta(generated_at, redact, links, _scope_text(flt, scope.sessions))
 
-    fdf = sessions = None
-    if scope.has_findings:
-        fdf = data.findings()
-        sessions = data.loop_sessions()
+    fdf = data.findings() if scope.has_findings else None
     n_err, errors = data.ingest_errors(pages.LISTED_ERRORS)
-
-    in_scope: pl.DataFrame | None = None
-    if replay is not None:
-        in_scope = replay.frame.join(data.session_ids(), on="session_id", how="semi")
 
     index = pages.index_page(meta("loopscope report", "index", 0, "Overview"), totals, scope.has_findings, fdf,
                              sessions, n_err, errors, calibration, links, redactor,
@@ -282,8 +285,7 @@ def _aggregate_pages(data: ReportSource, replay: Replay | None, calibration: Cal
     has_page = set(sessions["session_id"].to_list()) if sessions is not None else set()
     every = pages.all_sessions_page(meta("All sessions", "sessions", 0, "Sessions", charts=False),
                                     data.all_sessions(), has_page, links, redactor)
-    return ([Page("index.html", "index.html", index), Page("calibration.html", "calibration.html", cal),
-             Page("sessions.html", "sessions.html", every)], sessions, in_scope)
+    return [Page(path, path, ctx) for path, ctx in zip(AGGREGATE_PATHS, (index, cal, every))]
 
 
 def _replay_of(in_scope: pl.DataFrame | None, ids: list[str]) -> pl.DataFrame | None:
@@ -342,7 +344,7 @@ def _read_manifest(out: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def _cores() -> int:
+def cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
@@ -358,7 +360,7 @@ def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_sco
     """Write the pages of ``todo`` a batch at a time: the main process reads each batch's frames from the source,
     a pool of worker processes renders and writes them, with a bounded number of batches in flight so memory stays
     flat however many sessions there are."""
-    n = workers if workers is not None else (_cores() if len(todo) >= POOL_MIN_PAGES else 1)
+    n = workers if workers is not None else (cores() if len(todo) >= POOL_MIN_PAGES else 1)
     chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
     written: list[str] = []
     left = list(range(len(chunks)))  # chunks not yet written
@@ -433,7 +435,7 @@ def render_report(
     out: Path,
     *,
     replay: Replay | None = None,
-    calibration: Calibration | None = None,
+    calibration: Calibration | Callable[[], Calibration | None] | None = None,
     single_file: bool = False,
     redact: bool = True,
     generated_at: datetime | None = None,
@@ -446,7 +448,9 @@ def render_report(
 
     ``out`` is a folder (``index.html``, ``calibration.html``, ``sessions/*.html``, ``assets/``); with
     ``single_file`` it is the ``.html`` file to write, or a folder that gets one ``index.html``. ``replay`` and
-    ``calibration`` are optional: without them the pages say those sections were not computed. Findings come from
+    ``calibration`` are optional: without them the pages say those sections were not computed. ``calibration`` may
+    be a function that computes it: a folder report calls it after the session pages are written, so its memory
+    (a sweep over every session) never adds to the page workers'. Findings come from
     the source's findings; without them the index says to run ``loopscope scan``. ``progress(done, total)``
     is called as session pages are done.
 
@@ -460,9 +464,13 @@ def render_report(
     t0 = time.perf_counter()
     generated_at = generated_at or datetime.now(timezone.utc).replace(microsecond=0)
     assets = Assets.load()
-    result = ReportResult(index=out)
-    aggregate, sessions, in_scope = _aggregate_pages(data, replay, calibration, single_file, redact, generated_at,
-                                                     result)
+    result = ReportResult(index=out, has_findings=data.scope.has_findings)
+    sessions, in_scope = _paged_sessions(data, replay)
+
+    def aggregate() -> list[Page]:
+        cal = calibration() if callable(calibration) else calibration
+        return _aggregate_pages(data, sessions, in_scope, cal, single_file, redact, generated_at)
+
     ids: list[str] = sessions["session_id"].to_list() if sessions is not None else []
     result.session_pages = len(ids)
     written: list[Path] = []
@@ -475,7 +483,7 @@ def render_report(
         job = SessionJob(redact, True, generated_at)
 
         def every_page() -> Iterator[Page]:
-            yield from aggregate
+            yield from aggregate()
             n = 0
             for start in range(0, len(ids), batch):
                 chunk = ids[start:start + batch]
@@ -499,12 +507,8 @@ def render_report(
         _mkdir(out)
         names = assets.names
         csp = assets.csp(single=False)
-        rels = assets.write(out)
+        rels = assets.write(out) + list(AGGREGATE_PATHS)
         (out / "sessions").mkdir(exist_ok=True)
-        for page in aggregate:
-            hrefs = {k: "../" * page.path.count("/") + v for k, v in names.items()}
-            inside(out, page.path).write_text(_render(page, "base.html", hrefs, csp), encoding="utf-8")
-            rels.append(page.path)
         job = SessionJob(redact, False, generated_at, str(out), {k: "../" + v for k, v in names.items()}, csp)
         options = _options_key(job)
         old = _read_manifest(out)
@@ -532,6 +536,10 @@ def render_report(
         if progress is not None and done:
             progress(done, len(ids))
         result.session_pages_written = len(_write_sessions(data, job, todo, in_scope, batch, workers, tick))
+        # After the session pages: the pool is gone, and what the calibration holds never adds to its workers'.
+        for page in aggregate():
+            hrefs = {k: "../" * page.path.count("/") + v for k, v in names.items()}
+            inside(out, page.path).write_text(_render(page, "base.html", hrefs, csp), encoding="utf-8")
         written = [out / r for r in rels]
         index = out / "index.html"
         _finish(out, rels, inputs, options, old)

@@ -159,3 +159,78 @@ def test_replays_from_the_cache_and_in_chunks_equal_one_fresh_replay(corpus: tup
     assert fresh is not None and chunked is not None and cached is not None
     assert fresh.frame.height >= 8 * 25
     assert chunked.frame.equals(fresh.frame) and cached.frame.equals(fresh.frame)
+
+
+def test_a_replay_in_worker_processes_equals_one_in_this_process(corpus: tuple[Path, Path],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cold, the report's replay reads each chunk of sessions here and replays it in spawned workers: the rows are
+    the same as replaying every session in this process."""
+    import analyzer.analyze as analyze
+    from analyzer.analyze import replay_presets
+
+    _, db = corpus
+    con = store.connect(db, read_only=True)
+    try:
+        serial = replay_presets(con, workers=1)
+        monkeypatch.setattr(analyze, "REPLAY_CHUNK", 3)
+        pooled = replay_presets(con, workers=2)
+    finally:
+        con.close()
+    assert serial is not None and pooled is not None
+    assert pooled.frame.equals(serial.frame)
+
+
+def test_the_calibration_is_computed_after_the_session_pages(corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    """A folder report computes a lazily given calibration only once its session pages are written (so the sweep's
+    memory never adds to the page workers'), and the pages are the same as with the calibration given up front."""
+    from analyzer.calibrate.recommend import calibration_for_report
+
+    _, db = corpus
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    seen: list[int] = []
+    con = store.connect(db, read_only=True)
+    try:
+        cal = calibration_for_report(con)
+
+        def late() -> object:
+            seen.append(len(list((tmp_path / "late" / "sessions").glob("*.html"))))
+            return cal
+
+        eager = render_report(ReportData(con), tmp_path / "eager", generated_at=when, calibration=cal, workers=1)
+        lazy = render_report(ReportData(con), tmp_path / "late", generated_at=when, calibration=late,  # type: ignore[arg-type]
+                             workers=1)
+    finally:
+        con.close()
+    assert seen == [lazy.session_pages] and lazy.session_pages > 0
+    assert [p.relative_to(tmp_path / "late") for p in lazy.files] == [p.relative_to(tmp_path / "eager")
+                                                                       for p in eager.files]
+    for p in eager.files:
+        assert (tmp_path / "late" / p.relative_to(tmp_path / "eager")).read_bytes() == p.read_bytes(), p
+
+
+@pytest.mark.parametrize("limit", [None, "3GiB"])  # a set limit comes back as its rounded text
+def test_dropping_duckdbs_cached_blocks_keeps_its_memory_limit(tmp_path: Path, limit: str | None) -> None:
+    """The report makes DuckDB evict the table blocks it cached (so they do not add to the calibration sweep or the
+    page workers), and leaves the connection's memory limit as it found it."""
+    import duckdb
+
+    from analyzer.analyze import _drop_cached_blocks
+
+    path = tmp_path / "blocks.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE t AS SELECT i, repeat(md5(i::VARCHAR), 20) AS s FROM range(200000) r(i)")
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        if limit:
+            con.execute(f"SET memory_limit = '{limit}'")
+        before = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        con.execute("SELECT max(s) FROM t").fetchall()
+        cached = "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
+        full = con.execute(cached).fetchone()[0]
+        assert full > 10_000_000
+        _drop_cached_blocks(con)
+        assert con.execute(cached).fetchone()[0] < full / 10  # a pinned block or so may stay
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == before
+        assert con.execute("SELECT count(*) FROM t").fetchone() == (200000,)
+    finally:
+        con.close()

@@ -84,7 +84,18 @@ _CALL_COLS = ("session_id", "seq", "call_id", "turn_id", "user_turn", "tool", "a
 _TURN_COLS = ("session_id", "turn_index", "turn_id", "role", "text", "user_turn", "tokens", "cost")
 
 
-def load_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> Corpus:
+@dataclass(frozen=True)
+class CorpusFrames:
+    """What ``load_corpus`` reads from the store, before it becomes Python objects: plain frames and small dicts,
+    cheap to send to a worker process, so a worker can build and replay sessions the main process only read."""
+
+    turns: pl.DataFrame
+    calls: pl.DataFrame
+    findings: dict[str, list[tuple[int, int, bool]]]
+    scanned: set[str]
+
+
+def read_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> CorpusFrames:
     """Every matching session's messages and calls, in transcript order, in two ordered bulk reads."""
     where, params = flt.where("s")
     scope = f"session_id IN (SELECT s.session_id FROM sessions s WHERE {where})"
@@ -97,6 +108,13 @@ def load_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilt
         SELECT session_id, seq, call_id, turn_id, user_turn, tool, left(args, {ARGS_LIMIT}) AS args, call_key,
                call_key_ordered, call_key_shallow, result_key, is_error, parent_call_id
         FROM calls WHERE {scope} ORDER BY session_id, seq""", params)
+    findings, scanned = load_findings(con, scope, params)
+    return CorpusFrames(turns, calls, findings, scanned)
+
+
+def build_corpus(frames: CorpusFrames) -> Corpus:
+    """The sessions of ``frames`` as event streams (``_build``), with their findings."""
+    turns, calls = frames.turns, frames.calls
     tcols = [turns.get_column(c).to_list() for c in _TURN_COLS]
     ccols = [calls.get_column(c).to_list() for c in _CALL_COLS]
     sessions: list[Session] = []
@@ -112,8 +130,12 @@ def load_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilt
         while ci < nc and ccols[0][ci] == sid:
             ci += 1
         sessions.append(_build(sid, [col[t0:ti] for col in tcols], [col[c0:ci] for col in ccols]))
-    findings, scanned = load_findings(con, scope, params)
-    return Corpus(sessions, findings, scanned)
+    return Corpus(sessions, frames.findings, frames.scanned)
+
+
+def load_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> Corpus:
+    """Every matching session's messages and calls as event streams (``read_corpus``, then ``build_corpus``)."""
+    return build_corpus(read_corpus(con, flt))
 
 
 def _build(sid: str, t: list[list[Any]], c: list[list[Any]]) -> Session:
