@@ -87,7 +87,7 @@ def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], poli
     from concurrent.futures.process import BrokenProcessPool
 
     from analyzer.guards.replay import read_corpus
-    from reports.render import cores
+    from analyzer.machine import cores
 
     chunks = [todo[i:i + REPLAY_CHUNK] for i in range(0, len(todo), REPLAY_CHUNK)]
     n = workers if workers is not None else (cores() if len(todo) >= REPLAY_POOL_MIN else 1)

@@ -36,6 +36,7 @@ from markupsafe import Markup, escape
 
 from analyzer import __version__
 from analyzer.errors import LoopscopeError
+from analyzer.machine import cores
 
 from analyzer.results import Calibration, Replay
 from reports import fmt, pages
@@ -342,13 +343,6 @@ def _read_manifest(out: Path) -> dict[str, Any]:
     except (OSError, orjson.JSONDecodeError):
         return {}
     return doc if isinstance(doc, dict) else {}
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 POOL_MIN_PAGES = 64

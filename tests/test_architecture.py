@@ -4,9 +4,9 @@ lower floors, and no two modules import each other round a circle. Type-only imp
 Layers, lowest first (siblings on one floor must not import each other):
 
     analyzer.errors               the exception tree (and the package's version)
-    analyzer.formats | analyzer.tables | analyzer.results
+    analyzer.formats | analyzer.tables | analyzer.results | analyzer.machine
                                   facts every stage shares: the formats, how tables and types are declared, the
-                                  plain results replay and calibration hand to the report
+                                  plain results replay and calibration hand to the report, the cores to use
     analyzer.detect               the detector core: calls in, signals and findings out; knows no format or DuckDB
     analyzer.store                the DuckDB store: schema, connection, queries
     analyzer.ingest | analyzer.scan | analyzer.guards
@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: list[list[str]] = [
     ["analyzer.errors", "analyzer"],
-    ["analyzer.formats", "analyzer.tables", "analyzer.results"],
+    ["analyzer.formats", "analyzer.tables", "analyzer.results", "analyzer.machine"],
     ["analyzer.detect"],
     ["analyzer.store"],
     ["analyzer.ingest", "analyzer.scan", "analyzer.guards"],

@@ -46,6 +46,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from analyzer.machine import cores
 from analyzer.store.filters import SessionFilter
 from analyzer.guards import HALT, LEVELS, WARN, Call, Guard, Message, Step, UserPrompt, Verdict
 from analyzer.guards.policies import Policy
@@ -525,7 +526,7 @@ def _run_slice(policies: list[Policy], lo: int, hi: int, scope: str, verdicts: b
 
 def _default_workers(n_calls: int) -> int:
     # A process costs ~100 ms to fork and collect; below ~200k calls one process is faster.
-    return 1 if n_calls < 200_000 else min(os.cpu_count() or 1, 8)
+    return 1 if n_calls < 200_000 else min(cores(), 8)
 
 
 def replay(corpus: Corpus, policies: Sequence[Policy], scope: str = "run", workers: int | None = None,

@@ -19,6 +19,7 @@ from analyzer.ingest import formats, land
 from analyzer.store import db as store
 from analyzer.errors import NothingToIngestError, UsageError
 from analyzer.ingest.reader import ReadStats
+from analyzer.machine import cores
 from analyzer.ingest.rows import display_path
 from analyzer.ingest.worker import init_worker, parse_chunk
 from analyzer.store.schema import KEYS_VERSION
@@ -287,7 +288,7 @@ def _ingest_files(
     spool.mkdir(parents=True, exist_ok=True)
     try:
         chunks = _chunks(tasks)
-        n_workers = workers if workers is not None else (os.cpu_count() or 1)
+        n_workers = workers if workers is not None else cores()
         # One chunk (a single huge file, say) gains nothing from a worker: it would parse while we wait, then we
         # would load; in-process saves an interpreter's worth of memory.
         if total <= IN_PROCESS_BYTES or n_workers <= 1 or len(chunks) == 1:

@@ -9,7 +9,6 @@ disappeared) are deleted first, together with their ``scan_state``: a session is
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ import duckdb
 from analyzer.store import db as store
 from analyzer.detect.stream.calls import Config
 from analyzer.errors import StoreError
+from analyzer.machine import cores
 
 # Bump when signals or findings change meaning: every session is rescanned.
 DETECTOR_VERSION = "2"  # 2: findings judged (judge.py), repeat_tokens, why
@@ -146,7 +146,7 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     from analyzer.scan import io as scan_io  # polars and the detectors load only when there is something to scan
     from analyzer.scan.batch import scan_group
 
-    threads = workers if workers is not None else (os.cpu_count() or 1)
+    threads = workers if workers is not None else cores()
     con.execute(f"SET threads = {max(1, threads)}")
     summary.workers = max(1, threads)
     total = sum(t.calls for t in todo)
