@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from decimal import Decimal
-from functools import cached_property, lru_cache
+from functools import lru_cache
 from typing import Any
 
 
@@ -97,8 +96,6 @@ def _clause_names(clause: Any) -> list[str]:
 # its total input reaches x count / 1M, a cache count without a price of its own paying the input price; prices of
 # anything else (web searches, 1-hour cache writes) meet a count of zero. That is what genai-prices computes.
 _TOKEN_PRICES = ("input_mtok", "output_mtok", "cache_read_mtok", "cache_write_mtok")
-_PER = 1_000_000  # the prices are per million tokens
-_ZERO = Decimal(0)
 
 
 @dataclass(frozen=True)
@@ -112,11 +109,8 @@ class Price:
     exact: bool
     model_ref: str
     prices: tuple[Any, Any, Any, Any] | None = None
-    # Per price, its tiers as (start, price), highest start first, for a tiered price; None for a plain one. None
-    # when no price is tiered. What ``calc_unit_price`` reads of a TieredPrices, unpacked once per model.
-    tiers: tuple[Any, Any, Any, Any] | None = None
 
-    @cached_property
+    @property
     def source(self) -> str:
         return f"{PRICED if self.exact else INEXACT}{self.provider}/{self.model}"
 
@@ -145,35 +139,13 @@ def model_price(model: str | None) -> Price | None:
         return None
     want = normalize_model(model)
     names = {normalize_model(n) for n in [r.model.id, *_clause_names(r.model.match)]}
-    prices = _token_prices(r.model_price)
-    return Price(str(r.provider.id), str(r.model.id), want in names, ref, prices, _tiers(prices))
+    return Price(str(r.provider.id), str(r.model.id), want in names, ref, _token_prices(r.model_price))
 
 
 def _token_prices(model_price: Any) -> tuple[Any, Any, Any, Any] | None:
     """The model's ``_TOKEN_PRICES``, when it has an input and an output price."""
     prices = tuple(vars(model_price).get(k) for k in _TOKEN_PRICES)
     return prices if prices[0] is not None and prices[1] is not None else None  # type: ignore[return-value]
-
-
-def _tiers(prices: tuple[Any, Any, Any, Any] | None) -> tuple[Any, Any, Any, Any] | None:
-    """``Price.tiers`` of a model's prices."""
-    from genai_prices.types import TieredPrices
-
-    if prices is None or not any(isinstance(p, TieredPrices) for p in prices):
-        return None
-    return tuple(tuple((t.start, t.price) for t in reversed(p.tiers)) if isinstance(p, TieredPrices) else None
-                 for p in prices)  # type: ignore[return-value]
-
-
-def _tier(price: Any, tiers: Any, total_input: int) -> Any:
-    """The price ``calc_unit_price`` applies: a tiered price's highest tier whose start the input passes, else its
-    base; a plain price as it is."""
-    if tiers is None:
-        return price
-    for start, tier_price in tiers:
-        if total_input > start:
-            return tier_price
-    return price.base
 
 
 def price_usage(model: str | None, usage: Usage) -> tuple[float | None, str | None]:
@@ -184,24 +156,12 @@ def price_usage(model: str | None, usage: Usage) -> tuple[float | None, str | No
     if p.prices is not None and min(usage.input, usage.output, usage.cache_read, usage.cache_write) >= 0:
         # genai-prices' own arithmetic (calc_unit_price, Decimal) without its per-call lookup and usage
         # decomposition, which cost ~0.4 ms a response: half of a whole ingest.
-        price_in, price_out, price_read, price_write = p.prices
-        read, write = usage.cache_read, usage.cache_write
-        uncached = usage.input + (read if price_read is None else 0) + (write if price_write is None else 0)
-        if type(uncached) is int and type(read) is int and type(write) is int and type(usage.output) is int:
-            # calc_unit_price's own operations (the tier's price x Decimal(count) / 1M, Decimal(0) for no price), in
-            # its order, so the sum is the same Decimal; without its calls and type checks, most of pricing's cost.
-            if p.tiers is not None:
-                total_input = usage.input + read + write
-                t_in, t_out, t_read, t_write = p.tiers
-                price_in, price_out = _tier(price_in, t_in, total_input), _tier(price_out, t_out, total_input)
-                price_read, price_write = _tier(price_read, t_read, total_input), _tier(price_write, t_write, total_input)
-            return float(price_in * Decimal(uncached) / _PER
-                         + (_ZERO if price_read is None else price_read * Decimal(read) / _PER)
-                         + (_ZERO if price_write is None else price_write * Decimal(write) / _PER)
-                         + price_out * Decimal(usage.output) / _PER), p.source
         from genai_prices.types import calc_unit_price
 
+        price_in, price_out, price_read, price_write = p.prices
+        read, write = usage.cache_read, usage.cache_write
         total_input = usage.input + read + write
+        uncached = usage.input + (read if price_read is None else 0) + (write if price_write is None else 0)
         cost = (calc_unit_price(price_in, uncached, total_input, 1_000_000)
                 + calc_unit_price(price_read, read, total_input, 1_000_000)
                 + calc_unit_price(price_write, write, total_input, 1_000_000)
