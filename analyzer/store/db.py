@@ -80,12 +80,13 @@ def tune_for_bulk_load(con: duckdb.DuckDBPyConnection, whole_results: bool = Fal
     clipped, and it keeps the process flat: until a checkpoint the rows stay in memory, which grew the main process
     with the corpus (370 MB at 500 MB of transcripts with one checkpoint at the end; ~300 MB, flat, with this). The
     memory limit bounds the rest: a bulk load only appends, so the table blocks DuckDB would keep cached up to its
-    limit are never read again (at 256 MB the main process peaked at 453 MB on 2.4 GB of transcripts, at 128 MB at
-    329 MB, in the same CPU time), and a huge file's single transaction spills to disk instead of growing the
-    process past the budget (800 MB for the whole ingest). With ``whole_results`` (``ingest --full-results``) the
-    transactions carry whole results and spilled at 128 MB: 16.5 s of CPU at 256 MB, 20.6 s at 128 MB on 600 MB."""
+    limit are never read again (on 2.4 GB of transcripts the main process peaked at 453 MB with 256 MB, 328 MB with
+    128 MB and 295 MB with 96 MB, the whole ingest at 945, 760 and 730 MB, for ~3% more CPU at 96 MB than at 128),
+    and a huge file's single transaction spills to disk instead of growing the process past the budget (800 MB for
+    the whole ingest). With ``whole_results`` (``ingest --full-results``) the transactions carry whole results and
+    spill below 256 MB: 16.5 s of CPU at 256 MB, 20.6 s at 128 MB on 600 MB."""
     con.execute("SET checkpoint_threshold = '64MB'")
-    con.execute(f"SET memory_limit = '{'256MB' if whole_results else '128MB'}'")
+    con.execute(f"SET memory_limit = '{'256MB' if whole_results else '96MB'}'")
 
 
 def _first_line(exc: BaseException) -> str:
