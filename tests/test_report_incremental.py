@@ -234,3 +234,37 @@ def test_dropping_duckdbs_cached_blocks_keeps_its_memory_limit(tmp_path: Path, l
         assert con.execute("SELECT count(*) FROM t").fetchone() == (200000,)
     finally:
         con.close()
+
+
+@pytest.mark.parametrize("limit", [None, "3GiB"])
+def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(corpus: tuple[Path, Path],
+                                                                          tmp_path: Path, limit: str | None,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report reads its page batches with DuckDB capped (``PAGE_READS``: uncapped, the blocks it cached made the
+    report of a large store peak far above a small one's), and the connection's own limit is back afterwards."""
+    import reports.render
+
+    from analyzer.analyze import PAGE_READS
+
+    _, db = corpus
+    seen: list[str] = []
+    real = reports.render.render_report
+
+    def spy(data: ReportData, *a: object, **kw: object):  # noqa: ANN202 - ReportResult
+        seen.append(data.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        return real(data, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reports.render, "render_report", spy)
+    con = store.connect(db, read_only=True)
+    try:
+        if limit:
+            con.execute(f"SET memory_limit = '{limit}'")
+        before = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        con.execute(f"SET memory_limit = '{PAGE_READS['memory_limit']}'")
+        capped = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+        con.execute(f"SET memory_limit = '{before[0]}'" if limit else "RESET memory_limit")
+        write_report(con, tmp_path / "r", workers=1)
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == before
+    finally:
+        con.close()
+    assert seen == [capped]
