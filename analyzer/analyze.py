@@ -82,37 +82,14 @@ def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], poli
     """The replay rows of the sessions ``todo``, a chunk at a time: the main process reads each chunk from the store
     and a pool of spawned workers (``workers``; default one per core when there are enough sessions) builds and
     replays it, with a bounded number of chunks in flight."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
-
     from analyzer.guards.replay import read_corpus
-    from analyzer.machine import cores
+    from analyzer.machine import cores, run_chunks
 
     chunks = [todo[i:i + REPLAY_CHUNK] for i in range(0, len(todo), REPLAY_CHUNK)]
     n = workers if workers is not None else (cores() if len(todo) >= REPLAY_POOL_MIN else 1)
     parts: dict[int, pl.DataFrame] = {}
-    if n > 1 and len(chunks) > 1:
-        pending: dict[Future[pl.DataFrame], int] = {}
-
-        def collect(futures: "set[Future[pl.DataFrame]]") -> None:
-            for f in futures:
-                parts[pending.pop(f)] = f.result()
-
-        try:
-            # spawn, not fork: the parent holds DuckDB's threads, and a forked child would count the parent's pages.
-            with ProcessPoolExecutor(max_workers=min(n, len(chunks)),
-                                     mp_context=multiprocessing.get_context("spawn")) as pool:
-                for i, chunk in enumerate(chunks):
-                    if len(pending) >= 2 * n:
-                        collect(wait(pending, return_when=FIRST_COMPLETED)[0])
-                    pending[pool.submit(_replay_chunk, read_corpus(con, SessionIds(chunk)), policies)] = i
-                collect(set(pending))
-        except BrokenProcessPool:
-            pass  # a worker died (or a script without a main guard): the chunks left are replayed here
-    for i, chunk in enumerate(chunks):
-        if i not in parts:
-            parts[i] = _replay_chunk(read_corpus(con, SessionIds(chunk)), policies)
+    run_chunks(_replay_chunk, lambda i: (read_corpus(con, SessionIds(chunks[i])), policies), len(chunks), n,
+               parts.__setitem__)
     return [parts[i] for i in range(len(chunks))]
 
 

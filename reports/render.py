@@ -16,12 +16,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
@@ -36,7 +33,7 @@ from markupsafe import Markup, escape
 
 from analyzer import __version__
 from analyzer.errors import LoopscopeError
-from analyzer.machine import cores
+from analyzer.machine import cores, run_chunks
 
 from analyzer.results import Calibration, Replay
 from reports import fmt, pages
@@ -353,61 +350,25 @@ def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_sco
                     batch: int, workers: int | None, tick: Callable[[int], None]) -> list[str]:
     """Write the pages of ``todo`` a batch at a time: the main process reads each batch's frames from the source,
     a pool of worker processes renders and writes them, with a bounded number of batches in flight so memory stays
-    flat however many sessions there are."""
+    flat however many sessions there are (``run_chunks``)."""
     n = workers if workers is not None else (cores() if len(todo) >= POOL_MIN_PAGES else 1)
     chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
     written: list[str] = []
-    left = list(range(len(chunks)))  # chunks not yet written
-    if n > 1 and len(chunks) > 1:
-        try:
-            _write_in_pool(data, job, chunks, in_scope, n, tick, left, written)
-        except BrokenProcessPool:
-            # A worker died (killed for memory, or a caller's script that spawn cannot re-import without an
-            # ``if __name__ == "__main__"`` guard): the batches it did not finish are written here instead.
-            pass
-    for i in list(left):
-        written += write_session_batch(job, chunks[i], data.session_batch(chunks[i]), _replay_of(in_scope, chunks[i]),
-                                       tick)
-        left.remove(i)
-    return written
 
+    def args(i: int) -> tuple[Any, ...]:
+        return job, chunks[i], data.session_batch(chunks[i]), _replay_of(in_scope, chunks[i])
 
-def _write_in_pool(data: ReportSource, job: SessionJob, chunks: list[list[str]], in_scope: pl.DataFrame | None,
-                   n: int, tick: Callable[[int], None], left: list[int], written: list[str]) -> None:
-    """``chunks`` written by ``n`` worker processes: each chunk's index leaves ``left`` once its pages are written,
-    and their paths join ``written``."""
-    import multiprocessing
-
-    ctx = multiprocessing.get_context("spawn")  # not fork: the parent holds DuckDB's and polars' threads
-    # One polars thread per worker (workers start on demand, so the setting stays while the pool lives): the
-    # workers already fill the cores, and a page's frames are small.
-    saved = os.environ.get("POLARS_MAX_THREADS")
-    os.environ["POLARS_MAX_THREADS"] = "1"
-
-    def collect(f: "Future[list[str]]") -> None:
-        written.extend(f.result())
-        i = pending.pop(f)
-        left.remove(i)
+    def pooled(i: int, paths: list[str]) -> None:
+        written.extend(paths)
         tick(len(chunks[i]))
 
-    pending: dict[Future[list[str]], int] = {}
-    try:
-        with ProcessPoolExecutor(max_workers=min(n, len(chunks)), mp_context=ctx, initializer=_warm) as pool:
-            for i, chunk in enumerate(chunks):
-                if len(pending) >= 2 * n:
-                    done, _ = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in done:
-                        collect(f)
-                fut = pool.submit(write_session_batch, job, chunk, data.session_batch(chunk),
-                                  _replay_of(in_scope, chunk))
-                pending[fut] = i
-            for f in list(pending):
-                collect(f)
-    finally:
-        if saved is None:
-            os.environ.pop("POLARS_MAX_THREADS", None)
-        else:
-            os.environ["POLARS_MAX_THREADS"] = saved
+    def here(i: int) -> None:
+        written.extend(write_session_batch(*args(i), tick))  # ticks page by page
+
+    # One polars thread per worker: the workers already fill the cores, and a page's frames are small.
+    run_chunks(write_session_batch, args, len(chunks), n, pooled, here, initializer=_warm,
+               worker_env={"POLARS_MAX_THREADS": "1"})
+    return written
 
 
 def _clean_stale(out: Path, old: Any, written: set[str]) -> None:
