@@ -198,24 +198,8 @@ def _drop_cached_blocks(con: "duckdb.DuckDBPyConnection") -> None:
     limit, ~200 MB after the report's page reads of the 2,400-session store): a memory limit it cannot meet evicts
     every unpinned block, then the limit goes back. Called before the steps that need the most memory, so that the
     cache does not add to them; when DuckDB refuses (a source that is no store), nothing changes."""
-    import duckdb
-
-    try:
-        row = con.execute("SELECT current_setting('memory_limit')").fetchone()
-    except (duckdb.Error, AttributeError):
-        return
-    if not row:
-        return
-    try:
-        con.execute("SET memory_limit = '1MB'")
-    except duckdb.Error:
+    with _duckdb_settings(con, {"memory_limit": "1MB"}):
         pass
-    finally:
-        # RESET gives the default limit exactly; a limit set otherwise comes back as its text, rounded to a tenth of
-        # its unit ("2.7 GiB" for 3 GB): no connection of loopscope's that reads a report sets one.
-        con.execute("RESET memory_limit")
-        if con.execute("SELECT current_setting('memory_limit')").fetchone() != row:
-            con.execute(f"SET memory_limit = '{row[0]}'")
 
 
 def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter = SessionFilter(),
