@@ -411,13 +411,7 @@ class SessionBuilder:
             bad.append("total")
         if u.cost is not None and not valid_cost(u.cost):
             bad.append("cost")
-        if not bad:
-            if u.cost is not None:
-                cost, source = u.cost, "transcript"
-            else:
-                cost, source = price_usage(turn.model, u)
-            return (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens, cost, source,
-                    turn.usage_key, turn.usage_key is None)
+        # ``bad`` is never empty here: a turn whose every value is valid took the path above.
         if self.on_error is not None:
             values = {**counts, "total": u.total, "cost": u.cost}
             shown = ", ".join(f"{k}={_short(values[k])}" for k in bad)
