@@ -44,7 +44,12 @@ from reports.redact import MARKER, identity, redact as redact_text
 HERE = Path(__file__).resolve().parent
 MANIFEST = ".loopscope-report.json"
 BATCH = 50
-"""Sessions per read from the source, and per job of a worker process."""
+"""Sessions per job of a worker process (and per section of a single-file report)."""
+READ_GROUP = 4
+"""Batches read from the source in one go, then split by session: each of the source's queries costs about the same
+for 50 sessions as for 200 (it scans the store's session column whatever the batch), so reading four batches at once
+cut the page reads of the 2,400-session benchmark from 4.4 to 1.9 s; the extra frames held are those of 150 sessions'
+pages, clipped text only."""
 
 Progress = Callable[[int, int], None]
 
@@ -342,6 +347,25 @@ def _read_manifest(out: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
+def _grouped_reads(data: ReportSource, chunks: list[list[str]]) -> Callable[[int], dict[str, pl.DataFrame]]:
+    """``frames(i)``: the source's frames of ``chunks[i]`` (``session_batch``), read ``READ_GROUP`` chunks at a time
+    and split by session; each chunk's frames are handed out once, in any order."""
+    group = READ_GROUP
+    ready: dict[int, dict[str, pl.DataFrame]] = {}
+
+    def frames(i: int) -> dict[str, pl.DataFrame]:
+        if i not in ready:
+            first = i - i % group
+            members = range(first, min(first + group, len(chunks)))
+            read = data.session_batch([sid for j in members for sid in chunks[j]])
+            for j in members:
+                ids = pl.Series(chunks[j], dtype=pl.String)
+                ready[j] = {name: f.filter(pl.col("session_id").is_in(ids)) for name, f in read.items()}
+        return ready.pop(i)
+
+    return frames
+
+
 POOL_MIN_PAGES = 64
 """Fewer pages to write than this and they are written in this process: starting workers costs about a second."""
 
@@ -353,10 +377,11 @@ def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_sco
     flat however many sessions there are (``run_chunks``)."""
     n = workers if workers is not None else (cores() if len(todo) >= POOL_MIN_PAGES else 1)
     chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
+    frames = _grouped_reads(data, chunks)
     written: list[str] = []
 
     def args(i: int) -> tuple[Any, ...]:
-        return job, chunks[i], data.session_batch(chunks[i]), _replay_of(in_scope, chunks[i])
+        return job, chunks[i], frames(i), _replay_of(in_scope, chunks[i])
 
     def pooled(i: int, paths: list[str]) -> None:
         written.extend(paths)
@@ -440,9 +465,10 @@ def render_report(
         def every_page() -> Iterator[Page]:
             yield from aggregate()
             n = 0
-            for start in range(0, len(ids), batch):
-                chunk = ids[start:start + batch]
-                for page in _session_pages(job, chunk, data.session_batch(chunk), _replay_of(in_scope, chunk)):
+            chunks = [ids[start:start + batch] for start in range(0, len(ids), batch)]
+            frames = _grouped_reads(data, chunks)
+            for i, chunk in enumerate(chunks):
+                for page in _session_pages(job, chunk, frames(i), _replay_of(in_scope, chunk)):
                     yield page
                     n += 1
                     if progress is not None:

@@ -301,3 +301,31 @@ def test_a_session_without_usage_shows_estimates_labelled(tmp_path: Path) -> Non
     assert tokens and tokens.group(1).startswith("none recorded; ~") and "estimated" in tokens.group(1)
     assert cost and "$0.00" not in cost.group(1) and ("estimated" in cost.group(1) or "unknown" in cost.group(1))
     assert "records no token usage" in page  # no empty cumulative-token chart
+
+
+def test_pages_read_several_batches_at_a_time_are_the_pages_read_one_batch_at_a_time(
+        corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report reads ``READ_GROUP`` batches of sessions from the store in one go and splits the frames by session:
+    every page (folder and single file) is the page a read of its own batch gives, and the store is read once a
+    group, not once a batch."""
+    from reports import render as render_mod
+
+    reads: list[list[str]] = []
+    real = ReportData.session_batch
+
+    def counted(self: ReportData, ids: list[str]) -> dict:
+        reads.append(list(ids))
+        return real(self, ids)
+
+    monkeypatch.setattr(ReportData, "session_batch", counted)
+    pages = {}
+    for group in (1, 2):
+        monkeypatch.setattr(render_mod, "READ_GROUP", group)
+        reads.clear()
+        render(corpus, tmp_path / f"g{group}", batch=1, workers=1)
+        render(corpus, tmp_path / f"g{group}.html", batch=1, single_file=True)
+        assert [len(r) for r in reads] == ([1, 1, 1] if group == 1 else [2, 1]) * 2
+        pages[group] = {p.relative_to(tmp_path / f"g{group}"): p.read_bytes()
+                        for p in (tmp_path / f"g{group}").rglob("*.html")}
+        pages[group]["single"] = (tmp_path / f"g{group}.html").read_bytes()
+    assert sum(1 for p in pages[1] if str(p).startswith("sessions/")) >= 3 and pages[1] == pages[2]
