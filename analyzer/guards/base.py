@@ -49,6 +49,7 @@ class Call:
     is_error: bool | None
     parent: str | None
     tokens: frozenset[str] | None = None  # shared-token set of the arguments, computed on first use
+    objects: frozenset[str] | None = None  # the object words among ``tokens`` (paths, patterns), likewise
 
     @property
     def has_result(self) -> bool:

@@ -85,13 +85,21 @@ def call_tokens(call: Call) -> frozenset[str]:
     return toks
 
 
+def call_objects(call: Call) -> frozenset[str]:
+    """The object words of a call's arguments (``objects_of`` its ``call_tokens``; cached on the call: a call is
+    compared with every call in the window)."""
+    objs = call.objects
+    if objs is None:
+        objs = call.objects = objects_of(call_tokens(call))
+    return objs
+
+
 def call_score(a: Call, b: Call) -> float:
     """Shared-token score of two calls' arguments; 0 when they act on different objects (their paths, patterns or
     file names differ), so ``sed -n '1,200p' src/a.py`` never matches ``... src/b.py``."""
-    ta, tb = call_tokens(a), call_tokens(b)
-    if objects_of(ta) != objects_of(tb):
+    if call_objects(a) != call_objects(b):
         return 0.0
-    return jaccard(ta, tb)
+    return jaccard(call_tokens(a), call_tokens(b))
 
 
 class TextLoops:
