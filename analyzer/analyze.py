@@ -4,8 +4,7 @@ every preset guard's replay and the latest calibration."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -145,60 +144,14 @@ def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Session
     return replay_presets(con, flt, workers, cache), calibration_for_report(con, flt)
 
 
-LEAN_ALLOCATOR = {"allocator_flush_threshold": "0MB", "allocator_bulk_deallocation_flush_threshold": "0MB"}
-"""DuckDB settings for the calibration sweep: by default DuckDB keeps up to 128 MB a thread (and 512 MB after bulk
-frees) of freed query memory for reuse; returned at once, the sweep of the 2,400-session store peaked at 640 MB
-instead of 783 MB. Only there: over the whole report (replay reads, page batches) it cost 12 s more CPU at 2,400
-sessions for ~50 MB less at the peak."""
-
-
-PAGE_READS = {"memory_limit": "192MB"}
-"""DuckDB's cap while the report reads its page batches: uncapped it kept ~300 MB of the blocks it read cached, so the
-report of 2,400 sessions peaked at 796 MB against 615 MB for 600; with the cap 688 MB, in the same time (26.9 s
-uncapped, 27.4 s capped; 128 MB cost 1.6 s more)."""
-
-
-@contextmanager
-def _duckdb_settings(con: "duckdb.DuckDBPyConnection", settings: dict[str, str]) -> Iterator[None]:
-    """``settings`` for the duration, then the connection's own back (the settings are global to the database
-    instance; a source that is no DuckDB store, or lacks a setting, is left alone). A setting goes back by RESET when
-    that restores it: a value read back as text comes back rounded ("2.7 GiB" for 3 GB)."""
-    import duckdb
-
-    from analyzer.store.db import one
-
-    saved: dict[str, str] = {}
-    try:
-        for name, value in settings.items():
-            row = one(con, "SELECT current_setting(?)", [name])
-            con.execute(f"SET {name} = '{value}'")
-            saved[name] = str(row[0]) if row else value
-    except (duckdb.Error, AttributeError):
-        pass
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            try:
-                con.execute(f"RESET {name}")
-                row = one(con, "SELECT current_setting(?)", [name])
-                if not row or str(row[0]) != value:
-                    con.execute(f"SET {name} = '{value}'")
-            except duckdb.Error:
-                pass
-
-
-def _lean_allocator(con: "duckdb.DuckDBPyConnection") -> AbstractContextManager[None]:
-    """``LEAN_ALLOCATOR`` for the duration."""
-    return _duckdb_settings(con, LEAN_ALLOCATOR)
-
-
 def _drop_cached_blocks(con: "duckdb.DuckDBPyConnection") -> None:
     """Make DuckDB let go of the table blocks it keeps cached after reading them (it holds them up to its memory
     limit, ~200 MB after the report's page reads of the 2,400-session store): a memory limit it cannot meet evicts
     every unpinned block, then the limit goes back. Called before the steps that need the most memory, so that the
     cache does not add to them; when DuckDB refuses (a source that is no store), nothing changes."""
-    with _duckdb_settings(con, {"memory_limit": "1MB"}):
+    from analyzer.store.db import duckdb_settings
+
+    with duckdb_settings(con, {"memory_limit": "1MB"}):
         pass
 
 
@@ -211,20 +164,18 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
     from reports.render import render_report
 
     from analyzer.calibrate.recommend import calibration_for_report
-    from analyzer.reporting import ReportData
+    from analyzer.reporting import PAGE_READS, ReportData
 
     t0 = time.perf_counter()
 
     def calibration() -> "Calibration | None":
         _drop_cached_blocks(con)  # the sweep reads every session again: the page reads' cache goes first
-        with _lean_allocator(con):
-            return calibration_for_report(con, flt)
+        return calibration_for_report(con, flt)
 
     replay = replay_presets(con, flt, workers, cache)
     _drop_cached_blocks(con)  # what the replay read, before the page workers start beside this process
-    with _duckdb_settings(con, PAGE_READS):
-        result = render_report(ReportData(con, flt), out, replay=replay, calibration=calibration,
-                               single_file=single_file, redact=redact, progress=progress, workers=workers)
+    result = render_report(ReportData(con, flt, read_cap=PAGE_READS), out, replay=replay, calibration=calibration,
+                           single_file=single_file, redact=redact, progress=progress, workers=workers)
     result.seconds = time.perf_counter() - t0
     return result
 

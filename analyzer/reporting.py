@@ -16,7 +16,7 @@ import polars as pl
 
 from analyzer.store.filters import SessionFilter
 from analyzer.results import Totals
-from analyzer.store.db import columns as _columns, frame, has_table, one
+from analyzer.store.db import columns as _columns, duckdb_settings, frame, has_table, one
 
 FINDINGS_COLUMNS = ("finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq",
                     "repeats", "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd")
@@ -412,13 +412,22 @@ def fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return {str(sid): str(fp) for sid, fp in rows}
 
 
+PAGE_READS = {"memory_limit": "128MB"}
+"""DuckDB's cap while ``loopscope report`` reads its page batches: uncapped, DuckDB keeps the blocks it read cached up
+to its limit, so the report of 2,400 sessions peaked at 796 MB against 615 MB for 600 sessions. A batch that needs
+more than the cap is read again without it, so the cap bounds the cache, never what a batch may use."""
+
+
 class ReportData:
     """What the report reads from the store, for the sessions ``flt`` selects: the report renders from this object
-    and never touches the store itself. Opening it materialises the scope (``_r_sessions``, ``_r_findings``)."""
+    and never touches the store itself. Opening it materialises the scope (``_r_sessions``, ``_r_findings``).
+    ``read_cap``: DuckDB settings for the page batches' reads (``PAGE_READS``)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> None:
+    def __init__(self, con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(),
+                 read_cap: dict[str, str] | None = None) -> None:
         self.con = con
         self.filter = flt
+        self.read_cap = read_cap
         self.scope = prepare(con, flt)
 
     def totals(self) -> Totals:
@@ -442,7 +451,13 @@ class ReportData:
         return frame(self.con, "SELECT session_id FROM _r_sessions")
 
     def session_batch(self, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
-        return session_batch(self.con, ids)
+        if not self.read_cap:
+            return session_batch(self.con, ids)
+        try:
+            with duckdb_settings(self.con, self.read_cap):
+                return session_batch(self.con, ids)
+        except duckdb.OutOfMemoryException:  # a batch of very long sessions: read it uncapped
+            return session_batch(self.con, ids)
 
     def fingerprints(self) -> dict[str, str]:
         return fingerprints(self.con)

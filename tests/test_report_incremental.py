@@ -9,6 +9,7 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from conftest import SAMPLE_DATA
@@ -208,53 +209,25 @@ def test_the_calibration_is_computed_after_the_session_pages(corpus: tuple[Path,
         assert (tmp_path / "late" / p.relative_to(tmp_path / "eager")).read_bytes() == p.read_bytes(), p
 
 
-@pytest.mark.parametrize("limit", [None, "3GiB"])  # a set limit comes back as its rounded text
-def test_dropping_duckdbs_cached_blocks_keeps_its_memory_limit(tmp_path: Path, limit: str | None) -> None:
-    """The report makes DuckDB evict the table blocks it cached (so they do not add to the calibration sweep or the
-    page workers), and leaves the connection's memory limit as it found it."""
-    import duckdb
-
-    from analyzer.analyze import _drop_cached_blocks
-
-    path = tmp_path / "blocks.duckdb"
-    with duckdb.connect(str(path)) as con:
-        con.execute("CREATE TABLE t AS SELECT i, repeat(md5(i::VARCHAR), 20) AS s FROM range(200000) r(i)")
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        if limit:
-            con.execute(f"SET memory_limit = '{limit}'")
-        before = con.execute("SELECT current_setting('memory_limit')").fetchone()
-        con.execute("SELECT max(s) FROM t").fetchall()
-        cached = "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
-        full = con.execute(cached).fetchone()[0]
-        assert full > 10_000_000
-        _drop_cached_blocks(con)
-        assert con.execute(cached).fetchone()[0] < full / 10  # a pinned block or so may stay
-        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == before
-        assert con.execute("SELECT count(*) FROM t").fetchone() == (200000,)
-    finally:
-        con.close()
-
-
 @pytest.mark.parametrize("limit", [None, "3GiB"])
 def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(corpus: tuple[Path, Path],
                                                                           tmp_path: Path, limit: str | None,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The report reads its page batches with DuckDB capped (``PAGE_READS``: uncapped, the blocks it cached made the
     report of a large store peak far above a small one's), and the connection's own limit is back afterwards."""
-    import reports.render
+    import analyzer.reporting
 
-    from analyzer.analyze import PAGE_READS
+    from analyzer.reporting import PAGE_READS
 
     _, db = corpus
     seen: list[str] = []
-    real = reports.render.render_report
+    real = analyzer.reporting.session_batch
 
-    def spy(data: ReportData, *a: object, **kw: object):  # noqa: ANN202 - ReportResult
-        seen.append(data.con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
-        return real(data, *a, **kw)  # type: ignore[arg-type]
+    def spy(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict:
+        seen.append(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+        return real(con, ids)
 
-    monkeypatch.setattr(reports.render, "render_report", spy)
+    monkeypatch.setattr(analyzer.reporting, "session_batch", spy)
     con = store.connect(db, read_only=True)
     try:
         if limit:
@@ -267,4 +240,28 @@ def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(corp
         assert con.execute("SELECT current_setting('memory_limit')").fetchone() == before
     finally:
         con.close()
-    assert seen == [capped]
+    assert seen and set(seen) == {capped}
+
+
+def test_a_page_batch_that_needs_more_than_the_cap_is_read_without_it(corpus: tuple[Path, Path], tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cap bounds DuckDB's cache, never what a batch may use: a batch that runs out of memory under it is read
+    again uncapped, and the report is the report an uncapped read writes."""
+    import analyzer.reporting
+
+    _, db = corpus
+    outs = {}
+    for name, cap in (("tiny", {"memory_limit": "1MB"}), ("none", {})):
+        monkeypatch.setattr(analyzer.reporting, "PAGE_READS", cap)
+        con = store.connect(db, read_only=True)
+        try:
+            if cap:  # the cap really is too small for a batch
+                ids = [r[0] for r in con.execute("SELECT session_id FROM sessions").fetchall()]
+                ReportData(con)  # the scope the batch reads from
+                with pytest.raises(duckdb.OutOfMemoryException), store.duckdb_settings(con, cap):
+                    analyzer.reporting.session_batch(con, ids)
+            write_report(con, tmp_path / name, workers=1)
+        finally:
+            con.close()
+        outs[name] = {p.relative_to(tmp_path / name): p.read_text() for p in (tmp_path / name / "sessions").iterdir()}
+    assert outs["tiny"] and outs["tiny"] == outs["none"]

@@ -213,6 +213,32 @@ def one(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | Non
     return rows[0] if rows else None
 
 
+@contextmanager
+def duckdb_settings(con: duckdb.DuckDBPyConnection, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` for the duration, then the connection's own back (the settings are global to the database
+    instance; a source that is no DuckDB store, or lacks a setting, is left alone). A setting goes back by RESET when
+    that restores it: a value read back as text comes back rounded ("2.7 GiB" for 3 GB)."""
+    saved: dict[str, str] = {}
+    try:
+        for name, value in settings.items():
+            row = one(con, "SELECT current_setting(?)", [name])
+            con.execute(f"SET {name} = '{value}'")
+            saved[name] = str(row[0]) if row else value
+    except (duckdb.Error, AttributeError):
+        pass
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            try:
+                con.execute(f"RESET {name}")
+                row = one(con, "SELECT current_setting(?)", [name])
+                if not row or str(row[0]) != value:
+                    con.execute(f"SET {name} = '{value}'")
+            except duckdb.Error:
+                pass
+
+
 def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Whether the store has table ``name`` (older stores lack the scan and calibration tables)."""
     row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main'",
