@@ -82,6 +82,7 @@ _OBJECT_KEYS = frozenset(map(_key, (
 _DRIFTING_KEYS = frozenset(map(_key, (
     "old_string", "old_str", "old_text", "to_replace", "old", "search_text", "message", "content_old", "thought",
     "text", "prompt", "instruction", "question")))
+_NAMED_KEYS = _OBJECT_KEYS | _DRIFTING_KEYS  # a structured call names its object or drifting text
 # What varies without changing the action: the fix being tried, presentation and limits.
 _IGNORED_KEYS = frozenset(map(_key, (
     "new_string", "new_str", "new_text", "new_content", "content", "replacement", "replace", "new", "description",
@@ -239,7 +240,7 @@ def action(tool: str, args: str | None) -> Action:
         return Action(tool.lower(), "+".join(programs), frozenset(paths), tuple(exact), _words(" ".join(words)),
                       search, tuple(sorted(options)))
     a = _args(args)
-    if isinstance(a, dict) and not any(_key(k) in _OBJECT_KEYS | _DRIFTING_KEYS for k in a):
+    if isinstance(a, dict) and not any(_key(k) in _NAMED_KEYS for k in a):
         code = next((a[k] for k in _CODE_KEYS if isinstance(a.get(k), str)), None)
         if code is not None:  # run_ipython / python tools: the code is the action, and it may drift
             return Action(tool.lower(), tool.lower(), frozenset(), (), _words(code), False)
@@ -288,21 +289,51 @@ def same_object(a: Action, b: Action) -> bool:
 
 # -- what a result says --------------------------------------------------------------------------------------------
 
-_CASCADE = re.compile(r"Sibling tool call errored|Cancelled: parallel tool call|cancelled because another tool call|"
-                      r"InputValidationError|<tool_use_error>|Invalid tool parameters|tool input validation",
-                      re.I)
+
+class _Caseless:
+    """A case-insensitive pattern and literal words one of which every match contains. On ASCII text (where ``re.I``
+    folds only A-Z) a text holding none of them, lower-cased, cannot match: the regex, ~50x slower than the test
+    for the words, runs only on the texts that could match and on the rest (non-ASCII) as before."""
+
+    __slots__ = ("regex", "words")
+
+    def __init__(self, pattern: str, words: tuple[str, ...], flags: int = 0) -> None:
+        self.regex = re.compile(pattern, re.I | flags)
+        self.words = words
+
+    def _may_match(self, text: str) -> bool:
+        if not text.isascii():
+            return True
+        low = text.lower()
+        return any(w in low for w in self.words)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        return self.regex.search(text) if self._may_match(text) else None
+
+    def sub(self, repl: str, text: str) -> str:
+        return self.regex.sub(repl, text) if self._may_match(text) else text
+
+
+_CASCADE_TEXTS = ("sibling tool call errored", "cancelled: parallel tool call", "cancelled because another tool call",
+                  "inputvalidationerror", "<tool_use_error>", "invalid tool parameters", "tool input validation")
+_CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
 _PLACEHOLDER = re.compile(r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
                           r"\)?\s*$)", re.I)
-_EXIT = re.compile(r"(?:<returncode>|Exit code:?|exit code|exited with code|Process exited with code)\s*(-?\d+)", re.I)
-_OUTPUT_NOISE = re.compile(r"<returncode>-?\d*</returncode>|</?returncode>|</?output>|</?warning>|^\s*(?:Exit code|Wall time|Chunk ID|Original "
-                           r"token count|Output|Process exited with code)[^\n]*$|\[Command finished[^\]]*\]", re.I | re.M)
+_EXIT = _Caseless(r"(?:<returncode>|Exit code:?|exit code|exited with code|Process exited with code)\s*(-?\d+)",
+                 ("<returncode>", "exit code", "exited with code"))
+_OUTPUT_NOISE = _Caseless(r"<returncode>-?\d*</returncode>|</?returncode>|</?output>|</?warning>|^\s*(?:Exit code|Wall time|"
+                          r"Chunk ID|Original token count|Output|Process exited with code)[^\n]*$|\[Command finished[^\]]*\]",
+                          ("returncode>", "output", "warning>", "exit code", "wall time", "chunk id", "original token count",
+                           "process exited with code", "[command finished"), re.M)
 _ERROR_TEXT = re.compile(r"^\s*\[?(?:Your proposed edit has introduced new syntax error|No replacement was performed|"
                          r"ERROR:|Error:|error:|Traceback \(most recent call last\)|E999|SyntaxError|No such file or "
                          r"directory|command not found|bash: .*: No such file|Element with index \d+ not found)", re.M)
 # A reply the harness refused before anything ran (mini-swe-agent's "EXACTLY ONE action", a parse error): the
 # "call" is the reply's format, not the command it quoted.
-_FORMAT_ERROR = re.compile(r"EXACTLY ONE action|found \d+ actions|Please format your (?:action|response)|"
-                           r"could not parse your (?:action|response)|Your (?:action|response) was not formatted", re.I)
+_FORMAT_ERROR = _Caseless(r"EXACTLY ONE action|found \d+ actions|Please format your (?:action|response)|"
+                          r"could not parse your (?:action|response)|Your (?:action|response) was not formatted",
+                          ("exactly one action", " actions", "please format your ", "could not parse your ",
+                           " was not formatted"))
 _NO_MATCH = re.compile(r"^\s*(?:No matches found|No files found|No results|Found 0 (?:files|matches)|0 matches)\b",
                        re.I)
 
