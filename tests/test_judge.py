@@ -156,3 +156,29 @@ def test_caseless_patterns_match_exactly_as_their_regex() -> None:
             assert p.sub("", text) == p.regex.sub("", text)
 
     check()
+
+
+def test_shell_words_split_as_shlex_does() -> None:
+    """The judge's shell splitting gives shlex's words, and fails where shlex fails, on texts made of the characters
+    that matter to it (quotes, backslashes, blanks, other whitespace) and words."""
+    import shlex
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from analyzer.detect.judge import shell_words
+
+    def split(split_fn, text: str) -> list[str] | str:
+        try:
+            return list(split_fn(text))
+        except ValueError:
+            return "error"
+
+    alphabet = st.sampled_from(["'", '"', "\\", " ", "\t", "\n", "\r", "\x0b", "\u00a0", "a", "é", "-n", "|", "$", ""])
+
+    @settings(max_examples=1500, deadline=None)
+    @given(st.lists(alphabet | st.text(max_size=3), max_size=16).map("".join))
+    def check(text: str) -> None:
+        assert split(shell_words, text) == split(shlex.split, text)
+
+    check()
