@@ -233,8 +233,10 @@ def vectorised(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[
     turns = pl.DataFrame(data["msgs"], schema={"session_id": pl.String, "turn_id": pl.String, "turn_index": pl.Int32,
                                                "user_turn": pl.Int32, "text": pl.String, "est_tokens": pl.Int32})
     text_of = {(c["session_id"], c["seq"]): c["text"] for c in data["calls"]}
+    asked = []
 
     def heads(keys: pl.DataFrame) -> pl.DataFrame:
+        asked.append(keys.height)
         return keys.with_columns(pl.Series("head", [(text_of[k] or "")[:RESULT_HEAD] if text_of[k] is not None
                                                     else None for k in keys.iter_rows()], dtype=pl.String))
 
@@ -249,6 +251,7 @@ def vectorised(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[
     sessions = pl.DataFrame({"session_id": sids, "fingerprint": ["x"] * len(sids)},
                             schema={"session_id": pl.String, "fingerprint": pl.String})
     out = scan_group(sessions, calls.drop("text", "key"), turns, config, heads, turn_info)
+    assert len(asked) <= 1, asked  # the group's heads are read once (a lookup scans the result texts)
     sig = out["signals"].select("session_id", "seq", *SIGNAL_FIELDS, "finding_id").rows()
     txt = out["text_signals"].select("session_id", "turn_index", *TEXT_FIELDS, "finding_id").rows()
     found = {tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in out["findings"].rows()}

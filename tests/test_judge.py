@@ -129,3 +129,56 @@ def test_the_same_reply_in_consecutive_messages_is_a_text_loop_and_different_rep
     different = ["I will read the config first to see the defaults.", "Now the tests: they fail on the import path.",
                  "The import path is fixed; running the whole suite now."]
     assert judge_text(different, single=False) is None
+
+
+def test_caseless_patterns_match_exactly_as_their_regex() -> None:
+    """Skipping the regex on ASCII texts without the pattern's words changes no answer: random texts built from the
+    words (in any case, cut, with non-ASCII look-alikes such as the Kelvin sign and the long s) and noise."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from analyzer.detect import judge
+
+    patterns = (judge._CASCADE, judge._EXIT, judge._FORMAT_ERROR, judge._OUTPUT_NOISE)
+    pieces = [w for p in patterns for w in p.words] + [
+        "Exit code: 1", "<returncode>2</returncode>", "found 3 actions", "EXACTLY ONE action", "Output:", "\n",
+        "Sibling tool call errored", "\u212a", "\u017f", "\u0130", "Process exited with code -1", " ", "x", "1"]
+    piece = st.sampled_from(pieces).flatmap(
+        lambda w: st.sampled_from([w, w.upper(), w.title(), w[1:], w[:-1], w.swapcase()]))
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.lists(piece | st.text(max_size=4), max_size=12).map("".join))
+    def check(text: str) -> None:
+        for p in patterns:
+            want = p.regex.search(text)
+            got = p.search(text)
+            assert (got and got.group(0), got and got.span()) == (want and want.group(0), want and want.span())
+            assert p.sub("", text) == p.regex.sub("", text)
+
+    check()
+
+
+def test_shell_words_split_as_shlex_does() -> None:
+    """The judge's shell splitting gives shlex's words, and fails where shlex fails, on texts made of the characters
+    that matter to it (quotes, backslashes, blanks, other whitespace) and words."""
+    import shlex
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from analyzer.detect.judge import shell_words
+
+    def split(split_fn, text: str) -> list[str] | str:
+        try:
+            return list(split_fn(text))
+        except ValueError:
+            return "error"
+
+    alphabet = st.sampled_from(["'", '"', "\\", " ", "\t", "\n", "\r", "\x0b", "\u00a0", "a", "é", "-n", "|", "$", ""])
+
+    @settings(max_examples=1500, deadline=None)
+    @given(st.lists(alphabet | st.text(max_size=3), max_size=16).map("".join))
+    def check(text: str) -> None:
+        assert split(shell_words, text) == split(shlex.split, text)
+
+    check()

@@ -152,6 +152,7 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     total = sum(t.calls for t in todo)
     detector = detector_text(config)
     words = scan_io.has_words(con)
+    scan_io.compress_output(con)
     done = 0
     t = time.perf_counter()
     summary.startup = t - t0

@@ -63,8 +63,10 @@ def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.
     (null on blank messages) and ``n_words``. Links are row numbers of those frames."""
     c = calls.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("row"))
     m = messages.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("mrow"))
+    nested = _nested_clusters(c, nested_links)
+    heads = _HeadCache(heads, c, nested)
     emitted, top = _top_level(c, heads)
-    judged = _judged(emitted, top, _nested_clusters(c, nested_links), c, heads)
+    judged = _judged(emitted, top, nested, c, heads)
     call_members, meta = _call_members(judged)
     groups, single = _text_groups(c, m, text_links, call_members)
     texts = m["text"].fill_null("").to_list() if groups else []
@@ -96,7 +98,7 @@ def _changed(col: str) -> pl.Expr:
 
 # -- top-level call episodes -----------------------------------------------------------------------------------------
 
-def _top_level(c: pl.DataFrame, heads: HeadsFn) -> tuple[list[Emitted], pl.DataFrame]:
+def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.DataFrame]:
     """Cycles, streaks, drift, failures and windows among the top-level calls of each hot user turn: the emitted
     episodes (positions inside their segment) and the frame of segment rows."""
     run = (_changed("session_id") | _changed("user_turn")).cum_sum()
@@ -129,6 +131,7 @@ def _top_level(c: pl.DataFrame, heads: HeadsFn) -> tuple[list[Emitted], pl.DataF
     top = top.with_columns((done - pl.when(pl.col("_start")).then(done - pl.col("_step")).forward_fill())
                            .alias("_chg_after"))
     top = top.with_columns((pl.col("_chg_after") - pl.col("_step")).alias("_chg"))
+    heads.expect(top)
     top = top.with_columns(pl.col("drift") & _results_alike(top, heads))
     runs_by_kind = _runs(top)
     windows = _window_candidates(top)
@@ -153,6 +156,37 @@ def _top_level(c: pl.DataFrame, heads: HeadsFn) -> tuple[list[Emitted], pl.DataF
                 for v in judge_calls(kind, rows, period, views.view, views.between)]
 
     return _claim(runs_by_kind, windows, seg_len, judge), top
+
+
+class _HeadCache:
+    """The group's result heads, read once: a lookup scans the store's result texts over the group's files,
+    whatever its size, and the episodes ask up to three times (drift links, the calls judged, the nested clusters).
+    The first ask reads, with its own keys, those of every call a later one may ask for (each call the hot segments
+    span, the nested clusters); a key outside them is read when asked. Keys are unique calls, so an answer holds
+    the same rows as the lookup's own (in another order, which no caller reads)."""
+
+    _KEY = ["session_id", "seq"]
+
+    def __init__(self, heads: HeadsFn, c: pl.DataFrame, nested: list[list[int]]) -> None:
+        self.heads, self.c = heads, c
+        self.likely = [r for cl in nested for r in cl]
+        self.known: pl.DataFrame | None = None
+
+    def expect(self, top: pl.DataFrame) -> None:
+        """Add the calls of the hot segments of ``top``, from the first to the last of each."""
+        spans = top.group_by("seg").agg(pl.col("row").min().alias("a"), (pl.col("row").max() + 1).alias("b"))
+        self.likely += spans.select(pl.int_ranges("a", "b")).to_series().explode().drop_nulls().to_list()
+
+    def __call__(self, keys: pl.DataFrame) -> pl.DataFrame:
+        keys = keys.select(self._KEY).unique()
+        if self.known is None:
+            rows = sorted(set(self.likely))
+            likely = self.c.select(*self._KEY, "result_key")[rows].filter(pl.col("result_key").is_not_null())
+            self.known = self.heads(pl.concat([keys, likely.select(self._KEY)]).unique())
+        missing = keys.join(self.known, on=self._KEY, how="anti")
+        if missing.height:
+            self.known = pl.concat([self.known, self.heads(missing)])
+        return keys.join(self.known, on=self._KEY)
 
 
 def _row_at(top: pl.DataFrame) -> Callable[[int, int], int]:
