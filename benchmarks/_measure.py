@@ -9,6 +9,7 @@ max over the child and every descendant it reaped).
 
 from __future__ import annotations
 
+import compileall
 import os
 import sys
 import subprocess
@@ -149,6 +150,14 @@ class Checkout:
         r = subprocess.run([str(self.python), "-c", "import analyzer; print(analyzer.__file__)"], env=self.env(),
                            capture_output=True, text=True, cwd="/")  # not ours: ``-c`` puts the cwd first
         return str(Path(r.stdout.strip()).parent.parent) if r.returncode == 0 else f"? ({r.stderr.strip()[-200:]})"
+
+    def compile(self) -> None:
+        """Write the checkout's bytecode, as an install does (pip compiles what it installs). Where
+        ``PYTHONDONTWRITEBYTECODE`` is set and nothing is compiled yet, every measured process would compile the
+        ``analyzer`` and ``reports`` sources again: ~5% of a scan, and start-up a user never pays twice."""
+        if self.root is not None:
+            for package in ("analyzer", "reports"):
+                compileall.compile_dir(str(self.root / package), quiet=1)
 
     def help(self, command: str) -> str:
         return subprocess.run([str(self.exe), command, "--help"], env=self.env(), capture_output=True,

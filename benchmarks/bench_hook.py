@@ -35,6 +35,9 @@ from pathlib import Path
 import orjson
 
 sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import CHECKOUT  # noqa: E402
 
 
 def hook_command() -> list[str]:
@@ -114,9 +117,7 @@ def main() -> None:
     ap.add_argument("--policy", default=None, help="--policy for the hook (default: its own default, loopscope)")
     ap.add_argument("--hook", default=None, help="the hook command (default: the installed loopscope-hook)")
     args = ap.parse_args()
-    import compileall
-
-    compileall.compile_dir(str(Path(__file__).resolve().parents[1] / "analyzer"), quiet=1)
+    CHECKOUT.compile()
     cmd = shlex.split(args.hook) if args.hook else hook_command()
     if args.policy:
         cmd += ["--policy", args.policy]

@@ -392,6 +392,7 @@ def main() -> None:
     checkouts = {"before": Checkout.at(args.baseline)} if args.baseline else {}
     checkouts["after"] = CHECKOUT
     for name, co in checkouts.items():
+        co.compile()
         print(f"{name}: {co.exe} running the code in {co.source()}", flush=True)
     cc = ccusage_command()
     scratch = Path(tempfile.mkdtemp(prefix="bench-scale-work-", dir=args.corpus_dir))

@@ -31,7 +31,7 @@ sys.dont_write_bytecode = True
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import Run, loopscope, mb, run, verdict  # noqa: E402
+from _measure import CHECKOUT, Run, loopscope, mb, run, verdict  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
 TARGET_RATE = 100_000  # the whole command, start-up included
@@ -108,6 +108,7 @@ def main() -> None:
         ensure(args.corpus, args.size_mb, args.seed)
     size = sum(p.stat().st_size for p in args.corpus.rglob("*") if p.is_file() and not p.name.startswith("."))
     workers = ["--workers", str(args.workers)] if args.workers is not None else []
+    CHECKOUT.compile()
 
     store_dir = Path(tempfile.mkdtemp(prefix="loopscope-bench-scan-", dir=args.store_dir))
     db = store_dir / "store.duckdb"
