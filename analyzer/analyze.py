@@ -72,8 +72,11 @@ def _replay_chunk(frames: "CorpusFrames", policies: "Sequence[Policy]") -> "pl.D
     return only the small per-session rows (in a worker, so the sessions' Python objects never reach the main
     process)."""
     from analyzer.guards.replay import build_corpus, replay
+    from analyzer.machine import gc_paused
 
-    return replay(build_corpus(frames), policies, workers=1).sessions
+    # A chunk of REPLAY_CHUNK sessions leaves ~90k cyclic objects (guard state), collected once the collector is back.
+    with gc_paused():
+        return replay(build_corpus(frames), policies, workers=1).sessions
 
 
 def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], policies: "Sequence[Policy]",

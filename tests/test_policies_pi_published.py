@@ -195,3 +195,12 @@ def test_published_equals_the_seed_without_near_identical_calls(evs: list) -> No
     seed = simulate(policy(SEED, near_identical_calls=False).guard(), s)
     assert pub.levels == seed.levels and pub.actions == seed.actions
     assert [(m.turn, v.action) for m, v in pub.msg_verdicts] == [(m.turn, v.action) for m, v in seed.msg_verdicts]
+
+
+def test_call_words_gives_the_object_words_with_the_words() -> None:
+    # One pass finds both: the words compared, and the object words that must match for a call to be near-identical.
+    from analyzer.guards.engines.pi import call_words
+
+    words, objects = call_words("sed -n '1,200p' src/a.py && grep -r Foo")
+    assert words == {"sed", "1,200p", "src/a.py", "grep", "foo"}
+    assert objects == {"1,200p", "src/a.py"}

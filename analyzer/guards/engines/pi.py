@@ -55,43 +55,44 @@ _OBJECT_WORD = re.compile(r"(?=.*[a-z])(?=.*[^a-z0-9_-])")
 _WORD_EDGES = "\"'`()[]{}<>,;:!?|&"
 
 
-def call_words(text: str) -> frozenset[str]:
+def call_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """The words the seed's near-identical call rule compares: lower-cased, split on whitespace, quotes and brackets
     trimmed from each end; plain words of 3+ ``[a-z0-9_-]`` characters, and — unlike the text rule, which drops any
     word carrying punctuation — the words that name an object: paths, patterns, file names, URLs (a letter and a
-    character outside ``[a-z0-9_-]``, e.g. ``src/a.py``, ``1,200p``, ``*.ts``)."""
-    out = set()
+    character outside ``[a-z0-9_-]``, e.g. ``src/a.py``, ``1,200p``, ``*.ts``). Second, those object words alone:
+    found in the same pass, since a call's arguments can be long and every call of a window is compared."""
+    words, objects = set(), set()
     for raw in text.lower().split():
         w = raw.strip(_WORD_EDGES)
-        if _PLAIN_WORD.fullmatch(w) or _OBJECT_WORD.match(w):
-            out.add(w)
-    return frozenset(out)
-
-
-def objects_of(words: frozenset[str]) -> frozenset[str]:
-    """The object words (paths, patterns, file names) among a call's words."""
-    return frozenset(w for w in words if not _PLAIN_WORD.fullmatch(w))
+        if _PLAIN_WORD.fullmatch(w):
+            words.add(w)
+        elif _OBJECT_WORD.match(w):
+            words.add(w)
+            objects.add(w)
+    return frozenset(words), frozenset(objects)
 
 
 def call_tokens(call: Call) -> frozenset[str]:
-    """The near-identical words of a call's argument values (``call_words``; cached on the call)."""
+    """The near-identical words of a call's argument values (``call_words``; cached on the call with its object
+    words)."""
     toks = call.tokens
     if toks is None:
         try:
-            toks = call_words(args_text(orjson.loads(call.args)))
+            text = args_text(orjson.loads(call.args))
         except orjson.JSONDecodeError:  # a payload truncated at load time: score its raw text
-            toks = call_words(call.args)
+            text = call.args
+        toks, call.objects = call_words(text)
         call.tokens = toks
     return toks
 
 
 def call_objects(call: Call) -> frozenset[str]:
-    """The object words of a call's arguments (``objects_of`` its ``call_tokens``; cached on the call: a call is
-    compared with every call in the window)."""
-    objs = call.objects
-    if objs is None:
-        objs = call.objects = objects_of(call_tokens(call))
-    return objs
+    """The object words (paths, patterns, file names) of a call's arguments (``call_words``; cached on the call: a
+    call is compared with every call in the window)."""
+    if call.objects is None:
+        call_tokens(call)
+    assert call.objects is not None
+    return call.objects
 
 
 def call_score(a: Call, b: Call) -> float:
