@@ -329,3 +329,16 @@ def test_pages_read_several_batches_at_a_time_are_the_pages_read_one_batch_at_a_
                         for p in (tmp_path / f"g{group}").rglob("*.html")}
         pages[group]["single"] = (tmp_path / f"g{group}.html").read_bytes()
     assert sum(1 for p in pages[1] if str(p).startswith("sessions/")) >= 3 and pages[1] == pages[2]
+
+
+def test_a_share_meter_carries_four_decimals_so_equal_figures_write_equal_pages() -> None:
+    """The index's meters take their share from sums DuckDB adds up in parallel, whose last digits vary from run to
+    run: written to four decimals (a meter shows far less), the same store gives the same page every time."""
+    from reports.context import Kpi
+    from reports.render import environment
+
+    kpi = environment().get_template("_macros.html").module.kpi  # type: ignore[attr-defined]
+    html = lambda share: str(kpi(Kpi("Cost", "$3.00", "$1.00 wasted", share)))  # noqa: E731
+    assert 'value="0.3333"' in html(1 / 3)
+    assert html(0.33333333333333331) == html(0.33333333333333337)
+    assert 'value="0.0000"' in html(None)
