@@ -86,12 +86,16 @@ def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], poli
     replays it, with a bounded number of chunks in flight."""
     from analyzer.guards.replay import read_corpus
     from analyzer.machine import cores, run_chunks
+    from analyzer.store.db import in_place_order, record_places
 
-    chunks = [todo[i:i + REPLAY_CHUNK] for i in range(0, len(todo), REPLAY_CHUNK)]
+    # A session's replay depends on its own rows alone: chunks of sessions whose rows are neighbours read the fewest.
+    record_places(con)
+    order = in_place_order(con, todo)
+    chunks = [tuple(order[i:i + REPLAY_CHUNK]) for i in range(0, len(order), REPLAY_CHUNK)]
     n = workers if workers is not None else (cores() if len(todo) >= REPLAY_POOL_MIN else 1)
     parts: dict[int, pl.DataFrame] = {}
-    run_chunks(_replay_chunk, lambda i: (read_corpus(con, SessionIds(chunks[i])), policies), len(chunks), n,
-               parts.__setitem__)
+    run_chunks(_replay_chunk, lambda i: (read_corpus(con, SessionIds(chunks[i]), placed=True), policies),
+               len(chunks), n, parts.__setitem__)
     return [parts[i] for i in range(len(chunks))]
 
 

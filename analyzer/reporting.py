@@ -16,7 +16,8 @@ import polars as pl
 
 from analyzer.store.filters import SessionFilter
 from analyzer.results import Totals
-from analyzer.store.db import columns as _columns, duckdb_settings, frame, has_table, one
+from analyzer.store.db import (columns as _columns, duckdb_settings, frame, has_table, in_place_order, one,
+                               record_places, rows_of)
 
 FINDINGS_COLUMNS = ("finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq",
                     "repeats", "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd")
@@ -52,7 +53,8 @@ def _scanned(con: duckdb.DuckDBPyConnection) -> bool:
 
 def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> Scope:
     """Materialise the filtered sessions (``_r_sessions``) and, when ``loopscope scan`` has run, their findings with
-    the dimensions the index breaks loops down by (``_r_findings``)."""
+    the dimensions the index breaks loops down by (``_r_findings``); record where each session's rows lie
+    (``record_places``) for the page batches' reads."""
     where, params = flt.where("s")
     con.execute(f"CREATE OR REPLACE TEMP TABLE _r_sessions AS SELECT s.* FROM sessions s WHERE {where}", params)
     usable = _scanned(con)
@@ -76,6 +78,7 @@ def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> Scope:
                        WHERE role = 'assistant' GROUP BY ALL) t
                    ON t.session_id = c.session_id AND t.turn_id = c.turn_id
         """)
+    record_places(con)
     n = one(con, "SELECT count(*) FROM _r_sessions")
     return Scope(sessions=int(n[0]) if n else 0, has_findings=usable)
 
@@ -158,14 +161,19 @@ def skipped_files(con: duckdb.DuckDBPyConnection, limit: int) -> tuple[int, pl.D
 
 
 def _ids_table(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:
+    """``_r_batch`` (the batch's session ids) and the batch's own calls and turns (``_r_batch_calls``,
+    ``_r_batch_turns``), bounded by where the batch's rows lie (``rows_of``)."""
     # One statement with a list parameter: executemany of one-row inserts cost 70 ms a batch of 50.
     con.execute("CREATE OR REPLACE TEMP TABLE _r_batch AS SELECT unnest(?::VARCHAR[]) AS session_id", [list(ids)])
+    for view, table in (("_r_batch_calls", "calls"), ("_r_batch_turns", "turns")):
+        rows = rows_of(con, table, "SELECT session_id FROM _r_batch")
+        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {table}.* FROM {table} JOIN _r_batch USING "
+                    f"(session_id) WHERE {rows}")
 
 
-# The batch's own calls and turns, for the joins on (session, seq or turn): joined on those keys alone, DuckDB scanned
-# every call's args and result text of the store for each batch (2.4 s of a 2,400-session report's 7 s of reads).
-BATCH_CALLS = "(SELECT calls.* FROM calls JOIN _r_batch USING (session_id))"
-BATCH_TURNS = "(SELECT turns.* FROM turns JOIN _r_batch USING (session_id))"
+# The batch's own calls and turns (``_ids_table``), for every join of a batch's query.
+BATCH_CALLS = "_r_batch_calls"
+BATCH_TURNS = "_r_batch_turns"
 
 
 def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
@@ -181,27 +189,27 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
     """
     _ids_table(con, ids)
     out: dict[str, pl.DataFrame] = {}
-    out["sessions"] = _estimated_cost(frame(con, """
+    out["sessions"] = _estimated_cost(frame(con, f"""
         SELECT s.* EXCLUDE (file_id), src.cost_sources, coalesce(est.chars_tokens, 0) AS estimated_tokens
         FROM _r_sessions s JOIN _r_batch USING (session_id)
         LEFT JOIN (SELECT t.session_id, list(DISTINCT t.cost_source ORDER BY t.cost_source) AS cost_sources
-                   FROM turns t JOIN _r_batch USING (session_id)
+                   FROM {BATCH_TURNS} t
                    WHERE t.usage_counted AND t.cost_source IS NOT NULL GROUP BY ALL) src USING (session_id)
         LEFT JOIN (  -- an estimate (about four characters a token) where the transcript records no usage
             SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(c.result_chars, 0)) / 4)::BIGINT
                        AS chars_tokens
-            FROM calls c JOIN _r_batch USING (session_id)
+            FROM {BATCH_CALLS} c
             WHERE c.session_id IN (SELECT session_id FROM _r_sessions WHERE coalesce(total_tokens, 0) = 0)
             GROUP BY ALL) est USING (session_id)"""))
-    out["calls"] = frame(con, """
+    out["calls"] = frame(con, f"""
         SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, c.is_error
-        FROM calls c JOIN _r_batch USING (session_id) ORDER BY c.session_id, c.seq""")
-    out["turns"] = frame(con, """
+        FROM {BATCH_CALLS} c ORDER BY c.session_id, c.seq""")
+    out["turns"] = frame(con, f"""
         SELECT t.session_id, t.turn_index, t.turn_id, t.model,
                CASE WHEN t.usage_counted THEN coalesce(t.total_tokens, 0) ELSE 0 END AS tokens, m.last_seq
-        FROM turns t JOIN _r_batch USING (session_id)
+        FROM {BATCH_TURNS} t
         LEFT JOIN (SELECT c.session_id, c.turn_id, max(c.seq) AS last_seq
-                   FROM calls c JOIN _r_batch USING (session_id) GROUP BY ALL) m
+                   FROM {BATCH_CALLS} c GROUP BY ALL) m
                ON m.session_id = t.session_id AND m.turn_id = t.turn_id
         WHERE t.role = 'assistant'
         ORDER BY t.session_id, t.turn_index""")
@@ -449,6 +457,10 @@ class ReportData:
     def session_ids(self) -> pl.DataFrame:
         """The ``session_id`` of every session in scope."""
         return frame(self.con, "SELECT session_id FROM _r_sessions")
+
+    def read_order(self, ids: Sequence[str]) -> list[str]:
+        """``ids`` in the order of their rows in the store (``in_place_order``)."""
+        return in_place_order(self.con, ids)
 
     def session_batch(self, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
         if not self.read_cap:

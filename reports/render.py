@@ -376,6 +376,9 @@ def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_sco
     a pool of worker processes renders and writes them, with a bounded number of batches in flight so memory stays
     flat however many sessions there are (``run_chunks``)."""
     n = workers if workers is not None else (cores() if len(todo) >= POOL_MIN_PAGES else 1)
+    # A page depends on its session alone, so which batch renders it changes nothing written; batches of sessions
+    # whose rows are neighbours read a few row groups, where batches of the worst sessions read all of them.
+    todo = data.read_order(todo)
     chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
     frames = _grouped_reads(data, chunks)
     written: list[str] = []

@@ -50,7 +50,7 @@ from analyzer.machine import cores
 from analyzer.store.filters import SessionFilter
 from analyzer.guards import HALT, LEVELS, WARN, Call, Guard, Message, Step, UserPrompt, Verdict
 from analyzer.guards.policies import Policy
-from analyzer.store.db import frame, has_table
+from analyzer.store.db import frame, has_table, rows_of
 
 ARGS_LIMIT = 100_000  # characters of arguments kept per call (pi identity-caps payloads at 100 KB)
 
@@ -96,19 +96,27 @@ class CorpusFrames:
     scanned: set[str]
 
 
-def read_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> CorpusFrames:
-    """Every matching session's messages and calls, in transcript order, in two ordered bulk reads."""
+def read_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(),
+                placed: bool = False) -> CorpusFrames:
+    """Every matching session's messages and calls, in transcript order, in two ordered bulk reads. ``placed``: the
+    connection has recorded where each session's rows lie (``record_places``), so each read is bounded by them
+    too and skips the row groups of other sessions (a chunk of a replay, read many times over one store)."""
     where, params = flt.where("s")
-    scope = f"session_id IN (SELECT s.session_id FROM sessions s WHERE {where})"
+    ids = f"SELECT s.session_id FROM sessions s WHERE {where}"
+    scope = f"session_id IN ({ids})"
+
+    def rows(table: str) -> str:
+        return f"{rows_of(con, table, ids, params)} AND {scope}" if placed else scope
+
     turns = frame(con, f"""
         SELECT session_id, turn_index, turn_id, role, CASE WHEN role = 'assistant' THEN text END AS text, user_turn,
                CASE WHEN role = 'assistant' AND usage_counted THEN coalesce(total_tokens, 0) ELSE 0 END AS tokens,
                CASE WHEN role = 'assistant' AND usage_counted THEN coalesce(cost_usd, 0) ELSE 0 END AS cost
-        FROM turns WHERE {scope} ORDER BY session_id, turn_index""", params)
+        FROM turns WHERE {rows("turns")} ORDER BY session_id, turn_index""", params)
     calls = frame(con, f"""
         SELECT session_id, seq, call_id, turn_id, user_turn, tool, left(args, {ARGS_LIMIT}) AS args, call_key,
                call_key_ordered, call_key_shallow, result_key, is_error, parent_call_id
-        FROM calls WHERE {scope} ORDER BY session_id, seq""", params)
+        FROM calls WHERE {rows("calls")} ORDER BY session_id, seq""", params)
     findings, scanned = load_findings(con, scope, params)
     return CorpusFrames(turns, calls, findings, scanned)
 
