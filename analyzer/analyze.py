@@ -53,7 +53,31 @@ def _replay_key(policies: Sequence[object]) -> str:
     from analyzer import __version__
 
     h = hashlib.blake2b(f"{__version__} {policies!r}".encode(), digest_size=10)
-    for f in sorted((Path(__file__).parent / "guards").glob("*.py")):
+    guards = Path(__file__).parent / "guards"
+    for f in sorted(guards.rglob("*.py")):  # the engines too
+        h.update(f.relative_to(guards).as_posix().encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _report_state(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> str | None:
+    """What a report of ``flt`` is made from besides the report code and options: the store's state
+    (``store_state``), the latest calibration run of the scope, the preset replays' code and the calibration's (a
+    report without a stored calibration sweeps afresh). None for a source that is no store."""
+    import hashlib
+
+    from analyzer.calibrate.recommend import _scope_text
+    from analyzer.guards.policies import resolve
+    from analyzer.reporting import store_state
+    from analyzer.store.db import has_table, one
+
+    state = store_state(con, flt)
+    if state is None:
+        return None
+    run = one(con, "SELECT run_id FROM calibration_runs WHERE scope = ? ORDER BY computed_at DESC LIMIT 1",
+              [_scope_text(flt)]) if has_table(con, "calibration_runs") else None
+    h = hashlib.blake2b(f"{state} {run!r} {_replay_key(resolve(['all']))}".encode(), digest_size=16)
+    for f in sorted((Path(__file__).parent / "calibrate").glob("*.py")):
         h.update(f.read_bytes())
     return h.hexdigest()
 
@@ -167,13 +191,20 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
                  progress: Progress | None = None, cache: Path | None = None) -> "ReportResult":
     """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration. The
     result's ``seconds`` covers everything this did: the replay and calibration as well as the rendering.
-    ``cache``: where replays are kept between runs (``replay_cache_path`` of the store)."""
-    from reports.render import render_report
+    ``cache``: where replays are kept between runs (``replay_cache_path`` of the store). A folder report made from
+    the same state of the store, options and code is kept as it is (``kept_report``): nothing is read or written."""
+    from reports.render import kept_report, render_report
 
     from analyzer.calibrate.recommend import calibration_for_report
     from analyzer.reporting import PAGE_READS, ReportData
 
     t0 = time.perf_counter()
+    state = _report_state(con, flt)
+    if state is not None and not single_file:
+        kept = kept_report(out, state, redact)
+        if kept is not None:
+            kept.seconds = time.perf_counter() - t0
+            return kept
 
     def calibration() -> "Calibration | None":
         _drop_cached_blocks(con)  # the sweep reads every session again: the page reads' cache goes first
@@ -182,7 +213,7 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
     replay = replay_presets(con, flt, workers, cache)
     _drop_cached_blocks(con)  # what the replay read, before the page workers start beside this process
     result = render_report(ReportData(con, flt, read_cap=PAGE_READS), out, replay=replay, calibration=calibration,
-                           single_file=single_file, redact=redact, progress=progress, workers=workers)
+                           single_file=single_file, redact=redact, progress=progress, workers=workers, state=state)
     result.seconds = time.perf_counter() - t0
     return result
 
@@ -271,5 +302,6 @@ def analyze(
                          replay_cache_path(db))
     finally:
         con.close()
-    done("report", f"{len(r.files):,} files written")
+    done("report", f"kept the report of {r.generated_at:%Y-%m-%d %H:%M} UTC ({len(r.files):,} files): nothing "
+                   f"changed since" if r.kept and r.generated_at else f"{len(r.files):,} files written")
     return AnalyzeResult(index=r.index, stages=stages, seconds=time.perf_counter() - t0)

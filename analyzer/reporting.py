@@ -420,6 +420,35 @@ def fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     return {str(sid): str(fp) for sid, fp in rows}
 
 
+STATE_QUERIES = (
+    "SELECT file_id, path, format, status, reason, content_hash, sessions, calls, errors, ingested_at, full_results "
+    "FROM files ORDER BY file_id",
+    "SELECT session_id, fingerprint, scanned_at FROM scan_state ORDER BY session_id",
+    "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM turns), (SELECT count(*) FROM calls), "
+    "(SELECT count(*) FROM ingest_errors), (SELECT count(*) FROM findings)",
+)
+"""What ``store_state`` reads: ingest writes a ``files`` row (a new ``ingested_at``) for every file whose rows it
+changes, and scan a ``scan_state`` row (a new ``scanned_at``) for every session it scans, so these rows change
+whenever anything a report shows does; the counts are a second check."""
+
+
+def store_state(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> str | None:
+    """A digest of the store's state as a report of ``flt`` reads it (``STATE_QUERIES``), so that a report written from the same state may be kept as it is; None for a source that is
+    no store (a Parquet export: its files may change under the same rows) or a store without scans."""
+    import hashlib
+
+    base = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
+                                      "AND database_name = current_database()").fetchall()}
+    if not {"files", "scan_state", "sessions", "turns", "calls", "ingest_errors", "findings"} <= base:
+        return None
+    h = hashlib.blake2b(repr((duckdb.__version__, pl.__version__, flt)).encode(), digest_size=16)
+    for sql in STATE_QUERIES:
+        h.update(sql.encode())
+        for row in con.execute(sql).fetchall():
+            h.update(repr(row).encode())
+    return h.hexdigest()
+
+
 PAGE_READS = {"memory_limit": "128MB"}
 """DuckDB's cap while ``loopscope report`` reads its page batches: uncapped, DuckDB keeps the blocks it read cached up
 to its limit, so the report of 2,400 sessions peaked at 796 MB against 615 MB for 600 sessions. A batch that needs

@@ -174,6 +174,8 @@ class ReportResult:
     session_pages: int = 0
     session_pages_written: int = 0  # the rest were unchanged and kept
     has_findings: bool = False
+    kept: bool = False  # nothing was written: the report already there was made from the same store state
+    generated_at: datetime | None = None
 
 
 def _scope_text(flt: Any, n: int) -> str:
@@ -323,6 +325,44 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
+def _folder_job(out: Path, assets: Assets, redact: bool, generated_at: datetime) -> SessionJob:
+    """What a folder report's session pages share: where they go, the options, the assets' links and policy."""
+    return SessionJob(redact, False, generated_at, str(out), {k: "../" + v for k, v in assets.names.items()},
+                      assets.csp(single=False))
+
+
+def kept_report(out: Path, state: str, redact: bool) -> ReportResult | None:
+    """The folder report already in ``out``, when it was written from the same ``state`` of its source (a digest of
+    everything its pages read, ``analyzer.reporting.store_state``), under the same options and code, and every file
+    it lists is still there: writing it again would give the same pages, all but their generation time. None
+    otherwise (write it)."""
+    old = _read_manifest(out)
+    files = old.get("files")
+    if not state or old.get("state") != state or not isinstance(files, list) or not files:
+        return None
+    when = old.get("generated_at")
+    try:
+        generated_at = datetime.fromisoformat(when) if isinstance(when, str) else None
+    except ValueError:
+        generated_at = None
+    if generated_at is None or old.get("options") != _options_key(_folder_job(out, Assets.load(), redact,
+                                                                                generated_at)):
+        return None
+    paths = []
+    for rel in files:
+        try:
+            paths.append(inside(out, rel) if isinstance(rel, str) else None)
+        except LoopscopeError:
+            return None
+    if any(p is None or not p.is_file() for p in paths):
+        return None
+    pages = old.get("pages")
+    n_pages = len(pages) if isinstance(pages, dict) else 0
+    return ReportResult(index=out / "index.html", files=paths, bytes=sum(p.stat().st_size for p in paths),
+                        session_pages=n_pages, has_findings=bool(old.get("has_findings")), kept=True,
+                        generated_at=generated_at)
+
+
 def _options_key(job: SessionJob) -> str:
     """Everything every session page shares; when it changes (``--no-redact``, a new version, new assets) every page
     is rebuilt."""
@@ -359,8 +399,7 @@ def _grouped_reads(data: ReportSource, chunks: list[list[str]]) -> Callable[[int
             members = range(first, min(first + group, len(chunks)))
             read = data.session_batch([sid for j in members for sid in chunks[j]])
             for j in members:
-                ids = pl.Series(chunks[j], dtype=pl.String)
-                ready[j] = {name: f.filter(pl.col("session_id").is_in(ids)) for name, f in read.items()}
+                ready[j] = {name: f.filter(pl.col("session_id").is_in(chunks[j])) for name, f in read.items()}
         return ready.pop(i)
 
     return frames
@@ -425,6 +464,7 @@ def render_report(
     batch: int = BATCH,
     progress: Progress | None = None,
     workers: int | None = None,
+    state: str | None = None,
 ) -> ReportResult:
     """Write the report of what ``data`` holds (``analyzer.reporting.ReportData``: the store's sessions that its
     filter selects).
@@ -439,7 +479,9 @@ def render_report(
 
     A folder report is incremental: its manifest records what each session page was made from (the session's
     scan fingerprint, its guard replay, the options and the code), and a page whose inputs did not change is kept
-    as it is. The index, calibration and all-sessions pages are always rebuilt. Session pages are written by
+    as it is. The index, calibration and all-sessions pages are always rebuilt. ``state`` (a digest of the source's
+    state, ``analyzer.reporting.store_state``) is recorded so that ``kept_report`` can tell, next time, that nothing
+    changed at all. Session pages are written by
     ``workers`` processes (default: one per core when there are enough pages to write; 1: in this process). They
     are spawned, so a script that calls this needs the usual ``if __name__ == "__main__":`` guard (without it the
     workers fail and the pages are written in this process).
@@ -447,7 +489,7 @@ def render_report(
     t0 = time.perf_counter()
     generated_at = generated_at or datetime.now(timezone.utc).replace(microsecond=0)
     assets = Assets.load()
-    result = ReportResult(index=out, has_findings=data.scope.has_findings)
+    result = ReportResult(index=out, has_findings=data.scope.has_findings, generated_at=generated_at)
     sessions, in_scope = _paged_sessions(data, replay)
 
     def aggregate() -> list[Page]:
@@ -493,7 +535,7 @@ def render_report(
         csp = assets.csp(single=False)
         rels = assets.write(out) + list(AGGREGATE_PATHS)
         (out / "sessions").mkdir(exist_ok=True)
-        job = SessionJob(redact, False, generated_at, str(out), {k: "../" + v for k, v in names.items()}, csp)
+        job = _folder_job(out, assets, redact, generated_at)
         options = _options_key(job)
         old = _read_manifest(out)
         before = old.get("pages") if old.get("options") == options and isinstance(old.get("pages"), dict) else {}
@@ -526,7 +568,8 @@ def render_report(
             inside(out, page.path).write_text(_render(page, "base.html", hrefs, csp), encoding="utf-8")
         written = [out / r for r in rels]
         index = out / "index.html"
-        _finish(out, rels, inputs, options, old)
+        _finish(out, rels, inputs, options, old, {"state": state, "generated_at": generated_at.isoformat(),
+                                                  "has_findings": data.scope.has_findings})
     result.index = index
     result.files = written
     result.bytes = sum(p.stat().st_size for p in written if p.is_file())
@@ -543,9 +586,12 @@ def _mkdir(folder: Path) -> None:
         raise ReportError(f"{folder} is not a folder")
 
 
-def _finish(out: Path, rels: list[str], inputs: dict[str, str], options: str, old: dict[str, Any]) -> None:
-    """Remove what the last report wrote and this one did not, then record this one: its files, and what each session
-    page was made from (``pages``) under the options they share."""
+def _finish(out: Path, rels: list[str], inputs: dict[str, str], options: str, old: dict[str, Any],
+            made: dict[str, Any] | None = None) -> None:
+    """Remove what the last report wrote and this one did not, then record this one: its files, what each session
+    page was made from (``pages``) under the options they share, and (``made``) the source state it was written
+    from, when and whether it had findings (``kept_report``)."""
     _clean_stale(out, old.get("files"), set(rels))
     (out / MANIFEST).write_bytes(orjson.dumps({"generator": f"loopscope {__version__}", "files": sorted(rels),
-                                               "options": options, "pages": inputs}, option=orjson.OPT_INDENT_2))
+                                               "options": options, "pages": inputs, **(made or {})},
+                                              option=orjson.OPT_INDENT_2))

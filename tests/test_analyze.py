@@ -55,6 +55,9 @@ def test_running_it_again_is_incremental(analyzed: tuple[Path, subprocess.Comple
     assert "0 sessions scanned (25 unchanged)" in proc.stdout
     # nothing changed, so the last calibration still holds
     assert "calibrate: kept the" in proc.stdout and "calibrate: kept the" not in first.stdout
+    # and so does the report: nothing is written again
+    assert "report: kept the report of" in proc.stdout and "files): nothing changed since" in proc.stdout
+    assert "report: kept" not in first.stdout
 
 
 def sample_findings_table(db: Path) -> str:

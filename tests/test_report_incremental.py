@@ -1,6 +1,7 @@
 """The report is rebuilt incrementally (issue 13): a session page is rewritten only when its session changed, the
-pages over the whole scope always are, an option change rewrites everything, a session that left the scope loses its
-page; and pages written by worker processes are the same bytes as pages written in one process."""
+pages over the whole scope whenever anything in the store did, nothing at all when nothing did; an option change
+rewrites everything, a session that left the scope loses its page; and pages written by worker processes are the
+same bytes as pages written in one process."""
 
 from __future__ import annotations
 
@@ -36,8 +37,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     data = work / "data"
     shutil.copytree(SAMPLE_DATA, data, ignore=shutil.ignore_patterns("*.py", "*.md", "__pycache__"))
     db = work / "store.duckdb"
-    ingest([data], db, workers=1)
-    scan(db, workers=1)
+    ingest_and_scan(data, db)
     return data, db
 
 
@@ -58,6 +58,20 @@ def rewritten(out: Path) -> set[str]:
     return {p.relative_to(out).as_posix() for p in out.rglob("*.html") if p.stat().st_mtime != OLD}
 
 
+def ingest_and_scan(data: Path, db: Path) -> None:
+    ingest([data], db, workers=1)
+    scan(db, workers=1)
+
+
+def reported_copy(data: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of the transcripts under ``tmp_path/data``, ingested, scanned and reported: its store and report."""
+    shutil.copytree(data, tmp_path / "data")
+    local, out = tmp_path / "store.duckdb", tmp_path / "r"
+    ingest_and_scan(tmp_path / "data", local)
+    report(local, out)
+    return local, out
+
+
 def one_session_file(db: Path) -> tuple[str, Path]:
     """A transcript that holds exactly one session, which has findings."""
     (sid, path), = query(db, """
@@ -67,32 +81,74 @@ def one_session_file(db: Path) -> tuple[str, Path]:
     return sid, Path(path)
 
 
-def test_an_unchanged_store_rewrites_only_the_pages_over_the_whole_scope(corpus: tuple[Path, Path],
-                                                                         tmp_path: Path) -> None:
+def test_an_unchanged_store_keeps_the_whole_report(corpus: tuple[Path, Path], tmp_path: Path) -> None:
     _, db = corpus
     out = tmp_path / "r"
     first = report(db, out)
-    assert first.session_pages_written == first.session_pages > 0
+    assert first.session_pages_written == first.session_pages > 0 and not first.kept
+    manifest = (out / ".loopscope-report.json").read_bytes()
     age(out)
     again = report(db, out)
-    assert again.session_pages_written == 0
+    assert again.kept and again.session_pages_written == 0 and again.session_pages == first.session_pages
+    assert rewritten(out) == set()
+    assert (out / ".loopscope-report.json").read_bytes() == manifest
+    assert sorted(again.files) == sorted(first.files) and again.generated_at == first.generated_at
+
+
+def test_a_missing_page_an_option_or_a_calibration_rebuilds_the_pages_over_the_scope(corpus: tuple[Path, Path],
+                                                                                      tmp_path: Path) -> None:
+    """The whole report is kept only while every file it wrote is there and it was made under the same options from
+    the same store: a deleted session page is written again; a calibration saved since rewrites the pages over the
+    whole scope (the calibration page draws it), not the session pages."""
+    from analyzer.calibrate.recommend import DEFAULT_BASE, calibrate_store
+
+    data, _ = corpus
+    local = tmp_path / "store.duckdb"
+    shutil.copy(corpus[1], local)
+    out = tmp_path / "r"
+    first = report(local, out)
+    gone = out / session_page_path(one_session_file(local)[0])
+    gone.unlink()
+    age(out)
+    again = report(local, out)
+    assert not again.kept and again.session_pages_written == 1
+    assert rewritten(out) == {"index.html", "calibration.html", "sessions.html", gone.relative_to(out).as_posix()}
+    assert report(local, out).kept
+    con = store.connect(local)
+    try:
+        calibrate_store(con, DEFAULT_BASE, SessionFilter(), workers=1)
+    finally:
+        con.close()
+    age(out)
+    third = report(local, out)
+    assert not third.kept and third.session_pages_written == 0
     assert rewritten(out) == {"index.html", "calibration.html", "sessions.html"}
-    assert len(list((out / "sessions").glob("*.html"))) == first.session_pages
+    assert first.session_pages == third.session_pages
+
+
+def test_a_new_file_that_is_no_transcript_rewrites_the_index_and_keeps_the_session_pages(
+        corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    """A change that touches no session (a new file that is no transcript) still changes what the index shows (its
+    files not read): the pages over the scope are rewritten, no session page is."""
+    local, out = reported_copy(corpus[0], tmp_path)
+    skipped = "SELECT count(*) FROM files WHERE status = 'skipped'"
+    (before,), = query(local, skipped)
+    (tmp_path / "data" / "claude_code" / "broken.jsonl").write_text('{"type": "user", "sessionId": \n')
+    ingest_and_scan(tmp_path / "data", local)
+    (after,), = query(local, skipped)
+    assert after == before + 1
+    age(out)
+    again = report(local, out)
+    assert not again.kept and again.session_pages_written == 0
+    assert rewritten(out) == {"index.html", "calibration.html", "sessions.html"}
 
 
 def test_a_changed_transcript_rewrites_its_page_and_the_index_only(corpus: tuple[Path, Path],
                                                                    tmp_path: Path) -> None:
-    data, _ = corpus
-    shutil.copytree(data, tmp_path / "data")
-    local = tmp_path / "store.duckdb"
-    ingest([tmp_path / "data"], local, workers=1)
-    scan(local, workers=1)
-    out = tmp_path / "r"
-    report(local, out)
+    local, out = reported_copy(corpus[0], tmp_path)
     sid, path = one_session_file(local)
     path.write_bytes(path.read_bytes() + b"\n")  # new content: ingested again, scanned again
-    ingest([tmp_path / "data"], local, workers=1)
-    scan(local, workers=1)
+    ingest_and_scan(tmp_path / "data", local)
     age(out)
     again = report(local, out)
     assert again.session_pages_written == 1

@@ -56,6 +56,11 @@ def report(
     if not quiet:
         loops = "" if result.has_findings else " (no findings: run `loopscope scan` for the loop sections)"
         files = len(result.files)
+        if result.kept and result.generated_at:
+            out.print(f"kept {result.index}: nothing in the store changed since it was written "
+                      f"({result.generated_at:%Y-%m-%d %H:%M} UTC, {files:,} file{'s' if files != 1 else ''})",
+                      soft_wrap=True, markup=False)
+            return
         out.print(f"wrote {result.index}: {files:,} file{'s' if files != 1 else ''}, "
                   f"{result.session_pages:,} session pages ({result.session_pages_written:,} rebuilt), "
                   f"{result.bytes / 1e6:,.1f} MB in {result.seconds:.2f} s{loops}", soft_wrap=True, markup=False)
