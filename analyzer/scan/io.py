@@ -24,36 +24,38 @@ OUTPUT_COMPRESSION: str | None = "dictionary"
 # A store that keeps each call's argument words (``keys.args_words``) spares the scan the tokenising.
 WORDS_COLUMN = "args_words"
 
-# One group's rows: its sessions come from a narrow range of files (so DuckDB skips the row groups outside it: the
-# store is clustered by file, in the order ingest wrote it) and a registered table (``_scan_group``) names them.
+# One group's rows: its sessions' rows lie in a narrow span of rowids (``store.rows_of``: the scan takes sessions in
+# the order of their rows, so DuckDB skips the row groups outside the span) and a registered table (``_scan_group``)
+# names them. Bounded by file ids instead, a group skipped nothing: ingest lands chunks in the order its parser
+# processes finish, so every row group spans nearly every file.
 # Unsorted: polars sorts faster than DuckDB sorts strings. Keys are 16 hex digits of an XXH3-64, read as the 64-bit
 # number they spell, exactly (a hash of them would add collisions of its own); a missing result key stays NULL.
-_GROUP = "file_id BETWEEN $first AND $last AND session_id IN (SELECT session_id FROM _scan_group)"
+_GROUP = "{span} AND session_id IN (SELECT session_id FROM _scan_group)"
 _KEY = "CASE WHEN {col} IS NOT NULL THEN coalesce(try_cast('0x' || {col} AS UBIGINT), hash({col})) END"
 _CALLS_SQL = f"""
     SELECT session_id, seq, call_id, turn_id, user_turn, tool, {_KEY.format(col='call_key')} AS k, args,
            {_KEY.format(col='result_key')} AS result_key, is_error, parent_call_id,
            ({estimate_tokens_sql('args')} + {tokens_of_length_sql('result_chars')})::INTEGER AS est_tokens{{words}}
-    FROM calls WHERE {_GROUP}
+    FROM calls WHERE {_GROUP.format(span="{calls}")}
 """
 _TURNS_SQL = f"""
     SELECT session_id, turn_id, turn_index, user_turn, text, {estimate_tokens_sql('text')}::INTEGER AS est_tokens
-    FROM turns WHERE role = 'assistant' AND {_GROUP}
+    FROM turns WHERE role = 'assistant' AND {_GROUP.format(span="{turns}")}
 """
 # What findings need, for the few rows that need it (``detect.vector.episodes.HeadsFn`` and ``TurnsFn``). Bounded
-# by the group's files, like the group's own read: a join alone scans (and decompresses) the whole table for every
-# group, which made small groups expensive.
+# by the group's rowid spans, like the group's own read: a join alone scans (and decompresses) the whole table for
+# every group, which made small groups expensive.
 _HEADS_SQL = f"""
     SELECT h.session_id, h.seq, left(c.result_text, {RESULT_HEAD}) AS head
     FROM _scan_heads h JOIN calls c ON c.session_id = h.session_id AND c.seq = h.seq
-    WHERE c.file_id BETWEEN $first AND $last
+    WHERE {{calls}}
 """
 _TURN_INFO_SQL = """
     SELECT n.session_id, n.turn_id, max(t.turn_index) AS turn_index,
            sum(t.total_tokens) FILTER (WHERE t.usage_counted AND t.turn_id IS NOT NULL)::BIGINT AS tokens,
            sum(coalesce(t.cost_usd, 0)) FILTER (WHERE t.usage_counted AND t.turn_id IS NOT NULL) AS cost
     FROM _scan_turns n JOIN turns t ON t.session_id = n.session_id AND t.turn_id IS NOT DISTINCT FROM n.turn_id
-    WHERE t.role = 'assistant' AND t.file_id BETWEEN $first AND $last
+    WHERE t.role = 'assistant' AND {turns}
     GROUP BY n.session_id, n.turn_id
 """
 
@@ -63,7 +65,6 @@ Lookup = Callable[[pl.DataFrame], pl.DataFrame]
 class Session(Protocol):
     session_id: str
     fingerprint: str
-    file_id: int
 
 
 def has_words(con: duckdb.DuckDBPyConnection) -> bool:
@@ -79,12 +80,12 @@ def read_group(con: duckdb.DuckDBPyConnection, group: Sequence[Session], words: 
     sessions = pl.DataFrame({"session_id": [t.session_id for t in group],
                              "fingerprint": [t.fingerprint for t in group]},
                             schema={"session_id": pl.String, "fingerprint": pl.String})
-    params = _files(group)
-    sql = _CALLS_SQL.format(words=f", {WORDS_COLUMN} AS words" if words else "")
+    spans = _spans(con, group)
+    sql = _CALLS_SQL.format(words=f", {WORDS_COLUMN} AS words" if words else "", **spans)
     con.register("_scan_group", sessions.select("session_id"))
     try:
-        calls = _sorted(con.sql(sql, params=params).pl(), "seq")
-        return sessions, calls, _sorted(con.sql(_TURNS_SQL, params=params).pl(), "turn_index")
+        calls = _sorted(con.sql(sql).pl(), "seq")
+        return sessions, calls, _sorted(con.sql(_TURNS_SQL.format(**spans)).pl(), "turn_index")
     finally:
         con.unregister("_scan_group")
 
@@ -96,23 +97,29 @@ def _sorted(frame: pl.DataFrame, order: str) -> pl.DataFrame:
     return frame.sort("session_id", order) if frame.select(out_of_order.any()).item() else frame
 
 
-def _files(group: Sequence[Session]) -> dict[str, int]:
-    """The range of files a group's sessions come from (the store is clustered by file)."""
-    return {"first": min(t.file_id for t in group), "last": max(t.file_id for t in group)}
+def _spans(con: duckdb.DuckDBPyConnection, group: Sequence[Session], calls: str = "calls", turns: str = "turns"
+           ) -> dict[str, str]:
+    """Conditions on ``calls`` and on ``turns`` (named so in the query) true of every row of the group's sessions:
+    their rowid spans (``store.rows_of``; the scan recorded them with ``store.record_places``)."""
+    ids = "SELECT unnest(?::VARCHAR[])"
+    params = [[t.session_id for t in group]]
+    return {"calls": store.rows_of(con, "calls", ids, params, calls),
+            "turns": store.rows_of(con, "turns", ids, params, turns)}
 
 
 def lookups(con: duckdb.DuckDBPyConnection, group: Sequence[Session]) -> tuple[Lookup, Lookup]:
-    """The result heads and the turn figures findings need, read on demand from the group's files."""
-    files = _files(group)
-    return _lookup(con, _HEADS_SQL, "_scan_heads", files), _lookup(con, _TURN_INFO_SQL, "_scan_turns", files)
+    """The result heads and the turn figures findings need, read on demand from the group's rows."""
+    spans = _spans(con, group, calls="c", turns="t")
+    return (_lookup(con, _HEADS_SQL.format(**spans), "_scan_heads"),
+            _lookup(con, _TURN_INFO_SQL.format(**spans), "_scan_turns"))
 
 
-def _lookup(con: duckdb.DuckDBPyConnection, sql: str, name: str, params: dict[str, int]) -> Lookup:
+def _lookup(con: duckdb.DuckDBPyConnection, sql: str, name: str) -> Lookup:
     """A query over a small registered frame of keys."""
     def run(keys: pl.DataFrame) -> pl.DataFrame:
         con.register(name, keys)
         try:
-            return con.sql(sql, params=params).pl()
+            return con.sql(sql).pl()
         finally:
             con.unregister(name)
     return run

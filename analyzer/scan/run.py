@@ -146,6 +146,10 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     from analyzer.scan import io as scan_io  # polars and the detectors load only when there is something to scan
     from analyzer.scan.batch import scan_group
 
+    # Groups of sessions whose rows are neighbours read the fewest row groups (``scan_io.read_group``).
+    store.record_places(con)
+    place = {sid: i for i, sid in enumerate(store.in_place_order(con, [t.session_id for t in todo]))}
+    todo.sort(key=lambda t: place[t.session_id])
     threads = workers if workers is not None else cores()
     con.execute(f"SET threads = {max(1, threads)}")
     summary.workers = max(1, threads)

@@ -244,13 +244,19 @@ def in_place_order(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> list[s
         f"ORDER BY calls_lo NULLS LAST, turns_lo NULLS LAST, session_id", [list(ids)]).fetchall()]
 
 
-def rows_of(con: duckdb.DuckDBPyConnection, table: str, sessions: str, params: Sequence[object] | None = None) -> str:
-    """A condition on ``table`` (``calls`` or ``turns``) true of every row of the sessions that ``sessions`` (a
-    query of session ids) selects, which DuckDB checks against each row group's bounds: their rowids' span in
-    ``PLACES`` (``record_places``, recorded since the table last changed). ``TRUE`` when no span is known."""
+def rows_of(con: duckdb.DuckDBPyConnection, table: str, sessions: str, params: Sequence[object] | None = None,
+            alias: str | None = None) -> str:
+    """A condition on ``table`` (``calls`` or ``turns``; named ``alias`` in the query, if given) true of every row of
+    the sessions that ``sessions`` (a query of session ids) selects, which DuckDB checks against each row group's
+    bounds: their rowids' span in ``PLACES`` (``record_places``, recorded since the table last changed). ``TRUE``
+    when no span is known (nor any place recorded on this connection)."""
+    known = one(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [PLACES])
+    if not (known and known[0]):
+        return "TRUE"
     row = one(con, f"SELECT min({table}_lo), max({table}_hi) FROM {PLACES} WHERE session_id IN ({sessions})",
               params)
-    return f"{table}.rowid BETWEEN {int(row[0])} AND {int(row[1])}" if row and row[0] is not None else "TRUE"
+    return (f"{alias or table}.rowid BETWEEN {int(row[0])} AND {int(row[1])}" if row and row[0] is not None
+            else "TRUE")
 
 
 @contextmanager
