@@ -433,8 +433,9 @@ whenever anything a report shows does; the counts are a second check."""
 
 
 def store_state(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> str | None:
-    """A digest of the store's state as a report of ``flt`` reads it (``STATE_QUERIES``), so that a report written from the same state may be kept as it is; None for a source that is
-    no store (a Parquet export: its files may change under the same rows) or a store without scans."""
+    """A digest of the store's state as a report of ``flt`` reads it (``STATE_QUERIES``), so that a report written
+    from the same state may be kept as it is; None for a source that is no store (a Parquet export: its files may
+    change under the same rows) or a store without scans."""
     import hashlib
 
     base = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
