@@ -16,8 +16,8 @@ import polars as pl
 
 from analyzer.store.filters import SessionFilter
 from analyzer.results import Totals
-from analyzer.store.db import (columns as _columns, duckdb_settings, frame, has_table, in_place_order, one,
-                               record_places, rows_of)
+from analyzer.store.db import (base_tables, columns as _columns, duckdb_settings, frame, has_table, in_place_order,
+                               one, record_places, rows_of)
 
 FINDINGS_COLUMNS = ("finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq",
                     "repeats", "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd")
@@ -438,9 +438,7 @@ def store_state(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> str | Non
     change under the same rows) or a store without scans."""
     import hashlib
 
-    base = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
-                                      "AND database_name = current_database()").fetchall()}
-    if not {"files", "scan_state", "sessions", "turns", "calls", "ingest_errors", "findings"} <= base:
+    if not {"files", "scan_state", "sessions", "turns", "calls", "ingest_errors", "findings"} <= base_tables(con):
         return None
     h = hashlib.blake2b(repr((duckdb.__version__, pl.__version__, flt)).encode(), digest_size=16)
     for sql in STATE_QUERIES:

@@ -40,6 +40,7 @@ def scan_rows(calls: "pa.Table", turns: "pa.Table", sessions: "pa.Table", config
 
     from analyzer.scan import io as scan_io
     from analyzer.scan.batch import scan_group
+    from analyzer.store.db import record_places
 
     con = duckdb.connect()
     try:
@@ -47,6 +48,7 @@ def scan_rows(calls: "pa.Table", turns: "pa.Table", sessions: "pa.Table", config
         con.execute("SET threads = 1")
         con.register("calls", calls)
         con.register("turns", turns)
+        record_places(con)  # none: registered tables have no rowids, so the group's reads are bounded by ids alone
         rows = sorted(zip(*(sessions.column(n).to_pylist() for n in ("file_id", "session_id", "fingerprint"))),
                       key=lambda r: (r[0] or 0, r[1]))
         group = [_Todo(sid, fp, 0, fid or 0) for fid, sid, fp in rows]

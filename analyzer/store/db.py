@@ -213,6 +213,13 @@ def one(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | Non
     return rows[0] if rows else None
 
 
+def base_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The names of the store's own tables (not views: a Parquet export's tables are views over its files, and
+    registered frames are neither)."""
+    return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
+                                      "AND database_name = current_database()").fetchall()}
+
+
 PLACES = "_places"
 """The temp table of where each session's rows lie (``record_places``)."""
 
@@ -224,10 +231,10 @@ def record_places(con: duckdb.DuckDBPyConnection) -> None:
     session ids alone, every batch decompressed the whole table's session column, and a report's batch reads grew
     with the square of its sessions. One pass over each table's session column; none over a source whose tables are
     views (a Parquet export), which has no rowids: its reads stay unbounded."""
+    tables = base_tables(con)
+
     def spans(table: str) -> str:
-        row = one(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND schema_name = 'main' "
-                       "AND database_name = current_database()", [table])
-        if row and row[0]:
+        if table in tables:
             return f"SELECT session_id, min(rowid) AS lo, max(rowid) AS hi FROM {table} GROUP BY session_id"
         return "SELECT NULL::VARCHAR AS session_id, NULL::BIGINT AS lo, NULL::BIGINT AS hi WHERE false"
 
@@ -249,10 +256,7 @@ def rows_of(con: duckdb.DuckDBPyConnection, table: str, sessions: str, params: S
     """A condition on ``table`` (``calls`` or ``turns``; named ``alias`` in the query, if given) true of every row of
     the sessions that ``sessions`` (a query of session ids) selects, which DuckDB checks against each row group's
     bounds: their rowids' span in ``PLACES`` (``record_places``, recorded since the table last changed). ``TRUE``
-    when no span is known (nor any place recorded on this connection)."""
-    known = one(con, "SELECT count(*) FROM duckdb_tables() WHERE table_name = ? AND temporary", [PLACES])
-    if not (known and known[0]):
-        return "TRUE"
+    when no span is known."""
     row = one(con, f"SELECT min({table}_lo), max({table}_hi) FROM {PLACES} WHERE session_id IN ({sessions})",
               params)
     return (f"{alias or table}.rowid BETWEEN {int(row[0])} AND {int(row[1])}" if row and row[0] is not None
