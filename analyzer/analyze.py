@@ -199,8 +199,8 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
     from analyzer.reporting import PAGE_READS, ReportData
 
     t0 = time.perf_counter()
-    state = _report_state(con, flt)
-    if state is not None and not single_file:
+    state = None if single_file else _report_state(con, flt)  # a single file is always written
+    if state is not None:
         kept = kept_report(out, state, redact)
         if kept is not None:
             kept.seconds = time.perf_counter() - t0

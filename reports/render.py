@@ -348,13 +348,13 @@ def kept_report(out: Path, state: str, redact: bool) -> ReportResult | None:
     if generated_at is None or old.get("options") != _options_key(_folder_job(out, Assets.load(), redact,
                                                                                 generated_at)):
         return None
-    paths = []
-    for rel in files:
-        try:
-            paths.append(inside(out, rel) if isinstance(rel, str) else None)
-        except LoopscopeError:
-            return None
-    if any(p is None or not p.is_file() for p in paths):
+    if not all(isinstance(rel, str) for rel in files):
+        return None
+    try:
+        paths = [inside(out, rel) for rel in files]
+    except LoopscopeError:  # a manifest naming a file outside the folder
+        return None
+    if not all(p.is_file() for p in paths):
         return None
     pages = old.get("pages")
     n_pages = len(pages) if isinstance(pages, dict) else 0
