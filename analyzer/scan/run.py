@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import duckdb
 
@@ -21,6 +22,9 @@ from analyzer.store import db as store
 from analyzer.detect.stream.calls import Config
 from analyzer.errors import StoreError
 from analyzer.machine import cores
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # Bump when signals or findings change meaning: every session is rescanned.
 DETECTOR_VERSION = "2"  # 2: findings judged (judge.py), repeat_tokens, why
@@ -49,7 +53,8 @@ class ScanSummary:
     seconds: float = 0.0
     workers: int = 1  # threads DuckDB may use (polars runs its own pool, one thread per core)
     # Where the time went (seconds): opening the store, planning and imports before the first group; then, summed
-    # over the groups, reading them, the detectors, landing the rows. The benchmark prints them apart.
+    # over the groups, the waits for their rows (the first group's read, and what a read ahead did not cover), the
+    # detectors, the waits for their rows to land. The benchmark prints them apart.
     startup: float = 0.0
     read: float = 0.0
     detect: float = 0.0
@@ -157,20 +162,19 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     detector = detector_text(config)
     words = scan_io.has_words(con)
     scan_io.compress_output(con)
-    done = 0
+    groups = _batches(todo)
     t = time.perf_counter()
     summary.startup = t - t0
-    for group in _batches(todo):
-        sessions, calls, turns = scan_io.read_group(con, group, words)
-        heads, turn_info = scan_io.lookups(con, group)
-        t, before = time.perf_counter(), t
-        summary.read += t - before
-        out = scan_group(sessions, calls, turns, config, heads, turn_info)
-        t, before = time.perf_counter(), t
-        summary.detect += t - before
-        scan_io.land(con, out, detector)
-        t, before = time.perf_counter(), t
-        summary.land += t - before
+    # A pipeline of three: the next group's rows are read on one cursor and the last group's rows land on another
+    # while this thread runs the detectors (DuckDB works without the GIL), so reading and landing cost the scan only
+    # what the detectors leave uncovered. One group read ahead, one landing: memory holds at most three groups.
+    # ``summary.read`` and ``summary.land`` are the waits for them.
+    reader, lander = con.cursor(), con.cursor()
+    done = 0
+
+    def landed(job: Future[dict[str, pl.DataFrame]]) -> None:
+        nonlocal done
+        out = job.result()
         st = out["scan_state"]
         n_calls = int(st["calls"].sum())
         summary.scanned += st.height
@@ -180,4 +184,34 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
         done += n_calls
         if progress:
             progress(done, total)
+
+    def land(out: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
+        scan_io.land(lander, out, detector)
+        return out
+
+    try:
+        with ThreadPoolExecutor(1) as reads, ThreadPoolExecutor(1) as lands:
+            ahead = reads.submit(scan_io.plan_group(con, groups[0], words).run, reader)
+            landing: Future[dict[str, pl.DataFrame]] | None = None
+            for i, group in enumerate(groups):
+                sessions, calls, turns = ahead.result()
+                if i + 1 < len(groups):
+                    ahead = reads.submit(scan_io.plan_group(con, groups[i + 1], words).run, reader)
+                heads, turn_info = scan_io.lookups(con, group)
+                t, before = time.perf_counter(), t
+                summary.read += t - before
+                out = scan_group(sessions, calls, turns, config, heads, turn_info)
+                t, before = time.perf_counter(), t
+                summary.detect += t - before
+                if landing is not None:
+                    landed(landing)
+                    t, before = time.perf_counter(), t
+                    summary.land += t - before
+                landing = lands.submit(land, out)
+            landed(landing)
+            t, before = time.perf_counter(), t
+            summary.land += t - before
+    finally:
+        reader.close()
+        lander.close()
     return summary
