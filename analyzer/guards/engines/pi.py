@@ -291,6 +291,21 @@ class PiGuard(Guard):
         score = call_score(e.call, call)
         return score if score >= self._sim else None
 
+    def _near_calls(self, key: str, call: Call) -> list[tuple[float, Call]]:
+        """``(score, earlier call)`` of each near-identical call in the window (``_near_score`` of every entry, with
+        its tests hoisted out of the loop: it runs for every call of every replay)."""
+        tool = call.tool
+        if not self._near or tool in self._exact_only:
+            return []
+        bar = self._sim
+        near = []
+        for e in self.sigs:
+            if e.tool == tool and e.key != key:
+                score = call_score(e.call, call)
+                if score >= bar:
+                    near.append((score, e.call))
+        return near
+
     def _consecutive_fails(self, tool: str) -> int:
         n = 0
         for t, err in reversed(self.results):
@@ -311,7 +326,7 @@ class PiGuard(Guard):
             return None
         key = call.key
         exact = 1 + sum(1 for e in self.sigs if e.key == key)
-        near = [(sc, e.call) for e in self.sigs if (sc := self._near_score(e, key, call)) is not None]
+        near = self._near_calls(key, call)
         total = exact + len(near)
         reasons = []
         if exact >= self._t:
