@@ -344,3 +344,19 @@ def test_batches_of_one_session_add_up_to_one_pass(db: Path, base: str, monkeypa
     finally:
         con.close()
     assert whole.equals(one_pass.sweep.drop("on_frontier", "recommended"))
+
+
+def test_exact_replay_in_worker_processes_equals_one_pass_here(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact replay of the recommended setting runs a sweep batch a job in spawned worker processes
+    (``verify_parts``): two workers over batches of one session give exactly the figures of one pass in this
+    process."""
+    import dataclasses
+
+    import analyzer.calibrate.recommend as rec
+
+    here = run(db, "pi-anti-doom-loop", workers=1)
+    monkeypatch.setattr(rec, "SESSION_BATCH", 1)
+    pooled = run(db, "pi-anti-doom-loop", workers=2)
+    assert here.verification is not None and pooled.verification is not None
+    assert pooled.verification.halts > 0 and pooled.verification.stuck_caught > 0
+    assert dataclasses.replace(pooled.verification, seconds=0) == dataclasses.replace(here.verification, seconds=0)

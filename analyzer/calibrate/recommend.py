@@ -4,9 +4,10 @@ frontier of tokens saved against healthy work interrupted, and recommend the set
 ``calibrate_store`` runs it: the stored signals a batch of sessions at a time (``SESSION_BATCH``), every setting as
 a few polars expressions (``analyzer.calibrate.sweep`` documents the measure of each base policy, what a halt saves
 and hits, and the approximations), the frontier and the recommendation (below), the text to paste into each guard
-(``analyzer.calibrate.paste``), then **one exact replay** of the recommended setting (``analyzer.guards.replay``) so the
-sweep's figures can be checked against the real guard's — both are printed. The result is saved in the store
-(``calibration_runs``, ``calibration_sweep``); ``latest_calibration`` reads it back for the report.
+(``analyzer.calibrate.paste``), then **one exact replay** of the recommended setting (``analyzer.guards.replay``; a
+sweep batch a job, on every core: ``verify_parts``) so the sweep's figures can be checked against the real guard's
+— both are printed. The result is saved in the store (``calibration_runs``, ``calibration_sweep``);
+``latest_calibration`` reads it back for the report.
 
 - **False halt**: a halt whose call is not in a stuck finding or a ``stuck`` label span (it hit a progressing repeat,
   a ``benign`` span, or no loop at all). The false-halt rate is the share of sessions in scope (scanned, matching the
@@ -48,6 +49,7 @@ from analyzer.store.db import frame, has_table, one, transaction
 if TYPE_CHECKING:
     import duckdb
 
+    from analyzer.guards.replay import CorpusFrames
     from analyzer.results import Calibration
 
 DEFAULT_BASE = "open-codesign"  # the sweep that matches its guard exactly on the recorded calls
@@ -430,7 +432,7 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
                                       {k: p.params for k, p in PRESETS.items()})
         if verify:
             t1 = time.perf_counter()
-            vparts = [verify_part(con, chosen, b, f, workers) for f in kept for b in session_batches(f.scope_ids)]
+            vparts = verify_parts(con, chosen, kept, workers)
             res.verification = finish_verification(chosen, vparts, res.sessions, time.perf_counter() - t1)
         res.rationale = _rationale(res, grid.size(pol.engine))
     if save:
@@ -535,26 +537,63 @@ class VerifyPart:
     false_halt_sessions: int
 
 
+VERIFY_POOL_MIN = 2 * SESSION_BATCH
+"""Fewer sessions to replay than this and the exact replay runs in this process: starting two spawned workers costs
+about 1.5 s of CPU (their imports)."""
+
+
+def verify_parts(con: "duckdb.DuckDBPyConnection", policy: Policy, kept: list[Frames],
+                 workers: int | None = None) -> list[VerifyPart]:
+    """The exact replay of ``policy`` over every batch of the sweep (``kept``: each sweep batch's frames), scored
+    the sweep's way, one part a batch, in order. The main process reads each batch from the store and scores it; a
+    pool of spawned workers (``workers``; default one per core when there are enough sessions) builds and replays
+    it (``machine.run_chunks``), so the replay, most of a calibration's time, runs on every core."""
+    from analyzer.guards.replay import read_corpus
+    from analyzer.machine import cores, run_chunks
+
+    jobs = [(f, b) for f in kept for b in session_batches(f.scope_ids)]
+    n = workers if workers is not None else (cores() if sum(f.sessions for f in kept) >= VERIFY_POOL_MIN else 1)
+    replayed: dict[int, tuple[pl.DataFrame, pl.DataFrame]] = {}
+    run_chunks(exact_replay, lambda i: (read_corpus(con, jobs[i][1]), policy, jobs[i][0].scope_ids),
+               len(jobs), n, replayed.__setitem__)
+    return [score_part(*replayed[i], frames) for i, (frames, _) in enumerate(jobs)]
+
+
 def verify_part(con: "duckdb.DuckDBPyConnection", policy: Policy, flt: SessionFilter, frames: Frames,
                 workers: int | None = None) -> VerifyPart:
     """The exact replay of ``policy`` over the sessions of ``frames`` that match ``flt``, scored the sweep's way."""
-    from analyzer.guards.replay import load_corpus, replay
+    from analyzer.guards.replay import read_corpus
 
-    corpus = load_corpus(con, flt)
-    keep = set(frames.scope_ids)
-    corpus.sessions = [s for s in corpus.sessions if s.session_id in keep]
-    rep = replay(corpus, [policy], workers=workers, verdicts=True)
-    del corpus
+    return score_part(*exact_replay(read_corpus(con, flt), policy, frames.scope_ids, workers), frames)
+
+
+def exact_replay(corpus_frames: "CorpusFrames", policy: Policy, scope_ids: list[str], workers: int | None = 1
+                 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``policy`` replayed over the sessions of ``corpus_frames`` that lie in ``scope_ids``: its halts, and the
+    calls it warned or halted (``session_id, seq``). A job of ``verify_parts`` (in a worker process: the
+    sessions' Python objects never reach the main one)."""
+    from analyzer.guards.replay import build_corpus, replay
+    from analyzer.machine import gc_paused
+
+    with gc_paused():
+        corpus = build_corpus(corpus_frames)
+        keep = set(scope_ids)
+        corpus.sessions = [s for s in corpus.sessions if s.session_id in keep]
+        rep = replay(corpus, [policy], workers=workers, verdicts=True)
+    halts = rep.halts.select("session_id", pl.col("halt_seq").alias("seq"), "tokens_after_halt",
+                             "cost_after_halt_usd", "calls_after_halt")
+    return halts, rep.verdicts.filter(pl.col("at") == "call").select("session_id", "seq")
+
+
+def score_part(halts: pl.DataFrame, acted: pl.DataFrame, frames: Frames) -> VerifyPart:
+    """One batch's exact replay (``exact_replay``) scored against the sweep's frames of its sessions."""
     calls = frames.calls.select("session_id", "sidx", "seq", "run", "cls", "nested")
-    h = rep.halts.select("session_id", pl.col("halt_seq").alias("seq"), "tokens_after_halt", "cost_after_halt_usd",
-                         "calls_after_halt")
-    h = h.join(calls, on=["session_id", "seq"], how="left", maintain_order="left")
+    h = halts.join(calls, on=["session_id", "seq"], how="left", maintain_order="left")
     # A halt without a call (a text rule stopped a run that issued none) interrupted no loop: "none".
     h = h.with_columns(pl.col("cls").fill_null(NONE))
     false_sessions = h.filter(pl.col("cls") != STUCK)["session_id"].n_unique()
     # Episodes caught: the first warning or halt inside each, no later than its run's halt.
-    acts = rep.verdicts.filter(pl.col("at") == "call").select("session_id", "seq").join(
-        calls.select("session_id", "sidx", "seq", "run"), on=["session_id", "seq"])
+    acts = acted.join(calls.select("session_id", "sidx", "seq", "run"), on=["session_id", "seq"])
     mem = frames.members.select("ep", "sidx", "seq").join(acts.select("sidx", "seq", "run"), on=["sidx", "seq"])
     first = mem.group_by("ep").agg(pl.col("seq").min().alias("det_seq"), pl.col("run").sort_by("seq").first())
     trips = h.filter(pl.col("run").is_not_null()).group_by("run").agg(pl.col("seq").min().alias("halt_seq"))

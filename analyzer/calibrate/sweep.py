@@ -130,7 +130,7 @@ class Frames:
 
     def for_verification(self) -> "Frames":
         """These frames without what only the sweep reads (the signals, the texts): what the exact replay of the
-        recommendation needs of a batch (``recommend.verify_part``), kept while the other batches are swept."""
+        recommendation needs of a batch (``recommend.verify_parts``), kept while the other batches are swept."""
         return Frames(self.calls.select(_VERIFY_COLUMNS), self.episodes, self.sessions, self.unscanned,
                       self.total_tokens, self.total_cost, self.scope_ids, None, self.labelled)
 
