@@ -7,7 +7,6 @@ no-change rescan starts and ends without it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Protocol
 
 import duckdb
@@ -74,40 +73,21 @@ def has_words(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(row and row[0])
 
 
-@dataclass(frozen=True)
-class GroupRead:
-    """A group's read, planned on the connection that recorded the store's places (``plan_group``) and run on any
-    cursor of the same database (``run``): the scan runs it on its own cursor, beside the detectors."""
-
-    sessions: pl.DataFrame
-    calls_sql: str
-    turns_sql: str
-
-    def run(self, con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-        """The group's sessions (id, fingerprint), calls and assistant messages, sorted by session, then seq /
-        turn_index."""
-        con.register("_scan_group", self.sessions.select("session_id"))
-        try:
-            calls = _sorted(con.sql(self.calls_sql).pl(), "seq")
-            return self.sessions, calls, _sorted(con.sql(self.turns_sql).pl(), "turn_index")
-        finally:
-            con.unregister("_scan_group")
-
-
-def plan_group(con: duckdb.DuckDBPyConnection, group: Sequence[Session], words: bool) -> GroupRead:
-    """The queries that read a group's rows, bounded by their rowid spans."""
+def read_group(con: duckdb.DuckDBPyConnection, group: Sequence[Session], words: bool
+               ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """A group's sessions (id, fingerprint), calls and assistant messages, sorted by session, then seq /
+    turn_index."""
     sessions = pl.DataFrame({"session_id": [t.session_id for t in group],
                              "fingerprint": [t.fingerprint for t in group]},
                             schema={"session_id": pl.String, "fingerprint": pl.String})
     spans = _spans(con, group)
-    return GroupRead(sessions, _CALLS_SQL.format(words=f", {WORDS_COLUMN} AS words" if words else "", **spans),
-                     _TURNS_SQL.format(**spans))
-
-
-def read_group(con: duckdb.DuckDBPyConnection, group: Sequence[Session], words: bool
-               ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """A group's sessions, calls and assistant messages (``GroupRead.run``), planned and read on ``con``."""
-    return plan_group(con, group, words).run(con)
+    sql = _CALLS_SQL.format(words=f", {WORDS_COLUMN} AS words" if words else "", **spans)
+    con.register("_scan_group", sessions.select("session_id"))
+    try:
+        calls = _sorted(con.sql(sql).pl(), "seq")
+        return sessions, calls, _sorted(con.sql(_TURNS_SQL.format(**spans)).pl(), "turn_index")
+    finally:
+        con.unregister("_scan_group")
 
 
 def _sorted(frame: pl.DataFrame, order: str) -> pl.DataFrame:
