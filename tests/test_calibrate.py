@@ -347,8 +347,8 @@ def test_batches_of_one_session_add_up_to_one_pass(db: Path, base: str, monkeypa
 
 
 def test_exact_replay_in_worker_processes_equals_one_pass_here(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The exact replay of the recommended setting runs a sweep batch a job in spawned worker processes
-    (``verify_parts``): two workers over batches of one session give exactly the figures of one pass in this
+    """The exact replay of the recommended setting runs in chunks of sessions in spawned worker processes
+    (``verify_parts``): two workers over sweep batches of one session give exactly the figures of one pass in this
     process."""
     import dataclasses
 

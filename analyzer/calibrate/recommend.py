@@ -4,8 +4,8 @@ frontier of tokens saved against healthy work interrupted, and recommend the set
 ``calibrate_store`` runs it: the stored signals a batch of sessions at a time (``SESSION_BATCH``), every setting as
 a few polars expressions (``analyzer.calibrate.sweep`` documents the measure of each base policy, what a halt saves
 and hits, and the approximations), the frontier and the recommendation (below), the text to paste into each guard
-(``analyzer.calibrate.paste``), then **one exact replay** of the recommended setting (``analyzer.guards.replay``; a
-sweep batch a job, on every core: ``verify_parts``) so the sweep's figures can be checked against the real guard's
+(``analyzer.calibrate.paste``), then **one exact replay** of the recommended setting (``analyzer.guards.replay``, in
+chunks of sessions on every core: ``verify_parts``) so the sweep's figures can be checked against the real guard's
 — both are printed. The result is saved in the store (``calibration_runs``, ``calibration_sweep``);
 ``latest_calibration`` reads it back for the report.
 
@@ -557,8 +557,7 @@ def verify_parts(con: "duckdb.DuckDBPyConnection", policy: Policy, kept: list[Fr
     from analyzer.guards.replay import read_corpus
     from analyzer.machine import cores, run_chunks
 
-    jobs = [(k, chunk) for k, f in enumerate(kept) for b in session_batches(f.scope_ids)
-            for chunk in session_batches(list(b.ids), VERIFY_CHUNK)]
+    jobs = [(k, chunk) for k, f in enumerate(kept) for chunk in session_batches(f.scope_ids, VERIFY_CHUNK)]
     n = workers if workers is not None else (cores() if sum(f.sessions for f in kept) >= VERIFY_POOL_MIN else 1)
     replayed: dict[int, tuple[pl.DataFrame, pl.DataFrame]] = {}
     run_chunks(exact_replay, lambda i: (read_corpus(con, jobs[i][1]), policy, kept[jobs[i][0]].scope_ids),

@@ -53,8 +53,8 @@ class ScanSummary:
     seconds: float = 0.0
     workers: int = 1  # threads DuckDB may use (polars runs its own pool, one thread per core)
     # Where the time went (seconds): opening the store, planning and imports before the first group; then, summed
-    # over the groups, the waits for their rows (the first group's read, and what a read ahead did not cover), the
-    # detectors, the waits for their rows to land. The benchmark prints them apart.
+    # over the groups, reading them, the detectors, the waits for their rows to land (each lands while the next group
+    # is detected). The benchmark prints them apart.
     startup: float = 0.0
     read: float = 0.0
     detect: float = 0.0
