@@ -3,6 +3,7 @@ and a kill at any moment leaves a consistent store that the next run completes."
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import signal
@@ -235,3 +236,43 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
     piped = subprocess.run([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db",
                             str(tmp_path / "piped.duckdb")], capture_output=True, text=True)
     assert piped.returncode == 0 and piped.stderr == "" and "files: 40 seen" in piped.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None, reason="pandas is not installed: nothing to keep out")
+def test_ingest_workers_and_landing_do_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas, when installed, to ask whether a list is a pandas object: ~0.5 s of CPU and ~80 MB in
+    every process that builds Arrow arrays from lists. Neither a worker's parse nor the main process's landing needs
+    it. Each runs in a process of its own here, as in an ingest, and the rows still land."""
+    corpus = tmp_path / "corpus"
+    for i in range(3):
+        write_jsonl(corpus / f"s{i}.jsonl", pi_records(f"s{i}", n_calls=4))
+    spool, handoff, db = tmp_path / "spool", tmp_path / "handoff.pickle", tmp_path / "t.duckdb"
+    spool.mkdir()
+    worker = f"""
+import pickle, sys
+from pathlib import Path
+from analyzer.ingest.worker import init_worker, parse_chunk
+from analyzer.ingest.parse import FileTask
+init_worker(None)
+files = sorted(Path({str(corpus)!r}).iterdir())
+tasks = [FileTask(i + 1, str(f), f.stat().st_size, f.stat().st_mtime_ns) for i, f in enumerate(files)]
+Path({str(handoff)!r}).write_bytes(pickle.dumps(parse_chunk(tasks, {str(spool)!r}, "c0")))
+print("pandas" in sys.modules)
+"""
+    land = f"""
+import pickle, sys
+from pathlib import Path
+from analyzer.ingest import land
+from analyzer.store import db as store
+outcomes, paths = pickle.loads(Path({str(handoff)!r}).read_bytes())
+con = store.connect(Path({str(db)!r}))
+land.load_chunk(con, outcomes, paths)
+con.close()
+print("pandas" in sys.modules)
+"""
+    for script in (worker, land):
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == "False"
+    assert query(db, "SELECT count(*), sum(calls) FROM sessions") == [(3, 12)]
+    assert query(db, "SELECT count(*) FROM files WHERE status = 'ingested'") == [(3,)]

@@ -83,11 +83,10 @@ def load_chunk(
     """Replace the rows of ``outcomes``' files with the parsed ones, in one transaction: after a kill the store holds
     either all of a chunk or none of it, and the ``files`` rows (with their hashes) commit with their data, so the next
     run picks up exactly the files that did not land."""
-    import pyarrow as pa
-
     ids = [o.file_id for o in outcomes]
     with transaction(con):
-        _insert_rows(con, "_chunk_files", pa.table({"file_id": pa.array(ids, pa.int32())}), create_temp=True)
+        con.execute("CREATE OR REPLACE TEMP TABLE _chunk_files AS SELECT unnest($ids::INTEGER[]) AS file_id",
+                    {"ids": ids})
         # Usage keys the old rows held: their winners may change once those rows are gone.
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT usage_key FROM turns "
@@ -130,10 +129,10 @@ def load_chunk(
         _dedup_usage(con)
         _refresh_totals(con)
 
-        rows = outcome_rows(outcomes)
-        _insert_rows(con, "files", rows["files"])
-        if rows["ingest_errors"].num_rows:
-            _insert_rows(con, "ingest_errors", rows["ingest_errors"])
+        rows = outcome_tuples(outcomes)
+        _insert_rows(con, FILES, rows["files"])
+        if rows["ingest_errors"]:
+            _insert_rows(con, INGEST_ERRORS, rows["ingest_errors"])
         con.execute("""
             INSERT INTO ingest_errors
             SELECT d.file_id, s.source_path, NULL,
@@ -149,8 +148,9 @@ def load_chunk(
             con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
-def outcome_rows(outcomes: Sequence["FileOutcome"]) -> dict[str, "pa.Table"]:
-    """The ``files`` and ``ingest_errors`` rows of parsed files (before duplicate sessions are counted)."""
+def outcome_tuples(outcomes: Sequence["FileOutcome"]) -> dict[str, list[tuple]]:
+    """The ``files`` and ``ingest_errors`` rows of parsed files (before duplicate sessions are counted), as tuples in
+    their tables' column order."""
     now = datetime.now(timezone.utc).replace(tzinfo=None)
     file_rows = [(o.file_id, o.path, o.format, o.status, o.reason, o.size, o.mtime_ns, o.content_hash,
                   o.sessions, o.calls, o.error_count, now, o.full_results) for o in outcomes]
@@ -160,27 +160,27 @@ def outcome_rows(outcomes: Sequence["FileOutcome"]) -> dict[str, "pa.Table"]:
         if o.error_count > len(o.errors):
             err_rows.append((o.file_id, o.path, None,
                              f"{o.error_count - len(o.errors)} more errors in this file not listed", ""))
-    return {"files": _arrow_rows(FILES, file_rows), "ingest_errors": _arrow_rows(INGEST_ERRORS, err_rows)}
+    return {"files": file_rows, "ingest_errors": err_rows}
 
 
-def _arrow_rows(table: Table, rows: Sequence[tuple]) -> "pa.Table":
+def outcome_rows(outcomes: Sequence["FileOutcome"]) -> dict[str, "pa.Table"]:
+    """``outcome_tuples`` as Arrow tables (the Spark path's tasks return Arrow)."""
     import pyarrow as pa
 
-    cols = list(zip(*rows)) if rows else [[] for _ in table.columns]
-    return pa.table({c.name: pa.array(v, type=c.arrow) for c, v in zip(table.columns, cols)})
+    out = {}
+    for (name, rows), table in zip(outcome_tuples(outcomes).items(), (FILES, INGEST_ERRORS)):
+        cols = list(zip(*rows)) if rows else [[] for _ in table.columns]
+        out[name] = pa.table({c.name: pa.array(v, type=c.arrow) for c, v in zip(table.columns, cols)})
+    return out
 
 
-def _insert_rows(con: duckdb.DuckDBPyConnection, table: str, rows: "pa.Table", create_temp: bool = False) -> None:
-    """Bulk insert through Arrow: ``executemany`` costs ~2 ms a row, which made the files table the slowest part of
-    loading a chunk of small files."""
-    con.register("_arrow_rows", rows)
-    try:
-        if create_temp:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM _arrow_rows")
-        else:
-            con.execute(f"INSERT INTO {table} SELECT * FROM _arrow_rows")
-    finally:
-        con.unregister("_arrow_rows")
+def _insert_rows(con: duckdb.DuckDBPyConnection, table: Table, rows: Sequence[tuple]) -> None:
+    """Bulk insert of Python rows in one statement: each column is one list parameter, ``unnest`` zips them back
+    into rows. ``executemany`` costs ~2 ms a row; an Arrow table built from Python lists makes pyarrow import pandas
+    (when installed) just to ask whether a list is a pandas object, ~0.5 s of CPU."""
+    cols = list(zip(*rows)) if rows else [() for _ in table.columns]
+    select = ", ".join(f'unnest(${i + 1}::{c.sql}[]) AS "{c.name}"' for i, c in enumerate(table.columns))
+    con.execute(f"INSERT INTO {table.name} SELECT {select}", [list(v) for v in cols])
 
 
 def _drop_replayed_calls(con: duckdb.DuckDBPyConnection) -> None:
@@ -271,13 +271,7 @@ def next_file_id(con: duckdb.DuckDBPyConnection) -> int:
 def touch_files(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[int, int, int]]) -> None:
     """Record new size/mtime for files whose content hash proved unchanged."""
     if rows:
-        import pyarrow as pa
-
         ids, sizes, mtimes = zip(*rows)
-        con.register("_touch", pa.table({"file_id": pa.array(ids, pa.int32()), "size": pa.array(sizes, pa.int64()),
-                                         "mtime_ns": pa.array(mtimes, pa.int64())}))
-        try:
-            con.execute("UPDATE files SET size = t.size, mtime_ns = t.mtime_ns FROM _touch t "
-                        "WHERE files.file_id = t.file_id")
-        finally:
-            con.unregister("_touch")
+        con.execute("UPDATE files SET size = t.size, mtime_ns = t.mtime_ns FROM (SELECT unnest($1::INTEGER[]) AS "
+                    "file_id, unnest($2::BIGINT[]) AS size, unnest($3::BIGINT[]) AS mtime_ns) t "
+                    "WHERE files.file_id = t.file_id", [list(ids), list(sizes), list(mtimes)])
