@@ -346,17 +346,38 @@ def test_batches_of_one_session_add_up_to_one_pass(db: Path, base: str, monkeypa
     assert whole.equals(one_pass.sweep.drop("on_frontier", "recommended"))
 
 
-def test_exact_replay_in_worker_processes_equals_one_pass_here(db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The exact replay of the recommended setting runs in chunks of sessions in spawned worker processes
-    (``verify_parts``): two workers over sweep batches of one session give exactly the figures of one pass in this
-    process."""
+def test_exact_replay_in_worker_processes_equals_one_pass_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """The exact replay of the recommended setting runs in chunks of sessions that lie next to each other in the
+    store, in spawned worker processes (``verify_parts``), and each sweep batch's halts are put back in session
+    order. With the store's rows in the reverse order of the session ids (the files named the other way round),
+    two workers over chunks of one session and sweep batches of two give exactly the figures of one replay of every
+    session in this process."""
     import dataclasses
 
     import analyzer.calibrate.recommend as rec
+    from analyzer.scan.run import scan
+    from analyzer.store.db import in_place_order, record_places
+    from calibrate_support import SESSIONS, pi_session
+    from helpers import ingest_paths
 
-    here = run(db, "pi-anti-doom-loop", workers=1)
-    monkeypatch.setattr(rec, "SESSION_BATCH", 1)
+    sids = sorted(SESSIONS)
+    files = [pi_session(tmp_path / f"{len(sids) - i:02d}.jsonl", sid, SESSIONS[sid]) for i, sid in enumerate(sids)]
+    db = tmp_path / "store.duckdb"
+    ingest_paths(db, *files)
+    scan(db, workers=1)
+    monkeypatch.setattr(rec, "SESSION_BATCH", 2)
+    monkeypatch.setattr(rec, "VERIFY_CHUNK", 1)
     pooled = run(db, "pi-anti-doom-loop", workers=2)
-    assert here.verification is not None and pooled.verification is not None
-    assert pooled.verification.halts > 0 and pooled.verification.stuck_caught > 0
-    assert dataclasses.replace(pooled.verification, seconds=0) == dataclasses.replace(here.verification, seconds=0)
+    v = pooled.verification
+    assert v is not None and v.halts > 0 and v.stuck_caught > 0
+    (chosen,) = [p for p in (policy_for(PRESETS["pi-anti-doom-loop"], r) for r in pooled.sweep.to_dicts())
+                 if p.name == v.policy]
+    con = store.connect(db, read_only=True)
+    try:
+        record_places(con)
+        assert in_place_order(con, sids) == sids[::-1]
+        one = verify_setting(con, chosen, SessionFilter(), load_frames(con, texts=True))
+    finally:
+        con.close()
+    assert dataclasses.replace(v, seconds=0) == dataclasses.replace(one, seconds=0)

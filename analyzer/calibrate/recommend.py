@@ -549,24 +549,34 @@ flight lifted a cold ``analyze`` of 2,400 sessions from 913 to 1,344 MB."""
 def verify_parts(con: "duckdb.DuckDBPyConnection", policy: Policy, kept: list[Frames],
                  workers: int | None = None) -> list[VerifyPart]:
     """The exact replay of ``policy`` over every batch of the sweep (``kept``: each sweep batch's frames), scored
-    the sweep's way, one part a batch, in order. The main process reads each chunk of ``VERIFY_CHUNK`` sessions from
-    the store; a pool of spawned workers (``workers``; default one per core when there are enough sessions) builds
-    and replays it (``machine.run_chunks``), so the replay, most of a calibration's time, runs on every core. A
-    batch's chunks are consecutive runs of its sessions in order, so their halts, put back together, come in the
-    order one pass over the batch gives (the cost sums add up in the same order)."""
+    the sweep's way, one part a batch, in order. The main process reads chunks of ``VERIFY_CHUNK`` sessions that lie
+    next to each other in the store (``in_place_order``), each read bounded by their rows (a chunk cut from the
+    batches' sessions by id read the whole table: the reads were half a calibration); a pool of spawned workers
+    (``workers``; default one per core when there are enough sessions) builds and replays them
+    (``machine.run_chunks``). A session's halts come back in run order, so sorting a batch's halts by session,
+    stably, gives the order one pass over the batch gives (the cost sums add up in the same order)."""
     from analyzer.guards.replay import read_corpus
     from analyzer.machine import cores, run_chunks
+    from analyzer.store.db import in_place_order, record_places
 
-    jobs = [(k, chunk) for k, f in enumerate(kept) for chunk in session_batches(f.scope_ids, VERIFY_CHUNK)]
-    n = workers if workers is not None else (cores() if sum(f.sessions for f in kept) >= VERIFY_POOL_MIN else 1)
+    record_places(con)
+    order = in_place_order(con, [sid for f in kept for sid in f.scope_ids])
+    jobs = session_batches(order, VERIFY_CHUNK)
+    if not jobs:
+        return []
+    n = workers if workers is not None else (cores() if len(order) >= VERIFY_POOL_MIN else 1)
     replayed: dict[int, tuple[pl.DataFrame, pl.DataFrame]] = {}
-    run_chunks(exact_replay, lambda i: (read_corpus(con, jobs[i][1]), policy, kept[jobs[i][0]].scope_ids),
+    run_chunks(exact_replay, lambda i: (read_corpus(con, jobs[i], placed=True), policy, list(jobs[i].ids)),
                len(jobs), n, replayed.__setitem__)
+    halts = pl.concat([replayed[i][0] for i in range(len(jobs))])
+    acted = pl.concat([replayed[i][1] for i in range(len(jobs))])
     parts = []
-    for k, frames in enumerate(kept):
-        mine = [replayed[i] for i, (owner, _) in enumerate(jobs) if owner == k]
-        if mine:
-            parts.append(score_part(pl.concat([h for h, _ in mine]), pl.concat([a for _, a in mine]), frames))
+    for frames in kept:
+        if frames.scope_ids:
+            mine = pl.Series("session_id", frames.scope_ids, dtype=pl.String).implode()
+            parts.append(score_part(
+                halts.filter(pl.col("session_id").is_in(mine)).sort("session_id", maintain_order=True),
+                acted.filter(pl.col("session_id").is_in(mine)).sort("session_id", maintain_order=True), frames))
     return parts
 
 
