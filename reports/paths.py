@@ -27,10 +27,10 @@ def session_slug(session_id: str) -> str:
     return f"{base}-{digest}"
 
 
-def inside(root: Path, rel: str) -> Path:
+def inside(root: Path, rel: str, resolved: Path | None = None) -> Path:
     """``root / rel``, refusing anything that would resolve outside ``root`` (a last check, should a name ever get
-    past ``session_slug``)."""
-    base = root.resolve()
+    past ``session_slug``). ``resolved``: ``root.resolve()``, when the caller checks many names under one root."""
+    base = resolved or root.resolve()
     target = (base / rel).resolve()
     if target != base and base not in target.parents:
         raise LoopscopeError(f"refusing to write {rel!r} outside the report folder {root}")

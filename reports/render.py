@@ -351,7 +351,8 @@ def kept_report(out: Path, state: str, redact: bool) -> ReportResult | None:
     if not all(isinstance(rel, str) for rel in files):
         return None
     try:
-        paths = [inside(out, rel) for rel in files]
+        base = out.resolve()
+        paths = [inside(out, rel, base) for rel in files]
     except LoopscopeError:  # a manifest naming a file outside the folder
         return None
     if not all(p.is_file() for p in paths):

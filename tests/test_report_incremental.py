@@ -326,3 +326,30 @@ def test_a_page_batch_that_needs_more_than_the_cap_is_read_without_it(corpus: tu
         outs[name] = {p.relative_to(tmp_path / name): GENERATED.sub("generated", p.read_text())
                       for p in (tmp_path / name / "sessions").iterdir()}
     assert outs["tiny"] and outs["tiny"] == outs["none"]
+
+
+def test_an_unchanged_analyze_does_not_load_the_secret_rules(tmp_path: Path) -> None:
+    """Whether the report is current is read from its manifest: the secret rules (detect-secrets, which brings
+    ``requests``: a tenth of an unchanged ``analyze``) load only when a page is written. Each run is a process of its
+    own, as a user's is."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    shutil.copytree(SAMPLE_DATA / "pi", data / "pi")
+    script = f"""
+import sys
+from analyzer.cli import main
+sys.argv = ["loopscope", "analyze", {str(data)!r}, "--db", {str(tmp_path / "s.duckdb")!r}, "--out",
+            {str(tmp_path / "report")!r}, "-q"]
+try:
+    main()
+except SystemExit as e:
+    assert not e.code, e.code
+print("detect_secrets" in sys.modules)
+"""
+    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+            for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    # The first run wrote the pages (and redacted them); the second found the report current.
+    assert [r.stdout.split()[-1] for r in runs] == ["True", "False"]
