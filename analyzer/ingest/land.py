@@ -129,10 +129,9 @@ def load_chunk(
         _dedup_usage(con)
         _refresh_totals(con)
 
-        rows = outcome_tuples(outcomes)
-        _insert_rows(con, FILES, rows["files"])
-        if rows["ingest_errors"]:
-            _insert_rows(con, INGEST_ERRORS, rows["ingest_errors"])
+        for table, rows in outcome_tuples(outcomes).items():
+            if rows:
+                _insert_rows(con, table, rows)
         con.execute("""
             INSERT INTO ingest_errors
             SELECT d.file_id, s.source_path, NULL,
@@ -148,7 +147,7 @@ def load_chunk(
             con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
-def outcome_tuples(outcomes: Sequence["FileOutcome"]) -> dict[str, list[tuple]]:
+def outcome_tuples(outcomes: Sequence["FileOutcome"]) -> dict[Table, list[tuple]]:
     """The ``files`` and ``ingest_errors`` rows of parsed files (before duplicate sessions are counted), as tuples in
     their tables' column order."""
     now = datetime.now(timezone.utc).replace(tzinfo=None)
@@ -160,27 +159,29 @@ def outcome_tuples(outcomes: Sequence["FileOutcome"]) -> dict[str, list[tuple]]:
         if o.error_count > len(o.errors):
             err_rows.append((o.file_id, o.path, None,
                              f"{o.error_count - len(o.errors)} more errors in this file not listed", ""))
-    return {"files": file_rows, "ingest_errors": err_rows}
+    return {FILES: file_rows, INGEST_ERRORS: err_rows}
 
 
 def outcome_rows(outcomes: Sequence["FileOutcome"]) -> dict[str, "pa.Table"]:
-    """``outcome_tuples`` as Arrow tables (the Spark path's tasks return Arrow)."""
+    """``outcome_tuples`` as Arrow tables, by table name (the Spark path's tasks return Arrow)."""
     import pyarrow as pa
 
-    out = {}
-    for (name, rows), table in zip(outcome_tuples(outcomes).items(), (FILES, INGEST_ERRORS)):
-        cols = list(zip(*rows)) if rows else [[] for _ in table.columns]
-        out[name] = pa.table({c.name: pa.array(v, type=c.arrow) for c, v in zip(table.columns, cols)})
-    return out
+    return {table.name: pa.table({c.name: pa.array(list(v), type=c.arrow)
+                                  for c, v in zip(table.columns, _columns(table, rows))})
+            for table, rows in outcome_tuples(outcomes).items()}
+
+
+def _columns(table: Table, rows: Sequence[tuple]) -> list[tuple]:
+    """Rows of ``table`` turned into its columns, in order (empty ones when there are no rows)."""
+    return list(zip(*rows)) if rows else [() for _ in table.columns]
 
 
 def _insert_rows(con: duckdb.DuckDBPyConnection, table: Table, rows: Sequence[tuple]) -> None:
     """Bulk insert of Python rows in one statement: each column is one list parameter, ``unnest`` zips them back
     into rows. ``executemany`` costs ~2 ms a row; an Arrow table built from Python lists makes pyarrow import pandas
     (when installed) just to ask whether a list is a pandas object, ~0.5 s of CPU."""
-    cols = list(zip(*rows)) if rows else [() for _ in table.columns]
     select = ", ".join(f'unnest(${i + 1}::{c.sql}[]) AS "{c.name}"' for i, c in enumerate(table.columns))
-    con.execute(f"INSERT INTO {table.name} SELECT {select}", [list(v) for v in cols])
+    con.execute(f"INSERT INTO {table.name} SELECT {select}", [list(v) for v in _columns(table, rows)])
 
 
 def _drop_replayed_calls(con: duckdb.DuckDBPyConnection) -> None:
