@@ -36,14 +36,27 @@ def polars_type(sql: str) -> "pl.DataType":
     }[sql]
 
 
+COMPRESSIONS = ("zstd",)
+"""Compressions a column may ask for instead of DuckDB's own choice (``Column.compression``)."""
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
     sql: str
     doc: str
+    # DuckDB's compression for the column in a store (``USING COMPRESSION``), when its own choice is the wrong one;
+    # None: DuckDB picks per segment.
+    compression: str | None = None
 
     def __post_init__(self) -> None:
         assert self.sql in SQL_TYPES, f"{self.name}: unknown SQL type {self.sql}"
+        assert self.compression in (None, *COMPRESSIONS), f"{self.name}: unknown compression {self.compression}"
+
+    @property
+    def ddl(self) -> str:
+        using = f" USING COMPRESSION {self.compression}" if self.compression else ""
+        return f'"{self.name}" {self.sql}{using}'  # quoted: a column may be a keyword
 
     @property
     def arrow(self) -> "pa.DataType":
@@ -61,7 +74,7 @@ class Table:
     columns: tuple[Column, ...]
 
     def ddl(self) -> str:
-        cols = ",\n  ".join(f'"{c.name}" {c.sql}' for c in self.columns)  # quoted: a column may be a keyword
+        cols = ",\n  ".join(c.ddl for c in self.columns)
         return f"CREATE TABLE IF NOT EXISTS {self.name} (\n  {cols}\n)"
 
     @property
@@ -72,5 +85,5 @@ class Table:
         return {c.name: c.polars for c in self.columns}
 
 
-def table(name: str, doc: str, *cols: tuple[str, str, str]) -> Table:
+def table(name: str, doc: str, *cols: tuple[str, str, str] | tuple[str, str, str, str]) -> Table:
     return Table(name, doc, tuple(Column(*c) for c in cols))

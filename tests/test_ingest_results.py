@@ -125,3 +125,28 @@ def test_the_report_names_the_command_that_prints_a_clipped_result_whole(tmp_pat
         shown = cli(*shlex.split(command)[1:], "--db", str(db))
         assert shown.returncode == 0, shown.stderr
         assert LONG in shown.stdout
+
+
+def test_results_are_stored_zstd_compressed_and_read_back_whole(tmp_path: Path) -> None:
+    """Result text is most of a store's bytes; DuckDB's own choice for strings shorter than 4 KB (dictionary + FSST)
+    kept it near its raw size, zstd halves the store (benchmarks/bench_scale.py) and reads back the same text."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    recs = looping_session("s1", repeats=0)
+    texts = [f"test_{i:04d} " + "".join(f"tests/test_mod{i % 7}.py::test_case_{j} PASSED [{j}%]\n" for j in range(40))
+             for i in range(600)]  # ~2 KB each, all different
+    for i, text in enumerate(texts):
+        recs.append({"type": "message", "id": f"a{i}", "timestamp": "2026-03-01T10:01:00Z", "message": {
+            "role": "assistant", "model": "claude-sonnet-4-5",
+            "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash", "arguments": {"command": f"pytest -k {i}"}}],
+            "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0}}})
+        recs.append({"type": "message", "id": f"r{i}", "timestamp": "2026-03-01T10:01:01Z", "message": {
+            "role": "toolResult", "toolCallId": f"c{i}", "toolName": "bash", "isError": False,
+            "content": [{"type": "text", "text": text}]}})
+    write_jsonl(folder / "s.jsonl", recs)
+    db = tmp_path / "s.duckdb"
+    ingest([folder], db, workers=1)
+
+    assert [t for t, in query(db, "SELECT result_text FROM calls ORDER BY seq")] == texts
+    assert query(db, "SELECT DISTINCT compression FROM pragma_storage_info('calls') "
+                     "WHERE column_name = 'result_text' AND segment_type = 'VARCHAR'") == [("ZSTD",)]

@@ -128,7 +128,7 @@ CALLS = _t(
      f"than {STORED_HEAD_CHARS:,} + {STORED_TAIL_CHARS:,} characters keeps only its first {STORED_HEAD_CHARS:,} and "
      f"last {STORED_TAIL_CHARS:,}, with a line `[… N characters not stored: loopscope show SESSION:SEQ prints the "
      "whole result …]` between them, unless the store was ingested with `--full-results`; `loopscope show` reads a "
-     "whole result back from its transcript."),
+     "whole result back from its transcript.", "zstd"),
     ("result_chars", "BIGINT", "Length of the full result text in characters (whether or not `result_text` is "
      "clipped); NULL without a result."),
     ("result_key", "VARCHAR", "Hash of the normalised full result text and error flag; NULL without a result."),
