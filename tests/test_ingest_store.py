@@ -276,3 +276,21 @@ print("pandas" in sys.modules)
         assert proc.stdout.strip() == "False"
     assert query(db, "SELECT count(*), sum(calls) FROM sessions") == [(3, 12)]
     assert query(db, "SELECT count(*) FROM files WHERE status = 'ingested'") == [(3,)]
+
+
+def test_files_are_grouped_in_about_four_chunks_a_worker_within_the_bounds() -> None:
+    """Each chunk lands in one transaction that also runs statements over the whole store, so a corpus is cut into
+    few chunks (about four a worker, so the pool stays busy while the main process lands), none past the upper bound;
+    a big file is a chunk of its own."""
+    from analyzer.ingest.parse import FileTask
+    from analyzer.ingest.pipeline import CHUNK_BYTES_MAX, CHUNK_BYTES_MIN, _chunks, chunk_bytes
+
+    mb = 1 << 20
+    files = [FileTask(i, f"/t/{i:05d}.jsonl", mb, 0) for i in range(2400)]  # 2.4 GB of 1 MB sessions
+    chunks = _chunks(files, chunk_bytes(2400 * mb, 2))
+    assert len(chunks) == 19 and max(sum(t.size for t in c) for c in chunks) <= CHUNK_BYTES_MAX
+    assert sorted(t.file_id for c in chunks for t in c) == list(range(2400))
+    assert len(_chunks(files[:600], chunk_bytes(600 * mb, 2))) == 8  # 75 MB each: four a worker
+    assert chunk_bytes(40 * mb, 2) == CHUNK_BYTES_MIN  # a small corpus: chunks no smaller than the lower bound
+    big = FileTask(9999, "/t/big.jsonl", 3 * CHUNK_BYTES_MAX, 0)
+    assert [big] in _chunks([*files[:10], big], chunk_bytes(big.size, 2))
