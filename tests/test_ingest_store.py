@@ -17,6 +17,8 @@ import pytest
 
 from analyzer.store import db as store
 from analyzer.errors import StoreInUseError
+from analyzer.ingest.parse import FileTask
+from analyzer.ingest.pipeline import CHUNK_BYTES_MAX, CHUNK_BYTES_MIN, _chunks, chunk_bytes
 from helpers import ingest_paths, pi_records, query, write_jsonl
 
 SNAPSHOT = ("SELECT session_id, calls, turns, user_turns, error_calls, input_tokens, output_tokens, total_tokens, "
@@ -282,9 +284,6 @@ def test_files_are_grouped_in_about_four_chunks_a_worker_within_the_bounds() -> 
     """Each chunk lands in one transaction that also runs statements over the whole store, so a corpus is cut into
     few chunks (about four a worker, so the pool stays busy while the main process lands), none past the upper bound;
     a big file is a chunk of its own."""
-    from analyzer.ingest.parse import FileTask
-    from analyzer.ingest.pipeline import CHUNK_BYTES_MAX, CHUNK_BYTES_MIN, _chunks, chunk_bytes
-
     mb = 1 << 20
     files = [FileTask(i, f"/t/{i:05d}.jsonl", mb, 0) for i in range(2400)]  # 2.4 GB of 1 MB sessions
     chunks = _chunks(files, chunk_bytes(2400 * mb, 2))
