@@ -5,6 +5,8 @@ before and after, in one table.
     python benchmarks/bench_scale.py                                   # 600 and 2,400 sessions, medians of 3
     python benchmarks/bench_scale.py --baseline ../wt-before           # with a "before" column, same run
     python benchmarks/bench_scale.py --sessions 60,240 --repeat 1      # a quick check
+    python benchmarks/bench_scale.py --sessions 2400 --steps report --repeat 5 --baseline ../wt-before
+                                                                       # one step, paired run by run
 
 Corpora: gen_corpus.py with ``--sessions N``, ~1 MB a session and ~146 calls a MB (``--big-rate 0.09``), as the
 issue's (600 sessions, 596 MB, 87k calls), written to ``/tmp/bench-scale-<N>s-seed<seed>`` and reused while their
@@ -22,7 +24,10 @@ RSS is the sampled sum over the whole process tree (``_measure.py``). Per size:
 
 Ends with a markdown table: the issue's filed figures ("as filed"), before, after, the target and whether "after"
 meets it. The first size plays the issue's 600 sessions and the last its 2,400 in the ratio targets; targets in
-absolute seconds or MB are only judged at the issue's own sizes.
+absolute seconds or MB are only judged at the issue's own sizes. With ``--baseline``, a second table divides each
+of after's runs by the before run beside it (wall and CPU time, median and range of the pairs): on a host whose
+speed drifts, the figure to judge a change by. ``--steps`` times only the steps named (a step that runs on another's
+result, such as ``report`` on a scanned store, runs that one once first, untimed).
 """
 
 from __future__ import annotations
@@ -69,6 +74,25 @@ STEPS = {  # key -> label, in the order they run
     "analyze": "cold `analyze`",
     "unchanged": "`analyze`, corpus unchanged",
 }
+
+
+NEEDS = {  # a step's key -> the steps whose results it runs on (run untimed when not asked for themselves)
+    "reingest": ("ingest",),
+    "scan": ("ingest",),
+    "startup": ("ingest", "scan"),
+    "report": ("ingest", "scan"),
+    "unchanged": ("analyze",),
+}
+
+
+def schedule(asked: list[str]) -> list[tuple[str, bool]]:
+    """The steps to run, in ``STEPS`` order, each with whether it is timed: the ``asked`` ones, and untimed, once,
+    those an asked step runs on (``NEEDS``)."""
+    unknown = [k for k in asked if k not in STEPS]
+    if unknown:
+        raise ValueError(f"unknown step(s) {', '.join(unknown)}; the steps are {', '.join(STEPS)}")
+    needed = {n for k in asked for n in NEEDS.get(k, ())}
+    return [(k, k in asked) for k in STEPS if k in asked or k in needed]
 
 
 @dataclass
@@ -210,16 +234,20 @@ def measure_size(n: int, args: argparse.Namespace, checkouts: dict[str, Checkout
         work.mkdir(parents=True, exist_ok=True)
         subjects[name] = Subject(name, co, work, "--full-results" in co.help("ingest"))
     plans = {name: plan(s, corpus, workers) for name, s in subjects.items()}
-    for key in STEPS:
-        for _ in range(args.repeat):
+    for key, timed in schedule(args.steps):
+        for _ in range(args.repeat if timed else 1):
             for name, s in subjects.items():  # interleaved: before and after see the same machine
                 if key in plans[name]:
                     prepare, cmd = plans[name][key]
                     if prepare:
                         prepare()
-                    s.steps.setdefault(key, Step()).runs.append(s.checkout.run(*cmd))
+                    run = s.checkout.run(*cmd)
+                    if timed:
+                        s.steps.setdefault(key, Step()).runs.append(run)
         for name, s in subjects.items():
-            if key in s.steps:
+            if not timed:
+                print(f"{name:>6}  {STEPS[key]}: run once, untimed (a step asked for runs on it)", flush=True)
+            elif key in s.steps:
                 st = s.steps[key]
                 print(f"{name:>6}  {STEPS[key]}: {st.seconds:.2f} s, {st.rss:,.0f} MB", flush=True)
             elif key == "full":
@@ -291,14 +319,18 @@ def figures(size: Size, s: Subject) -> dict[str, float | None]:
     return g
 
 
-def table(sizes: list[Size], names: list[str]) -> list[str]:
+def table(sizes: list[Size], names: list[str], steps: set[str] | None = None) -> list[str]:
+    """The markdown table; ``steps``: the steps that were timed (default all), the rows of the others left out."""
     small, large = sizes[0], sizes[-1]
     figs = {(z.sessions, name): figures(z, z.subjects[name]) for z in sizes for name in names}
     head = ["figure", "sessions", "as filed", *names, "target (after)", "met"]
     rows: list[list[str]] = []
+    timed = set(STEPS) if steps is None else steps
 
-    def row(label: str, n: int, as_filed: str, cells: list[str], target: str = "", verdict: str = "") -> None:
-        rows.append([label, f"{n:,}", as_filed, *cells, target, verdict])
+    def row(label: str, n: int, as_filed: str, cells: list[str], target: str = "", verdict: str = "",
+            needs: tuple[str, ...] = ()) -> None:
+        if set(needs) <= timed:
+            rows.append([label, f"{n:,}", as_filed, *cells, target, verdict])
 
     for z in sizes:
         n = z.sessions
@@ -313,28 +345,36 @@ def table(sizes: list[Size], names: list[str]) -> list[str]:
             [secs(z.ccusage) if z.ccusage else "n/a (ccusage not installed)"] * len(names))
         cell = {k: [secs(z.subjects[name].steps.get(k)) for name in names] for k in STEPS}
         val = {k: [figs[(n, name)][k] for name in names] for k in figs[(n, names[-1])]}
-        row(STEPS["ingest"], n, filed(n, "ingest"), cell["ingest"])
+        row(STEPS["ingest"], n, filed(n, "ingest"), cell["ingest"], needs=("ingest",))
         row("cold ingest ÷ bare parse", n, filed(n, "ingest_vs_bare", "x"), [x(v) for v in val["ingest_vs_bare"]],
-            "<= 3x" if is_small else "", met(after["ingest_vs_bare"], lambda v: v <= 3) if is_small else "")
+            "<= 3x" if is_small else "", met(after["ingest_vs_bare"], lambda v: v <= 3) if is_small else "",
+            needs=("ingest",))
         row("cold ingest ÷ ccusage", n, filed(n, "ingest_vs_ccusage", "x"), [x(v) for v in val["ingest_vs_ccusage"]],
-            "<= 3x" if is_small else "", met(after["ingest_vs_ccusage"], lambda v: v <= 3) if is_small else "")
-        row(STEPS["full"], n, "—", [c if c != "n/a" else "n/a (no option)" for c in cell["full"]])
+            "<= 3x" if is_small else "", met(after["ingest_vs_ccusage"], lambda v: v <= 3) if is_small else "",
+            needs=("ingest",))
+        row(STEPS["full"], n, "—", [c if z.subjects[name].full_results else "n/a (no option)"
+                                      for c, name in zip(cell["full"], names)], needs=("full",))
         row("`ingest --full-results` ÷ bare parse", n, "—", [x(v) for v in val["full_vs_bare"]],
-            "<= 5x" if is_small else "", met(after["full_vs_bare"], lambda v: v <= 5) if is_small else "")
-        row(STEPS["reingest"], n, "—", [secs(z.subjects[name].steps.get("reingest"), False) for name in names])
-        row(STEPS["scan"], n, filed(n, "scan"), cell["scan"])
+            "<= 5x" if is_small else "", met(after["full_vs_bare"], lambda v: v <= 5) if is_small else "",
+            needs=("full",))
+        row(STEPS["reingest"], n, "—", [secs(z.subjects[name].steps.get("reingest"), False) for name in names],
+            needs=("reingest",))
+        row(STEPS["scan"], n, filed(n, "scan"), cell["scan"], needs=("scan",))
         row("cold scan, whole command", n, filed(n, "scan_rate", "rate"),
             [rate(v) for v in val["scan_rate"]], ">= 100k calls/s" if is_small else "",
-            met(after["scan_rate"], lambda v: v >= 100_000) if is_small else "")
-        row(STEPS["startup"], n, "—", [secs(z.subjects[name].steps.get("startup"), False) for name in names])
+            met(after["scan_rate"], lambda v: v >= 100_000) if is_small else "", needs=("scan",))
+        row(STEPS["startup"], n, "—", [secs(z.subjects[name].steps.get("startup"), False) for name in names],
+            needs=("startup",))
         row("scan steady state: calls ÷ (cold − start-up)", n, "—", [rate(v) for v in val["steady_rate"]],
-            ">= 200k calls/s" if is_large else "", met(after["steady_rate"], lambda v: v >= 200_000) if is_large else "")
+            ">= 200k calls/s" if is_large else "",
+            met(after["steady_rate"], lambda v: v >= 200_000) if is_large else "", needs=("scan", "startup"))
         row(STEPS["report"], n, filed(n, "report"), cell["report"], "<= 20 s" if is_large else "",
-            met(after["report"], lambda v: v <= 20, n == LARGE) if is_large else "")
+            met(after["report"], lambda v: v <= 20, n == LARGE) if is_large else "", needs=("report",))
         row(STEPS["analyze"], n, filed(n, "analyze"), cell["analyze"], "<= 60 s" if is_large else "",
-            met(after["analyze"], lambda v: v <= 60, n == LARGE) if is_large else "")
+            met(after["analyze"], lambda v: v <= 60, n == LARGE) if is_large else "", needs=("analyze",))
         row(STEPS["unchanged"], n, "—", [secs(z.subjects[name].steps.get("unchanged"), False) for name in names],
-            "<= 3 s" if is_large else "", met(after["unchanged"], lambda v: v <= 3, n == LARGE) if is_large else "")
+            "<= 3 s" if is_large else "", met(after["unchanged"], lambda v: v <= 3, n == LARGE) if is_large else "",
+            needs=("unchanged",))
 
     if len(sizes) > 1:
         pair = f"{large.sessions:,} ÷ {small.sessions:,}"
@@ -343,22 +383,62 @@ def table(sizes: list[Size], names: list[str]) -> list[str]:
         issue_sizes = (small.sessions, large.sessions) == (SMALL, LARGE)  # the filed ratios compare these two
         fs, fl = (FILED[SMALL], FILED[LARGE]) if issue_sizes else ({}, {})
         ratio_filed = x((fl["ingest"] / fl["mb"]) / (fs["ingest"] / fs["mb"])) if issue_sizes else "—"
-        rows.append(["ingest s/MB, " + pair, pair, ratio_filed,
-                     *[x(div(l_["s_per_mb"], s_["s_per_mb"])) for s_, l_ in zip(a["s"], a["l"])], "<= 1.10x",
-                     met(div(after_l["s_per_mb"], after_s["s_per_mb"]), lambda v: v <= 1.10)])
+        if "ingest" in timed:
+            rows.append(["ingest s/MB, " + pair, pair, ratio_filed,
+                         *[x(div(l_["s_per_mb"], s_["s_per_mb"])) for s_, l_ in zip(a["s"], a["l"])], "<= 1.10x",
+                         met(div(after_l["s_per_mb"], after_s["s_per_mb"]), lambda v: v <= 1.10)])
         for k in ("ingest", "scan", "report"):
             rk = f"{k}_rss"
             f_ratio = f"{fl[rk] / fs[rk]:.2f}x" if rk in fs and rk in fl else "—"
-            rows.append([f"peak RSS of {k}, {pair} (flat)", pair, f_ratio,
-                         *[x(div(l_[rk], s_[rk])) for s_, l_ in zip(a["s"], a["l"])], f"<= {FLAT:.1f}x",
-                         met(div(after_l[rk], after_s[rk]), lambda v: v <= FLAT)])
+            if k in timed:
+                rows.append([f"peak RSS of {k}, {pair} (flat)", pair, f_ratio,
+                             *[x(div(l_[rk], s_[rk])) for s_, l_ in zip(a["s"], a["l"])], f"<= {FLAT:.1f}x",
+                             met(div(after_l[rk], after_s[rk]), lambda v: v <= FLAT)])
         for k in ("ingest", "scan", "report"):
             rk = f"{k}_rss"
-            rows.append([f"peak RSS of {k}", f"{large.sessions:,}", filed(large.sessions, rk, "MB"),
-                         *[("n/a" if f_[rk] is None else f"{f_[rk]:,.0f} MB") for f_ in a["l"]], "<= 800 MB",
-                         met(after_l[rk], lambda v: v <= 800, large.sessions == LARGE)])
+            if k in timed:
+                rows.append([f"peak RSS of {k}", f"{large.sessions:,}", filed(large.sessions, rk, "MB"),
+                             *[("n/a" if f_[rk] is None else f"{f_[rk]:,.0f} MB") for f_ in a["l"]], "<= 800 MB",
+                             met(after_l[rk], lambda v: v <= 800, large.sessions == LARGE)])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return out + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def paired(sizes: list[Size], before: str = "before", after: str = "after") -> list[str]:
+    """Each step's runs of ``after`` divided by those of ``before`` run by run (the two ran in turn, so each pair
+    saw the same machine): the median ratio of wall and of CPU time, with the lowest and highest, as a markdown
+    table. On a noisy host a ratio of pairs says more than two medians taken minutes apart."""
+    head = ["step", "sessions", "pairs", "after ÷ before, wall (min–max)", "after ÷ before, CPU (min–max)"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def cell(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f}x ({min(values):.2f}–{max(values):.2f})"
+
+    for z in sizes:
+        a, b = z.subjects.get(after), z.subjects.get(before)
+        if a is None or b is None:
+            continue
+        for key, label in STEPS.items():
+            if key not in a.steps or key not in b.steps:
+                continue
+            pairs = [(x_, y) for x_, y in zip(a.steps[key].runs, b.steps[key].runs) if y.seconds > 0]
+            if not pairs:
+                continue
+            wall = [x_.seconds / y.seconds for x_, y in pairs]
+            cpu = [x_.cpu_seconds / y.cpu_seconds for x_, y in pairs if y.cpu_seconds > 0]
+            out.append(f"| {label} | {z.sessions:,} | {len(pairs)} | {cell(wall)} | {cell(cpu) if cpu else 'n/a'} |")
+    return out
+
+
+def _steps(text: str) -> list[str]:
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    try:
+        schedule(keys)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not keys:
+        raise argparse.ArgumentTypeError(f"name at least one step: {', '.join(STEPS)}")
+    return keys
 
 
 def _sessions(text: str) -> list[int]:
@@ -385,6 +465,9 @@ def main() -> None:
     ap.add_argument("--corpus-dir", type=Path, default=Path("/tmp"), help="where the corpora are kept (default /tmp)")
     ap.add_argument("--workers", type=int, default=None, help="passed to ingest, scan and analyze (default: theirs)")
     ap.add_argument("--keep", action="store_true", help="keep the stores and reports (printed at the end)")
+    ap.add_argument("--steps", type=_steps, default=list(STEPS),
+                    help=f"the steps to time, comma-separated (default all: {','.join(STEPS)}); a step that runs on "
+                         "another's result runs that one once, untimed")
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
@@ -406,7 +489,10 @@ def main() -> None:
     print(f"\nScale benchmark (issue 13): medians of {args.repeat}, each step its own process on a warm page cache; "
           "seconds are wall time of the whole command, MB the peak RSS of its whole process tree; the bare parse is "
           "DuckDB's query time. 'met' judges the last column.\n")
-    print("\n".join(table(sizes, list(checkouts))))
+    print("\n".join(table(sizes, list(checkouts), set(args.steps))))
+    if args.baseline:
+        print(f"\nRun by run, after ÷ before (each pair ran back to back; medians of {args.repeat} pairs):\n")
+        print("\n".join(paired(sizes)))
 
 
 if __name__ == "__main__":

@@ -78,3 +78,48 @@ def test_sessions_list_rejects_bad_input_with_a_message(text: str) -> None:
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scale.py"), "--sessions", text],
                        capture_output=True, text=True)
     assert r.returncode == 2 and "--sessions" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_schedule_times_the_asked_steps_and_runs_what_they_need_once_untimed() -> None:
+    assert bs.schedule(["report"]) == [("ingest", False), ("scan", False), ("report", True)]
+    assert bs.schedule(["startup", "ingest"]) == [("ingest", True), ("scan", False), ("startup", True)]
+    assert bs.schedule(["unchanged"]) == [("analyze", False), ("unchanged", True)]
+    assert bs.schedule(list(bs.STEPS)) == [(k, True) for k in bs.STEPS]
+    with pytest.raises(ValueError, match="unknown step"):
+        bs.schedule(["reports"])
+
+
+def _runs(pairs: list[tuple[float, float]]) -> bs.Step:
+    return bs.Step([Run(seconds=w, returncode=0, peak_tree_rss=0, max_process_rss=0, max_processes=1, main_rss=0,
+                        workers_rss=0, cpu_seconds=c, stdout="", stderr="") for w, c in pairs])
+
+
+def test_paired_ratios_divide_each_run_by_the_one_beside_it() -> None:
+    """The host slowed between the pairs: each pair's ratio is 0.8 in wall time whatever the drift, which the
+    medians of the two columns (25 ÷ 26.25) would not show."""
+    after = bs.Subject("after", CHECKOUT, Path("/nonexistent"), full_results=False)
+    before = bs.Subject("before", CHECKOUT, Path("/nonexistent"), full_results=False)
+    after.steps = {"report": _runs([(16, 30), (24, 45), (40, 90)])}
+    before.steps = {"report": _runs([(20, 30), (30, 50), (50, 100)]), "scan": _runs([(5, 5)])}
+    size = bs.Size(2400, Path("/nonexistent"), 2400, _step(1.0), None, {"before": before, "after": after})
+    lines = bs.paired([size])
+    assert lines[2:] == ["| `report` | 2,400 | 3 | 0.80x (0.80–0.80) | 0.90x (0.90–1.00) |"]  # no scan: one side
+
+
+def test_steps_option_rejects_an_unknown_step_without_a_traceback() -> None:
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scale.py"), "--steps", "report,nope"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "unknown step(s) nope" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_table_leaves_out_the_rows_of_steps_not_timed() -> None:
+    """``--steps report``: the report's rows and its memory, none of the ingest's or the scan's (their stores were
+    made untimed)."""
+    times = {"report": 15}
+    t = _rows(bs.table([_size(600, 600, 90_000, times, 500), _size(2400, 2400, 360_000, {"report": 18}, 700)],
+                       ["after"], {"report"}))
+    labels = {label for label, _ in t}
+    assert ("`report`", "2,400") in t and t[("`report`", "2,400")][-1] == "PASS"
+    assert ("peak RSS of report", "2,400") in t
+    assert not labels & {"cold `ingest`", "cold ingest ÷ bare parse", "cold `scan`", "peak RSS of ingest",
+                         "ingest s/MB, 2,400 ÷ 600", "cold `analyze`"}
