@@ -45,7 +45,9 @@ def _layout(height: int, **extra: Any) -> dict[str, Any]:
         "paper_bgcolor": "rgba(0,0,0,0)",
         "plot_bgcolor": "rgba(0,0,0,0)",
         "hoverlabel": {"font": {"family": FONT, "size": 12}},
-        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0,
+        # The legend starts at the figure's left edge, not the plot's: past long axis labels it would reach the
+        # right, under the modebar plotly shows on hover.
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0, "xref": "container",
                    "traceorder": "normal"},
         "xaxis": {"gridcolor": GRID, "zerolinecolor": GRID, "automargin": True},
         "yaxis": {"gridcolor": GRID, "zerolinecolor": GRID, "automargin": True},

@@ -201,3 +201,34 @@ def test_single_file_report_works_offline_with_its_hashed_inline_scripts(site: P
         v.check_clean(folder)
     finally:
         v.close()
+
+
+def _overlaps(page: Any) -> list[str]:
+    """Hover each chart so that plotly shows its modebar, and name the charts whose legend the modebar covers."""
+    hit = []
+    for i in range(page.locator(".chart.js-plotly-plot").count()):
+        chart = page.locator(".chart.js-plotly-plot").nth(i)
+        chart.scroll_into_view_if_needed()
+        chart.hover(position={"x": 5, "y": 5})
+        boxes = chart.evaluate("""el => {
+            const box = s => { const e = el.querySelector(s); if (!e) return null;
+                               const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+            return [box('.modebar'), box('g.legend')];
+        }""")
+        bar, legend = boxes
+        if bar and legend and bar[0] < legend[2] and legend[0] < bar[2] and bar[1] < legend[3] and legend[1] < bar[3]:
+            hit.append(chart.get_attribute("data-figure") or str(i))
+    return hit
+
+
+def test_no_chart_legend_lies_under_its_modebar(site: Path, browser: Any, tmp_path: Path) -> None:
+    """Plotly shows its modebar at a chart's top right on hover; a legend placed from the plot's left edge moved
+    under it when long axis labels (a model name) pushed the plot right, hiding "made progress"."""
+    out = site / "report"
+    for page in [out / "index.html", *sorted((out / "sessions").glob("*.html"))]:
+        v = Visit(browser, page.as_uri())
+        try:
+            assert v.page.locator(".chart.js-plotly-plot .modebar").count() > 0
+            assert _overlaps(v.page) == [], page.name
+        finally:
+            v.close()
