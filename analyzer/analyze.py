@@ -103,6 +103,65 @@ def _replay_chunk(frames: "CorpusFrames", policies: "Sequence[Policy]") -> "pl.D
         return replay(build_corpus(frames), policies, workers=1).sessions
 
 
+@dataclass(frozen=True)
+class _ReplayPlan:
+    """What a replay of the presets has to do: the rows a cache still holds, and the sessions to replay."""
+
+    policies: "tuple[Policy, ...]"
+    key: str  # ``_replay_key``: what every cached row depends on besides its session
+    fingerprints: dict[str, str | None]  # every session in scope, with its scan fingerprint
+    kept: "pl.DataFrame | None"  # the cached rows still valid (without ``_key`` and ``_fp``)
+    todo: tuple[str, ...]  # the sessions to replay
+    cache: Path | None
+
+    def finish(self, new: "list[pl.DataFrame]") -> "Replay | None":
+        """Every row (the kept ones and ``new``), sorted, as one Replay; the cache rewritten when anything changed."""
+        import polars as pl
+
+        from analyzer.results import Replay
+
+        parts = ([self.kept] if self.kept is not None and self.kept.height else []) + new
+        if not parts:
+            return None
+        frame = pl.concat(parts, how="vertical_relaxed").sort("session_id", "policy")
+        fps = self.fingerprints
+        if self.cache is not None and (self.todo or self.kept is None or self.kept.height != frame.height):
+            tagged = frame.join(pl.DataFrame({"session_id": list(fps), "_fp": list(fps.values())},
+                                             schema={"session_id": pl.String, "_fp": pl.String}), on="session_id",
+                                how="left").filter(pl.col("_fp").is_not_null())
+            try:
+                tagged.with_columns(pl.lit(self.key).alias("_key")).write_parquet(self.cache)
+            except OSError:
+                pass  # a read-only folder: the next report replays again
+        return Replay(frame) if frame.height else None
+
+
+def _replay_plan(con: "duckdb.DuckDBPyConnection", flt: SessionFilter, cache: Path | None) -> _ReplayPlan:
+    """The presets' replay of the filtered sessions, as far as ``cache`` (a Parquet file) already holds it: a
+    session's replay depends on its own calls and findings alone, so only sessions whose scan fingerprint changed
+    since their cached rows were computed are replayed again."""
+    import polars as pl
+
+    from analyzer.guards.policies import resolve
+
+    policies = resolve(["all"])
+    key = _replay_key(policies)  # of the list, as ``_report_state`` keys it
+    fps = _scope_fingerprints(con, flt)
+    kept = None
+    if cache is not None:
+        try:
+            old = pl.read_parquet(cache)
+            if old.height and old["_key"][0] == key:
+                valid = [sid for sid, fp in fps.items() if fp is not None]
+                want = pl.DataFrame({"session_id": valid, "_fp": [fps[s] for s in valid]},
+                                    schema={"session_id": pl.String, "_fp": pl.String})
+                kept = old.join(want, on=["session_id", "_fp"], how="semi").drop("_key", "_fp")
+        except (OSError, pl.exceptions.PolarsError):
+            kept = None
+    done = set(kept["session_id"].unique().to_list()) if kept is not None else set()
+    return _ReplayPlan(tuple(policies), key, fps, kept, tuple(sid for sid in fps if sid not in done), cache)
+
+
 def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], policies: "Sequence[Policy]",
                    workers: int | None) -> "list[pl.DataFrame]":
     """The replay rows of the sessions ``todo``, a chunk at a time: the main process reads each chunk from the store
@@ -126,43 +185,10 @@ def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], poli
 def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
                    workers: int | None = None, cache: Path | None = None) -> "Replay | None":
     """Every preset guard replayed over the filtered sessions (``_replay_chunks``). With ``cache`` (a Parquet file),
-    only sessions whose scan fingerprint changed since the cached rows were computed are replayed again: a session's
-    replay depends on its own calls and findings alone."""
-    import polars as pl
-
-    from analyzer.guards.policies import resolve
-    from analyzer.results import Replay
-
-    policies = resolve(["all"])
-    key = _replay_key(policies)
-    fps = _scope_fingerprints(con, flt)
-    kept = None
-    if cache is not None:
-        try:
-            old = pl.read_parquet(cache)
-            if old.height and old["_key"][0] == key:
-                valid = [sid for sid, fp in fps.items() if fp is not None]
-                want = pl.DataFrame({"session_id": valid, "_fp": [fps[s] for s in valid]},
-                                    schema={"session_id": pl.String, "_fp": pl.String})
-                kept = old.join(want, on=["session_id", "_fp"], how="semi")
-        except (OSError, pl.exceptions.PolarsError):
-            kept = None
-    done = set(kept["session_id"].unique().to_list()) if kept is not None else set()
-    todo = tuple(sid for sid in fps if sid not in done)
-    parts = [kept.drop("_key", "_fp")] if kept is not None and kept.height else []
-    parts += _replay_chunks(con, todo, policies, workers)
-    if not parts:
-        return None
-    frame = pl.concat(parts, how="vertical_relaxed").sort("session_id", "policy")
-    if cache is not None and (todo or kept is None or kept.height != frame.height):
-        tagged = frame.join(pl.DataFrame({"session_id": list(fps), "_fp": list(fps.values())},
-                                         schema={"session_id": pl.String, "_fp": pl.String}), on="session_id",
-                            how="left").filter(pl.col("_fp").is_not_null())
-        try:
-            tagged.with_columns(pl.lit(key).alias("_key")).write_parquet(cache)
-        except OSError:
-            pass  # a read-only folder: the next report replays again
-    return Replay(frame) if frame.height else None
+    only sessions whose scan fingerprint changed since the cached rows were computed are replayed again
+    (``_replay_plan``)."""
+    plan = _replay_plan(con, flt, cache)
+    return plan.finish(_replay_chunks(con, plan.todo, plan.policies, workers))
 
 
 def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
@@ -265,7 +291,7 @@ def analyze(
     """Ingest ``paths`` into ``db``, scan what changed, calibrate the default base policy, write the report to
     ``out``. Each stage reports a one-line outcome through ``on_stage``; ``stage_progress(stage)`` gives a progress
     callback for that stage (or None)."""
-    from analyzer.calibrate.recommend import DEFAULT_BASE, calibrate_store
+    from analyzer.calibrate.recommend import DEFAULT_BASE, Alongside, calibrate_store
     from analyzer.ingest.pipeline import ingest
     from analyzer.scan.run import scan
     from analyzer.store import db as store
@@ -291,15 +317,22 @@ def analyze(
     con = store.connect(db)
     try:
         kept = _current_calibration(con, flt) if s.files_ingested == 0 and sc.scanned == 0 else None
+        cache = replay_cache_path(db)
         if kept is not None:
             done("calibrate", kept)
         else:
+            # The calibration's exact replay builds every session it scores: the report's preset replays of the
+            # sessions its cache lacks are run from the same built sessions, and cached for it.
+            plan = _replay_plan(con, flt, cache)
+            along = Alongside(plan.policies, frozenset(plan.todo)) if plan.todo else None
             try:
-                done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers).headline())
+                done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers,
+                                                  alongside=along).headline())
             except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
                 done("calibrate", f"skipped: {exc}")
-        r = write_report(con, out, flt, single_file, redact, workers, progress("report"),
-                         replay_cache_path(db))
+            if along is not None and along.rows:
+                plan.finish(along.rows)
+        r = write_report(con, out, flt, single_file, redact, workers, progress("report"), cache)
     finally:
         con.close()
     done("report", f"kept the report of {r.generated_at:%Y-%m-%d %H:%M} UTC ({len(r.files):,} files): nothing "

@@ -339,7 +339,8 @@ def table(sizes: list[Size], names: list[str], steps: set[str] | None = None) ->
         f = FILED.get(n, {})
         row("corpus (calls in the checkout's store)", n,
             f"{f['mb']:,} MB, {f['calls'] / 1000:,.0f}k calls" if f else "—",
-            [f"{z.mb:,.0f} MB, {z.subjects[name].calls / 1000:,.0f}k calls" for name in names])
+            [f"{z.mb:,.0f} MB" + (f", {z.subjects[name].calls / 1000:,.0f}k calls" if z.subjects[name].calls else "")
+             for name in names])  # no calls counted where the store was not ingested (``--steps analyze``)
         row("DuckDB bare parse (`read_json_objects` + one field)", n, filed(n, "bare"), [secs(z.bare)] * len(names))
         row(f"ccusage {CCUSAGE_VERSION} `--offline` (Claude Code, Codex, pi)", n, filed(n, "ccusage"),
             [secs(z.ccusage) if z.ccusage else "n/a (ccusage not installed)"] * len(names))

@@ -111,3 +111,49 @@ def test_filters_narrow_every_listing_the_same_way(analyzed: tuple[Path, subproc
     bad = loopscope("sessions", "--since", "last week", cwd=work)
     assert bad.returncode == 2 and "--since" in bad.stderr and "Traceback" not in bad.stderr
     assert re.search(r"expected a date", bad.stderr)
+
+
+def test_a_cold_analyze_replays_the_report_guards_in_the_calibration_jobs(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The calibration's exact replay builds every scanned session; a cold ``analyze`` replays the report's preset
+    guards from those same sessions and caches the rows, so the report replays none of them again. The rows are
+    those of a fresh replay of every session, and the pages those of a report that replays everything itself."""
+    import shutil
+
+    import polars as pl
+
+    import analyzer.analyze as analyze
+    from analyzer.analyze import replay_cache_path, replay_presets
+    from analyzer.calibrate import recommend
+    from analyzer.store import db as store
+
+    replayed_by_report: list[int] = []
+    chunks = analyze._replay_chunks
+    monkeypatch.setattr(analyze, "_replay_chunks", lambda con, todo, *a: (
+        replayed_by_report.append(len(todo)), chunks(con, todo, *a))[1])
+    monkeypatch.setattr(recommend, "VERIFY_CHUNK", 4)  # several jobs, each serving both
+    db, out = tmp_path / "s.duckdb", tmp_path / "r"
+    analyze.analyze([SAMPLE_DATA], db, out, workers=1)
+    assert replayed_by_report == [0]
+    cached = pl.read_parquet(replay_cache_path(db)).drop("_key", "_fp")
+    con = store.connect(db, read_only=True)
+    try:
+        fresh = replay_presets(con, workers=1)
+    finally:
+        con.close()
+    assert fresh is not None and cached.height == fresh.frame.height >= 8 * 25
+    assert cached.equals(fresh.frame)
+    # a report that replays every session itself writes the same pages
+    shutil.copyfile(db, tmp_path / "copy.duckdb")
+    con = store.connect(tmp_path / "copy.duckdb", read_only=True)
+    try:
+        analyze.write_report(con, tmp_path / "r2", workers=1, cache=tmp_path / "none.parquet")
+    finally:
+        con.close()
+    assert replayed_by_report[-1] == 25
+    footer = re.compile(r"generated \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC")  # the minute each was written
+    pages = sorted((out / "sessions").glob("*.html"))
+    assert len(pages) == 15
+    for page in pages:
+        assert footer.sub("", page.read_text()) == footer.sub("", (tmp_path / "r2" / "sessions" / page.name)
+                                                              .read_text()), page.name

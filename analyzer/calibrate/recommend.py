@@ -49,7 +49,7 @@ from analyzer.store.db import frame, has_table, one, transaction
 if TYPE_CHECKING:
     import duckdb
 
-    from analyzer.guards.replay import CorpusFrames
+    from analyzer.guards.replay import Corpus, CorpusFrames
     from analyzer.results import Calibration
 
 DEFAULT_BASE = "open-codesign"  # the sweep that matches its guard exactly on the recorded calls
@@ -377,11 +377,13 @@ def policy_for(base: Policy, row: dict[str, Any]) -> Policy:
 def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
                     flt: SessionFilter = SessionFilter(), labels: Path | str | LabelSpans | None = None,
                     target: float = DEFAULT_TARGET, grid: Grid | None = None, verify: bool = True,
-                    save: bool = True, workers: int | None = None, enough: bool = True) -> CalibrationResult:
+                    save: bool = True, workers: int | None = None, enough: bool = True,
+                    alongside: Alongside | None = None) -> CalibrationResult:
     """Sweep ``base``'s thresholds over the scanned sessions matching ``flt``, recommend a setting for ``target``,
     verify it with one exact replay (``verify``) and record the run in the store (``save``; needs a writable
     connection). With ``enough`` (the default), a corpus too small to support the target keeps the guard's
-    defaults (``CalibrationResult.too_few`` says why); ``enough=False`` recommends from any corpus."""
+    defaults (``CalibrationResult.too_few`` says why); ``enough=False`` recommends from any corpus. ``alongside``:
+    policies the exact replay's jobs also replay (``verify_parts``)."""
     if not 0 <= target <= 1:
         raise UsageError(f"--target-false-halt-rate must lie between 0 and 1 (0.01 = 1%), got {target}")
     pol = base_policy(base)
@@ -432,7 +434,7 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
                                       {k: p.params for k, p in PRESETS.items()})
         if verify:
             t1 = time.perf_counter()
-            vparts = verify_parts(con, chosen, kept, workers)
+            vparts = verify_parts(con, chosen, kept, workers, alongside)
             res.verification = finish_verification(chosen, vparts, res.sessions, time.perf_counter() - t1)
         res.rationale = _rationale(res, grid.size(pol.engine))
     if save:
@@ -546,15 +548,28 @@ VERIFY_CHUNK = 125
 flight lifted a cold ``analyze`` of 2,400 sessions from 913 to 1,344 MB."""
 
 
+@dataclass
+class Alongside:
+    """Policies to replay alongside the exact replay, over those of its sessions that ``sessions`` names: each job
+    builds its sessions once for both. ``analyze`` hands the report's preset guards here, so that a cold run reads
+    and builds every session once for the calibration and the report, not twice. ``rows`` collects their
+    per-session replay rows (``Replay.sessions``), a frame a job; empty when no exact replay ran."""
+
+    policies: tuple[Policy, ...]
+    sessions: frozenset[str]
+    rows: list[pl.DataFrame] = field(default_factory=list)
+
+
 def verify_parts(con: "duckdb.DuckDBPyConnection", policy: Policy, kept: list[Frames],
-                 workers: int | None = None) -> list[VerifyPart]:
+                 workers: int | None = None, alongside: Alongside | None = None) -> list[VerifyPart]:
     """The exact replay of ``policy`` over every batch of the sweep (``kept``: each sweep batch's frames), scored
     the sweep's way, one part a batch, in order. The main process reads chunks of ``VERIFY_CHUNK`` sessions that lie
     next to each other in the store (``in_place_order``), each read bounded by their rows (a chunk cut from the
     batches' sessions by id read the whole table: the reads were half a calibration); a pool of spawned workers
     (``workers``; default one per core when there are enough sessions) builds and replays them
     (``machine.run_chunks``). A session's halts come back in run order, so sorting a batch's halts by session,
-    stably, gives the order one pass over the batch gives (the cost sums add up in the same order)."""
+    stably, gives the order one pass over the batch gives (the cost sums add up in the same order). ``alongside``:
+    policies each job also replays over some of its sessions (``exact_replay_alongside``)."""
     from analyzer.guards.replay import read_corpus
     from analyzer.machine import cores, run_chunks
     from analyzer.store.db import in_place_order, record_places
@@ -565,9 +580,16 @@ def verify_parts(con: "duckdb.DuckDBPyConnection", policy: Policy, kept: list[Fr
     if not jobs:
         return []
     n = workers if workers is not None else (cores() if len(order) >= VERIFY_POOL_MIN else 1)
-    replayed: dict[int, tuple[pl.DataFrame, pl.DataFrame]] = {}
-    run_chunks(exact_replay, lambda i: (read_corpus(con, jobs[i], placed=True), policy, list(jobs[i].ids)),
-               len(jobs), n, replayed.__setitem__)
+    replayed: dict[int, tuple[pl.DataFrame, ...]] = {}
+    if alongside is None:
+        run_chunks(exact_replay, lambda i: (read_corpus(con, jobs[i], placed=True), policy, list(jobs[i].ids)),
+                   len(jobs), n, replayed.__setitem__)
+    else:
+        run_chunks(exact_replay_alongside,
+                   lambda i: (read_corpus(con, jobs[i], placed=True), policy, list(jobs[i].ids), alongside.policies,
+                              alongside.sessions.intersection(jobs[i].ids)),
+                   len(jobs), n, replayed.__setitem__)
+        alongside.rows.extend(replayed[i][2] for i in range(len(jobs)))
     halts = pl.concat([replayed[i][0] for i in range(len(jobs))])
     acted = pl.concat([replayed[i][1] for i in range(len(jobs))])
     parts = []
@@ -593,14 +615,43 @@ def exact_replay(corpus_frames: "CorpusFrames", policy: Policy, scope_ids: list[
     """``policy`` replayed over the sessions of ``corpus_frames`` that lie in ``scope_ids``: its halts, and the
     calls it warned or halted (``session_id, seq``). A job of ``verify_parts`` (in a worker process: the
     sessions' Python objects never reach the main one)."""
-    from analyzer.guards.replay import build_corpus, replay
     from analyzer.machine import gc_paused
 
     with gc_paused():
-        corpus = build_corpus(corpus_frames)
-        keep = set(scope_ids)
-        corpus.sessions = [s for s in corpus.sessions if s.session_id in keep]
-        rep = replay(corpus, [policy], workers=workers, verdicts=True)
+        return _exact(_scoped(corpus_frames, scope_ids), policy, workers)
+
+
+def exact_replay_alongside(corpus_frames: "CorpusFrames", policy: Policy, scope_ids: list[str],
+                           policies: tuple[Policy, ...], sessions: set[str] | frozenset[str]
+                           ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """``exact_replay``, and ``policies`` replayed over its ``sessions`` from the same built sessions: their
+    per-session rows (``Replay.sessions``), the rows a replay of those sessions alone gives (a session's replay
+    depends on its own calls and findings)."""
+    from analyzer.guards.replay import Corpus, replay
+    from analyzer.machine import gc_paused
+
+    with gc_paused():
+        corpus = _scoped(corpus_frames, scope_ids)
+        halts, acted = _exact(corpus, policy, 1)
+        mine = Corpus([s for s in corpus.sessions if s.session_id in sessions], corpus.findings, corpus.scanned)
+        return halts, acted, replay(mine, policies, workers=1).sessions
+
+
+def _scoped(corpus_frames: "CorpusFrames", scope_ids: list[str]) -> "Corpus":
+    """The sessions of ``corpus_frames`` that lie in ``scope_ids``, built."""
+    from analyzer.guards.replay import build_corpus
+
+    corpus = build_corpus(corpus_frames)
+    keep = set(scope_ids)
+    corpus.sessions = [s for s in corpus.sessions if s.session_id in keep]
+    return corpus
+
+
+def _exact(corpus: "Corpus", policy: Policy, workers: int | None) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``policy``'s halts over ``corpus`` and the calls it warned or halted (``session_id, seq``)."""
+    from analyzer.guards.replay import replay
+
+    rep = replay(corpus, [policy], workers=workers, verdicts=True)
     halts = rep.halts.select("session_id", pl.col("halt_seq").alias("seq"), "tokens_after_halt",
                              "cost_after_halt_usd", "calls_after_halt")
     return halts, rep.verdicts.filter(pl.col("at") == "call").select("session_id", "seq")
