@@ -221,7 +221,7 @@ def _overlaps(page: Any) -> list[str]:
     return hit
 
 
-def test_no_chart_legend_lies_under_its_modebar(site: Path, browser: Any, tmp_path: Path) -> None:
+def test_no_chart_legend_lies_under_its_modebar(site: Path, browser: Any) -> None:
     """Plotly shows its modebar at a chart's top right on hover; a legend placed from the plot's left edge moved
     under it when long axis labels (a model name) pushed the plot right, hiding "made progress"."""
     out = site / "report"

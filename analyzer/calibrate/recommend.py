@@ -580,15 +580,14 @@ def verify_parts(con: "duckdb.DuckDBPyConnection", policy: Policy, kept: list[Fr
     if not jobs:
         return []
     n = workers if workers is not None else (cores() if len(order) >= VERIFY_POOL_MIN else 1)
+    def job(i: int) -> tuple[Any, ...]:
+        args = (read_corpus(con, jobs[i], placed=True), policy, list(jobs[i].ids))
+        return args if alongside is None else (*args, alongside.policies, alongside.sessions.intersection(jobs[i].ids))
+
     replayed: dict[int, tuple[pl.DataFrame, ...]] = {}
-    if alongside is None:
-        run_chunks(exact_replay, lambda i: (read_corpus(con, jobs[i], placed=True), policy, list(jobs[i].ids)),
-                   len(jobs), n, replayed.__setitem__)
-    else:
-        run_chunks(exact_replay_alongside,
-                   lambda i: (read_corpus(con, jobs[i], placed=True), policy, list(jobs[i].ids), alongside.policies,
-                              alongside.sessions.intersection(jobs[i].ids)),
-                   len(jobs), n, replayed.__setitem__)
+    run_chunks(exact_replay if alongside is None else exact_replay_alongside, job, len(jobs), n,
+               replayed.__setitem__)
+    if alongside is not None:
         alongside.rows.extend(replayed[i][2] for i in range(len(jobs)))
     halts = pl.concat([replayed[i][0] for i in range(len(jobs))])
     acted = pl.concat([replayed[i][1] for i in range(len(jobs))])
