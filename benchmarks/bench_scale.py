@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _measure import CHECKOUT, Checkout, Run  # noqa: E402
+from analyzer.analyze import replay_cache_path  # noqa: E402  (both checkouts keep their replays there)
 from _references import CCUSAGE_VERSION, bare_parse, ccusage, ccusage_command  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
@@ -170,8 +171,10 @@ def plan(s: Subject, corpus: Path, workers: list[str]) -> dict[str, tuple[Callab
         "reingest": (None, ["ingest", c, "--db", str(s.db), "--quiet", *workers]),
         "scan": (fresh_scan, ["scan", "--db", str(s.db), "--quiet", *workers]),
         "startup": (None, ["scan", "--db", str(s.db), "--quiet", *workers]),
-        "report": (lambda: _remove(s.out), ["report", "--db", str(s.db), "--out", str(s.out), "--quiet"]),
-        "analyze": (lambda: _remove(s.analyze_db, s.analyze_out), analyze),
+        # Cold: without the guard replays an earlier report kept beside the store (which a second run would reuse).
+        "report": (lambda: _remove(s.out, replay_cache_path(s.db)),
+                   ["report", "--db", str(s.db), "--out", str(s.out), "--quiet"]),
+        "analyze": (lambda: _remove(s.analyze_db, s.analyze_out, replay_cache_path(s.analyze_db)), analyze),
         "unchanged": (None, analyze),
     }
     if not s.full_results:

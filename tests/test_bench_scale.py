@@ -123,3 +123,16 @@ def test_table_leaves_out_the_rows_of_steps_not_timed() -> None:
     assert ("peak RSS of report", "2,400") in t
     assert not labels & {"cold `ingest`", "cold ingest ÷ bare parse", "cold `scan`", "peak RSS of ingest",
                          "ingest s/MB, 2,400 ÷ 600", "cold `analyze`"}
+
+
+def test_report_and_cold_analyze_start_without_the_replays_a_run_before_kept(tmp_path: Path) -> None:
+    # A report keeps its guard replays beside the store; a second timed run would reuse them and skip the replays.
+    s = bs.Subject("after", CHECKOUT, tmp_path, full_results=True)
+    steps = bs.plan(s, tmp_path / "corpus", [])
+    for key, db in (("report", s.db), ("analyze", s.analyze_db)):
+        cache = bs.replay_cache_path(db)
+        cache.write_bytes(b"kept")
+        prepare, _ = steps[key]
+        assert prepare is not None
+        prepare()
+        assert not cache.exists()
