@@ -6,6 +6,7 @@ polars expressions over a whole group of sessions (``detect.vector.calls``, ``de
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -151,6 +152,34 @@ def test_fast_token_set_equals_token_set(text: str) -> None:
 @given(json_values)
 def test_args_token_set_equals_the_reference(args: Any) -> None:
     assert args_token_set(canonical_json(args)) == token_set(args_text(args))
+
+
+def _call_words_reference(text: str) -> tuple[set[str], set[str]]:
+    """pi's near-identical call words as its docstring defines them, with no memo."""
+    words, objects = set(), set()
+    for raw in text.lower().split():
+        w = raw.strip("\"'`()[]{}<>,;:!?|&")
+        if re.fullmatch(r"[a-z0-9_-]{3,}", w):
+            words.add(w)
+        elif re.match(r"(?=.*[a-z])(?=.*[^a-z0-9_-])", w):
+            words.add(w)
+            objects.add(w)
+    return words, objects
+
+
+@settings(max_examples=300)
+@given(st.lists(words, min_size=1, max_size=6))
+def test_call_words_equal_the_reference_whatever_its_memo_holds(texts: list[str]) -> None:
+    from analyzer.guards.engines import pi as pi_engine
+
+    cap = pi_engine._WORD_KINDS_MAX
+    for limit in (cap, 2):  # a memo that keeps everything, and one that starts again every two words
+        pi_engine._WORD_KINDS_MAX = limit
+        try:
+            for text in texts + texts:  # each text cold, then from the memo
+                assert pi_engine.call_words(text) == _call_words_reference(text)
+        finally:
+            pi_engine._WORD_KINDS_MAX = cap
 
 
 def test_estimate_tokens_sql_equals_estimate_tokens() -> None:

@@ -145,12 +145,18 @@ def fast_token_set(text: str) -> frozenset[str]:
 
 def args_token_set(args_json: str) -> frozenset[str]:
     """The shared-token words of a call's canonical argument JSON: ``token_set(args_text(args))``."""
+    return fast_token_set(args_json_text(args_json))
+
+
+def args_json_text(args_json: str) -> str:
+    """``args_text`` of a call's argument JSON, or the JSON as it is when it does not parse (a payload truncated at
+    load time)."""
     try:
         obj = orjson.loads(args_json)
     except orjson.JSONDecodeError:
-        return fast_token_set(args_json)
+        return args_json
     text = _flat_args_text(obj) if type(obj) is dict else None
-    return fast_token_set(args_text(obj) if text is None else text)
+    return args_text(obj) if text is None else text
 
 
 def _flat_args_text(obj: dict[str, Any]) -> str | None:

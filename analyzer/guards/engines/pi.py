@@ -20,9 +20,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
-from analyzer.detect.keys import args_text, jaccard, token_set
+from analyzer.detect.keys import args_json_text, fast_token_set, jaccard
 from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Param, Recommended, SweepSpec, Verdict, tools_text
 
 _SEGMENT_SPLIT = re.compile(r"(?<=[.:!?])\s*")
@@ -55,6 +53,21 @@ _OBJECT_WORD = re.compile(r"(?=.*[a-z])(?=.*[^a-z0-9_-])")
 _WORD_EDGES = "\"'`()[]{}<>,;:!?|&"
 
 
+# Each lower-cased raw word's (trimmed word, kind: 0 neither, 1 plain, 2 object word), memoised: arguments repeat the
+# same words (paths, flags, identifiers) call after call, and the two regular expressions cost ~10x a dict lookup.
+_WORD_KINDS: dict[str, tuple[str, int]] = {}
+_WORD_KINDS_MAX = 1 << 17  # entries kept before the memo starts again (~20 MB at most)
+
+
+def _word_kind(raw: str) -> tuple[str, int]:
+    w = raw.strip(_WORD_EDGES)
+    kind = 1 if _PLAIN_WORD.fullmatch(w) else 2 if _OBJECT_WORD.match(w) else 0
+    if len(_WORD_KINDS) >= _WORD_KINDS_MAX:
+        _WORD_KINDS.clear()
+    _WORD_KINDS[raw] = (w, kind)
+    return w, kind
+
+
 def call_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     """The words the seed's near-identical call rule compares: lower-cased, split on whitespace, quotes and brackets
     trimmed from each end; plain words of 3+ ``[a-z0-9_-]`` characters, and — unlike the text rule, which drops any
@@ -62,13 +75,13 @@ def call_words(text: str) -> tuple[frozenset[str], frozenset[str]]:
     character outside ``[a-z0-9_-]``, e.g. ``src/a.py``, ``1,200p``, ``*.ts``). Second, those object words alone:
     found in the same pass, since a call's arguments can be long and every call of a window is compared."""
     words, objects = set(), set()
+    kinds = _WORD_KINDS
     for raw in text.lower().split():
-        w = raw.strip(_WORD_EDGES)
-        if _PLAIN_WORD.fullmatch(w):
+        w, kind = kinds.get(raw) or _word_kind(raw)
+        if kind:
             words.add(w)
-        elif _OBJECT_WORD.match(w):
-            words.add(w)
-            objects.add(w)
+            if kind == 2:
+                objects.add(w)
     return frozenset(words), frozenset(objects)
 
 
@@ -77,11 +90,7 @@ def call_tokens(call: Call) -> frozenset[str]:
     words)."""
     toks = call.tokens
     if toks is None:
-        try:
-            text = args_text(orjson.loads(call.args))
-        except orjson.JSONDecodeError:  # a payload truncated at load time: score its raw text
-            text = call.args
-        toks, call.objects = call_words(text)
+        toks, call.objects = call_words(args_json_text(call.args))
         call.tokens = toks
     return toks
 
@@ -120,7 +129,7 @@ class TextLoops:
         seg = repeated_segment(norm, self.t)
         if seg is not None:
             return f"message repeats {seg[:60]!r} {self.t}+ times"
-        toks = token_set(norm)
+        toks = fast_token_set(norm)
         exact = 1 + sum(1 for t, _ in self.texts if t == norm)
         self.texts.append((norm, toks))
         if len(self.texts) > self.window:
