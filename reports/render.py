@@ -75,8 +75,10 @@ def redaction_marks(text: str | None) -> Markup:
 
 @lru_cache(maxsize=1)
 def environment() -> Environment:
+    # auto_reload off: the templates do not change while loopscope runs, and checking costs a stat of each template
+    # every time a page asks for it (five a session page).
     env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True, auto_reload=False)
     env.policies["json.dumps_function"] = _dumps
     env.policies["json.dumps_kwargs"] = {}
     env.filters.update(num=fmt.num, usd=fmt.usd, pct=fmt.pct, when=fmt.when, compact=fmt.compact,
