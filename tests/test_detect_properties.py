@@ -172,14 +172,15 @@ def _call_words_reference(text: str) -> tuple[set[str], set[str]]:
 def test_call_words_equal_the_reference_whatever_its_memo_holds(texts: list[str]) -> None:
     from analyzer.guards.engines import pi as pi_engine
 
-    cap = pi_engine._WORD_KINDS_MAX
-    for limit in (cap, 2):  # a memo that keeps everything, and one that starts again every two words
-        pi_engine._WORD_KINDS_MAX = limit
+    cap, chars = pi_engine._WORD_KINDS_MAX, pi_engine._WORD_KINDS_CHARS
+    # a memo that keeps everything, one that starts again every two words, one that keeps only words of 3 characters
+    for limit, longest in ((cap, chars), (2, chars), (cap, 3)):
+        pi_engine._WORD_KINDS_MAX, pi_engine._WORD_KINDS_CHARS = limit, longest
         try:
             for text in texts + texts:  # each text cold, then from the memo
                 assert pi_engine.call_words(text) == _call_words_reference(text)
         finally:
-            pi_engine._WORD_KINDS_MAX = cap
+            pi_engine._WORD_KINDS_MAX, pi_engine._WORD_KINDS_CHARS = cap, chars
 
 
 def test_estimate_tokens_sql_equals_estimate_tokens() -> None:

@@ -55,16 +55,20 @@ _WORD_EDGES = "\"'`()[]{}<>,;:!?|&"
 
 # Each lower-cased raw word's (trimmed word, kind: 0 neither, 1 plain, 2 object word), memoised: arguments repeat the
 # same words (paths, flags, identifiers) call after call, and the two regular expressions cost ~10x a dict lookup.
+# Only words up to _WORD_KINDS_CHARS long are kept (a blob without spaces is one long word, rarely seen twice), so the
+# memo stays under ~40 MB.
 _WORD_KINDS: dict[str, tuple[str, int]] = {}
-_WORD_KINDS_MAX = 1 << 17  # entries kept before the memo starts again (~20 MB at most)
+_WORD_KINDS_MAX = 1 << 17  # entries kept before the memo starts again
+_WORD_KINDS_CHARS = 80
 
 
 def _word_kind(raw: str) -> tuple[str, int]:
     w = raw.strip(_WORD_EDGES)
     kind = 1 if _PLAIN_WORD.fullmatch(w) else 2 if _OBJECT_WORD.match(w) else 0
-    if len(_WORD_KINDS) >= _WORD_KINDS_MAX:
-        _WORD_KINDS.clear()
-    _WORD_KINDS[raw] = (w, kind)
+    if len(raw) <= _WORD_KINDS_CHARS:
+        if len(_WORD_KINDS) >= _WORD_KINDS_MAX:
+            _WORD_KINDS.clear()
+        _WORD_KINDS[raw] = (w, kind)
     return w, kind
 
 
