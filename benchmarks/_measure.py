@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import compileall
 import os
+import statistics
 import sys
 import subprocess
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +108,16 @@ def mb(n: float) -> str:
 
 def verdict(ok: bool) -> str:
     return "yes" if ok else "**no**"
+
+
+def paired_ratio(after: Sequence[float], before: Sequence[float]) -> str | None:
+    """``after`` ÷ ``before`` run by run (each pair ran back to back, so it saw the same machine): the median ratio
+    with the lowest and highest, e.g. ``0.90x (0.87–1.06)``; None without a pair (a ``before`` of 0 pairs with
+    nothing)."""
+    ratios = [a / b for a, b in zip(after, before) if b > 0]
+    if not ratios:
+        return None
+    return f"{statistics.median(ratios):.2f}x ({min(ratios):.2f}–{max(ratios):.2f})"
 
 
 @dataclass(frozen=True)

@@ -30,24 +30,25 @@ sys.dont_write_bytecode = True
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import CHECKOUT, Checkout  # noqa: E402
+from _measure import CHECKOUT, Checkout, paired_ratio  # noqa: E402
 
-# Runs in the measured checkout's interpreter, on its own code: prints {"calls": n, "build": µs, guard: µs, ...}.
+# Runs in the measured checkout's interpreter, on its own code: prints {guard: µs a call, ..., "(building the
+# sessions)": µs a call, "calls": n}.
 PROBE = r"""
 import json, sys, time
 import duckdb
-import analyzer.analyze as A
+from analyzer.guards.policies import resolve
 from analyzer.guards.replay import build_corpus, read_corpus, replay
-from analyzer.store.filters import SessionFilter, SessionIds
+from analyzer.store.filters import SessionIds
 
 if __name__ == "__main__":
     con = duckdb.connect(sys.argv[1], read_only=True)
-    plan = A._replay_plan(con, SessionFilter(), None)
-    ids = sorted(plan.todo)[: int(sys.argv[2])]
+    ids = [r[0] for r in con.execute("SELECT session_id FROM sessions ORDER BY session_id LIMIT ?",
+                                     [int(sys.argv[2])]).fetchall()]
     frames = read_corpus(con, SessionIds(ids))
     out = {}
     builds = []
-    for policy in plan.policies:
+    for policy in resolve(["all"]):  # the preset guards, as the report replays them
         t = time.perf_counter()
         corpus = build_corpus(frames)
         builds.append(time.perf_counter() - t)
@@ -100,9 +101,7 @@ def table(runs: dict[str, list[dict[str, float]]]) -> list[str]:
         cols = [total[n] if g == "(all guards)" else [r.get(g, float("nan")) for r in runs[n]] for n in names]
         row = f"| {g} | " + " | ".join(f"{statistics.median(c):.1f}" for c in cols)
         if len(names) == 2:
-            ratios = [a / b for a, b in zip(cols[1], cols[0]) if b]
-            row += (f" | {statistics.median(ratios):.2f}× ({min(ratios):.2f}–{max(ratios):.2f})" if ratios
-                    else " | — ")
+            row += f" | {paired_ratio(cols[1], cols[0]) or '—'}"
         lines.append(row + " |")
     return lines
 

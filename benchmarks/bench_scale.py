@@ -46,7 +46,7 @@ sys.dont_write_bytecode = True
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from _measure import CHECKOUT, Checkout, Run  # noqa: E402
+from _measure import CHECKOUT, Checkout, Run, paired_ratio  # noqa: E402
 from analyzer.analyze import replay_cache_path  # noqa: E402  (both checkouts keep their replays there)
 from _references import CCUSAGE_VERSION, bare_parse, ccusage, ccusage_command  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
@@ -414,10 +414,6 @@ def paired(sizes: list[Size], before: str = "before", after: str = "after") -> l
     table. On a noisy host a ratio of pairs says more than two medians taken minutes apart."""
     head = ["step", "sessions", "pairs", "after ÷ before, wall (min–max)", "after ÷ before, CPU (min–max)"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-
-    def cell(values: list[float]) -> str:
-        return f"{statistics.median(values):.2f}x ({min(values):.2f}–{max(values):.2f})"
-
     for z in sizes:
         a, b = z.subjects.get(after), z.subjects.get(before)
         if a is None or b is None:
@@ -428,9 +424,9 @@ def paired(sizes: list[Size], before: str = "before", after: str = "after") -> l
             pairs = [(x_, y) for x_, y in zip(a.steps[key].runs, b.steps[key].runs) if y.seconds > 0]
             if not pairs:
                 continue
-            wall = [x_.seconds / y.seconds for x_, y in pairs]
-            cpu = [x_.cpu_seconds / y.cpu_seconds for x_, y in pairs if y.cpu_seconds > 0]
-            out.append(f"| {label} | {z.sessions:,} | {len(pairs)} | {cell(wall)} | {cell(cpu) if cpu else 'n/a'} |")
+            wall = paired_ratio([x_.seconds for x_, _ in pairs], [y.seconds for _, y in pairs])
+            cpu = paired_ratio([x_.cpu_seconds for x_, _ in pairs], [y.cpu_seconds for _, y in pairs])
+            out.append(f"| {label} | {z.sessions:,} | {len(pairs)} | {wall} | {cpu or 'n/a'} |")
     return out
 
 
