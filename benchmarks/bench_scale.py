@@ -33,6 +33,7 @@ result, such as ``report`` on a scanned store, runs that one once first, untimed
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import subprocess
@@ -107,6 +108,10 @@ class Step:
     @property
     def rss(self) -> float:
         return statistics.median(r.peak_tree_rss for r in self.runs) / 1e6
+
+    @property
+    def cpu(self) -> float:
+        return statistics.median(r.cpu_seconds for r in self.runs)
 
 
 @dataclass
@@ -430,6 +435,39 @@ def paired(sizes: list[Size], before: str = "before", after: str = "after") -> l
     return out
 
 
+def budgets(sizes: list[Size], name: str = "after", cores: int | None = None) -> list[str]:
+    """What each wall-time target leaves: the target's CPU budget on this machine (target × cores) beside the CPU
+    the step's whole process tree used. A step whose CPU exceeds the budget cannot meet its target by any schedule
+    of that work on these cores (CPU ÷ cores is the least wall any schedule gives); only less work can. The scan's
+    start-up (the command with nothing to do) is set against its budget too: it is paid, mostly on one core, before
+    any call is read, so its wall ÷ target is the share of the budget gone before the work starts."""
+    cores = cores or len(os.sched_getaffinity(0))
+    small, large = sizes[0], sizes[-1]
+    head = ["step", "sessions", "target", "wall", "wall ÷ target", "CPU (process tree)", f"CPU ÷ {cores} cores",
+            f"CPU budget (target × {cores})", "CPU ÷ budget"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+    def line(label: str, z: Size, key: str, target: float | None, what: str) -> None:
+        st = z.subjects[name].steps.get(key)
+        if st is None or target is None:
+            return
+        budget = target * cores
+        out.append(f"| {label} | {z.sessions:,} | {what} = {target:.2f} s | {st.seconds:.2f} s | "
+                   f"{x(div(st.seconds, target))} | {st.cpu:.1f} s | {st.cpu / cores:.2f} s | {budget:.1f} s | "
+                   f"{x(div(st.cpu, budget))} |")
+
+    calls = small.subjects[name].calls
+    line(STEPS["ingest"], small, "ingest", 3 * small.bare.seconds, "3× bare parse")
+    line(STEPS["full"], small, "full", 5 * small.bare.seconds, "5× bare parse")
+    scan_budget = calls / 100_000 if calls else None
+    line(STEPS["scan"], small, "scan", scan_budget, "calls ÷ 100k/s")
+    line(STEPS["startup"], small, "startup", scan_budget, "the scan's budget")
+    if large.sessions == LARGE:
+        line(STEPS["report"], large, "report", 20.0, "20 s")
+        line(STEPS["analyze"], large, "analyze", 60.0, "60 s")
+    return out
+
+
 def _steps(text: str) -> list[str]:
     keys = [k.strip() for k in text.split(",") if k.strip()]
     try:
@@ -490,6 +528,9 @@ def main() -> None:
           "seconds are wall time of the whole command, MB the peak RSS of its whole process tree; the bare parse is "
           "DuckDB's query time. 'met' judges the last column.\n")
     print("\n".join(table(sizes, list(checkouts), set(args.steps))))
+    print("\nThe CPU each missed or met wall-time target leaves on this machine (the last column: above 1.00x, no "
+          "schedule of the same work on these cores meets it):\n")
+    print("\n".join(budgets(sizes)))
     if args.baseline:
         print(f"\nRun by run, after ÷ before (each pair ran back to back; medians of {args.repeat} pairs):\n")
         print("\n".join(paired(sizes)))

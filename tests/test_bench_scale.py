@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,25 @@ def test_report_and_cold_analyze_start_without_the_replays_a_run_before_kept(tmp
         assert prepare is not None
         prepare()
         assert not cache.exists()
+
+
+def test_budgets_set_each_step_s_cpu_against_its_target_times_the_cores() -> None:
+    small = _size(600, 600, 90_000, {"ingest": 6.0, "scan": 3.0, "startup": 0.8}, 500)
+    large = _size(2400, 2400, 360_000, {"report": 30.0, "analyze": 50.0}, 700)
+    small.subjects["after"].steps["ingest"].runs[0] = replace(small.subjects["after"].steps["ingest"].runs[0],
+                                                              cpu_seconds=9.0)
+    t = _rows(bs.budgets([small, large], cores=2))
+    # ingest: target 3 × the 1.0 s bare parse; 9 s of CPU against 6 s the two cores give in 3 s
+    assert t[("cold `ingest`", "600")][2:] == ["3× bare parse = 3.00 s", "6.00 s", "2.00x", "9.0 s", "4.50 s",
+                                               "6.0 s", "1.50x"]
+    # the scan's budget is 0.9 s for 90k calls; its start-up alone takes 0.8 s of it
+    assert t[("scan start-up (no-change rescan)", "600")][4] == "0.89x"
+    assert t[("`report`", "2,400")][-1] == "0.75x"  # 30 s of CPU in a 40 s budget: only the schedule misses
+    assert t[("cold `analyze`", "2,400")][4] == "0.83x"
+    assert ("`report`", "600") not in t  # absolute targets only at the size
+
+
+def test_budgets_leave_out_steps_not_timed() -> None:
+    t = _rows(bs.budgets([_size(600, 600, 90_000, {"scan": 3.0}, 500), _size(1200, 1200, 1, {"report": 9}, 1)],
+                         cores=2))
+    assert set(t) == {("cold `scan`", "600")}
