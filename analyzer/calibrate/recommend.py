@@ -410,7 +410,8 @@ def calibrate_store(con: "duckdb.DuckDBPyConnection", base: str = DEFAULT_BASE,
         stuck += frames.episodes.height
         sick += frames.episodes["sidx"].n_unique()
         fixed += fixed_false_halts(frames, pol.engine, pol.params)
-        kept.append(frames.for_verification())
+        if verify:
+            kept.append(frames.for_verification())
         del frames
     sweep = finish_sweep(parts, len(scope.ids), stuck)
     del parts
