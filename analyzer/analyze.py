@@ -169,7 +169,8 @@ def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], poli
     replays it, with a bounded number of chunks in flight."""
     from analyzer.guards.replay import read_corpus
     from analyzer.machine import cores, run_chunks
-    from analyzer.store.db import in_place_order, record_places
+    from analyzer.reporting import PAGE_READS
+    from analyzer.store.db import in_place_order, read_capped, record_places
 
     # A session's replay depends on its own rows alone: chunks of sessions whose rows are neighbours read the fewest.
     record_places(con)
@@ -177,8 +178,11 @@ def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], poli
     chunks = [tuple(order[i:i + REPLAY_CHUNK]) for i in range(0, len(order), REPLAY_CHUNK)]
     n = workers if workers is not None else (cores() if len(todo) >= REPLAY_POOL_MIN else 1)
     parts: dict[int, pl.DataFrame] = {}
-    run_chunks(_replay_chunk, lambda i: (read_corpus(con, SessionIds(chunks[i]), placed=True), policies),
-               len(chunks), n, parts.__setitem__)
+
+    def job(i: int) -> tuple["CorpusFrames", "Sequence[Policy]"]:  # read under the report's cap, beside the pool
+        return read_capped(con, PAGE_READS, lambda: read_corpus(con, SessionIds(chunks[i]), placed=True)), policies
+
+    run_chunks(_replay_chunk, job, len(chunks), n, parts.__setitem__)
     return [parts[i] for i in range(len(chunks))]
 
 
@@ -223,6 +227,7 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
 
     from analyzer.calibrate.recommend import calibration_for_report
     from analyzer.reporting import PAGE_READS, ReportData
+    from analyzer.store.db import read_capped
 
     t0 = time.perf_counter()
     state = None if single_file else _report_state(con, flt)  # a single file is always written
@@ -234,7 +239,7 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
 
     def calibration() -> "Calibration | None":
         _drop_cached_blocks(con)  # the sweep reads every session again: the page reads' cache goes first
-        return calibration_for_report(con, flt)
+        return read_capped(con, PAGE_READS, lambda: calibration_for_report(con, flt))  # nor does its own grow
 
     replay = replay_presets(con, flt, workers, cache)
     _drop_cached_blocks(con)  # what the replay read, before the page workers start beside this process

@@ -16,8 +16,8 @@ import polars as pl
 
 from analyzer.store.filters import SessionFilter
 from analyzer.results import Totals
-from analyzer.store.db import (base_tables, columns as _columns, duckdb_settings, frame, has_table, in_place_order,
-                               one, record_places, rows_of)
+from analyzer.store.db import (base_tables, columns as _columns, frame, has_table, in_place_order, one,
+                               read_capped, record_places, rows_of)
 
 FINDINGS_COLUMNS = ("finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq",
                     "repeats", "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd")
@@ -449,9 +449,11 @@ def store_state(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> str | Non
 
 
 PAGE_READS = {"memory_limit": "128MB"}
-"""DuckDB's cap while ``loopscope report`` reads its page batches: uncapped, DuckDB keeps the blocks it read cached up
-to its limit, so the report of 2,400 sessions peaked at 796 MB against 615 MB for 600 sessions. A batch that needs
-more than the cap is read again without it, so the cap bounds the cache, never what a batch may use."""
+"""DuckDB's cap while ``loopscope report`` reads the store (its page batches, the sessions whose guards it replays,
+the calibration's sweep): uncapped, DuckDB keeps the blocks it read cached up to its limit, so the report of 2,400
+sessions peaked at 796 MB against 615 MB for 600 sessions (capping the replays' and the sweep's reads too took its
+main process from 549 to 422 MB). A read that needs more than the cap runs again without it
+(``store.db.read_capped``), so the cap bounds the cache, never what a read may use."""
 
 
 class ReportData:
@@ -491,13 +493,7 @@ class ReportData:
         return in_place_order(self.con, ids)
 
     def session_batch(self, ids: Sequence[str]) -> dict[str, pl.DataFrame]:
-        if not self.read_cap:
-            return session_batch(self.con, ids)
-        try:
-            with duckdb_settings(self.con, self.read_cap):
-                return session_batch(self.con, ids)
-        except duckdb.OutOfMemoryException:  # a batch of very long sessions: read it uncapped
-            return session_batch(self.con, ids)
+        return read_capped(self.con, self.read_cap, lambda: session_batch(self.con, ids))
 
     def fingerprints(self) -> dict[str, str]:
         return fingerprints(self.con)

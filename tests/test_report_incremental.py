@@ -10,6 +10,7 @@ import re
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -272,21 +273,28 @@ def test_the_calibration_is_computed_after_the_session_pages(corpus: tuple[Path,
 def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(corpus: tuple[Path, Path],
                                                                           tmp_path: Path, limit: str | None,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    """The report reads its page batches with DuckDB capped (``PAGE_READS``: uncapped, the blocks it cached made the
-    report of a large store peak far above a small one's), and the connection's own limit is back afterwards."""
+    """The report reads its page batches, the sessions it replays the guards on and the calibration's sweep with
+    DuckDB capped (``PAGE_READS``: uncapped, the blocks it cached made the report of a large store peak far above a
+    small one's), and the connection's own limit is back afterwards."""
+    import analyzer.calibrate.recommend
+    import analyzer.guards.replay
     import analyzer.reporting
 
     from analyzer.reporting import PAGE_READS
 
     _, db = corpus
-    seen: list[str] = []
-    real = analyzer.reporting.session_batch
+    seen: dict[str, list[str]] = {"pages": [], "replay": [], "calibration": []}
 
-    def spy(con: duckdb.DuckDBPyConnection, ids: list[str]) -> dict:
-        seen.append(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
-        return real(con, ids)
+    def spy(name: str, real: Any) -> Any:
+        def read(con: duckdb.DuckDBPyConnection, *args: Any, **kwargs: Any) -> Any:
+            seen[name].append(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+            return real(con, *args, **kwargs)
+        return read
 
-    monkeypatch.setattr(analyzer.reporting, "session_batch", spy)
+    monkeypatch.setattr(analyzer.reporting, "session_batch", spy("pages", analyzer.reporting.session_batch))
+    monkeypatch.setattr(analyzer.guards.replay, "read_corpus", spy("replay", analyzer.guards.replay.read_corpus))
+    monkeypatch.setattr(analyzer.calibrate.recommend, "calibration_for_report",
+                        spy("calibration", analyzer.calibrate.recommend.calibration_for_report))
     con = store.connect(db, read_only=True)
     try:
         if limit:
@@ -299,13 +307,14 @@ def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(corp
         assert con.execute("SELECT current_setting('memory_limit')").fetchone() == before
     finally:
         con.close()
-    assert seen and set(seen) == {capped}
+    assert {name: set(values) for name, values in seen.items()} == {name: {capped} for name in seen}
 
 
 def test_a_page_batch_that_needs_more_than_the_cap_is_read_without_it(corpus: tuple[Path, Path], tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cap bounds DuckDB's cache, never what a batch may use: a batch that runs out of memory under it is read
-    again uncapped, and the report is the report an uncapped read writes."""
+    """The cap bounds DuckDB's cache, never what a batch may use: a batch (of pages, of sessions to replay, the
+    calibration's sweep) that runs out of memory under it is read again uncapped, and the report is the report an
+    uncapped read writes."""
     import analyzer.reporting
 
     _, db = corpus

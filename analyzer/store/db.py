@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import duckdb
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 DEFAULT_DB = "loopscope.duckdb"
+T = TypeVar("T")
 
 
 def default_db_path() -> Path:
@@ -287,6 +288,20 @@ def duckdb_settings(con: duckdb.DuckDBPyConnection, settings: dict[str, str]) ->
                     con.execute(f"SET {name} = '{value}'")
             except duckdb.Error:
                 pass
+
+
+def read_capped(con: duckdb.DuckDBPyConnection, cap: dict[str, str] | None, read: Callable[[], T]) -> T:
+    """``read()`` under DuckDB settings ``cap`` (a memory limit), and again without them if it needs more. Uncapped,
+    DuckDB keeps every block a read touched cached up to its limit (80% of RAM), so a process that reads the whole
+    store grows with it; the cap bounds that cache, never what one read may use. ``read`` must have no effect on the
+    store: after running out of memory it runs a second time."""
+    if not cap:
+        return read()
+    try:
+        with duckdb_settings(con, cap):
+            return read()
+    except duckdb.OutOfMemoryException:
+        return read()
 
 
 def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
