@@ -239,7 +239,8 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
 
     def calibration() -> "Calibration | None":
         _drop_cached_blocks(con)  # the sweep reads every session again: the page reads' cache goes first
-        return read_capped(con, PAGE_READS, lambda: calibration_for_report(con, flt))  # nor does its own grow
+        # and the sweep's own reads are capped, so its cache does not grow with the store either
+        return read_capped(con, PAGE_READS, lambda: calibration_for_report(con, flt))
 
     replay = replay_presets(con, flt, workers, cache)
     _drop_cached_blocks(con)  # what the replay read, before the page workers start beside this process
