@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,10 +19,8 @@ if TYPE_CHECKING:
 
     from analyzer.guards.policies import Policy
     from analyzer.guards.replay import CorpusFrames
-
-    from reports.render import ReportResult
-
     from analyzer.results import Calibration, Replay
+    from reports.render import ReportResult
 
 Progress = Callable[[int, int], None]
 StageProgress = Callable[[str], Progress | None]
@@ -33,14 +32,16 @@ def replay_cache_path(db: Path) -> Path:
     return db.with_name(db.name + ".report-replay.parquet")
 
 
-def _scope_fingerprints(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> dict[str, str | None]:
+def _scope_fingerprints(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> dict[str, str | None]:
     """Every session in scope, with its scan fingerprint (None when it was never scanned)."""
-    from analyzer.store.db import columns, has_table
+    from analyzer.store.connection import columns, has_table
 
     where, params = flt.where("s")
     if has_table(con, "scan_state") and "fingerprint" in columns(con, "scan_state"):
-        sql = (f"SELECT s.session_id, st.fingerprint FROM sessions s LEFT JOIN scan_state st USING (session_id) "
-               f"WHERE {where}")
+        sql = (
+            f"SELECT s.session_id, st.fingerprint FROM sessions s LEFT JOIN scan_state st USING (session_id) "
+            f"WHERE {where}"
+        )
     else:
         sql = f"SELECT s.session_id, NULL FROM sessions s WHERE {where}"
     return {str(sid): fp for sid, fp in con.execute(sql, params).fetchall()}
@@ -60,7 +61,7 @@ def _replay_key(policies: Sequence[object]) -> str:
     return h.hexdigest()
 
 
-def _report_state(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> str | None:
+def _report_state(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> str | None:
     """What a report of ``flt`` is made from besides the report code and options: the store's state
     (``store_state``), the latest calibration run of the scope, the preset replays' code and the calibration's (a
     report without a stored calibration sweeps afresh). None for a source that is no store."""
@@ -68,14 +69,21 @@ def _report_state(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> str |
 
     from analyzer.calibrate.recommend import _scope_text
     from analyzer.guards.policies import resolve
-    from analyzer.reporting import store_state
-    from analyzer.store.db import has_table, one
+    from analyzer.store.connection import has_table, one
+    from reports.data import store_state
 
     state = store_state(con, flt)
     if state is None:
         return None
-    run = one(con, "SELECT run_id FROM calibration_runs WHERE scope = ? ORDER BY computed_at DESC LIMIT 1",
-              [_scope_text(flt)]) if has_table(con, "calibration_runs") else None
+    run = (
+        one(
+            con,
+            "SELECT run_id FROM calibration_runs WHERE scope = ? ORDER BY computed_at DESC LIMIT 1",
+            [_scope_text(flt)],
+        )
+        if has_table(con, "calibration_runs")
+        else None
+    )
     h = hashlib.blake2b(f"{state} {run!r} {_replay_key(resolve(['all']))}".encode(), digest_size=16)
     for f in sorted((Path(__file__).parent / "calibrate").glob("*.py")):
         h.update(f.read_bytes())
@@ -91,7 +99,7 @@ REPLAY_POOL_MIN = 2 * REPLAY_CHUNK
 about 1.5 s of CPU (their imports)."""
 
 
-def _replay_chunk(frames: "CorpusFrames", policies: "Sequence[Policy]") -> "pl.DataFrame":
+def _replay_chunk(frames: CorpusFrames, policies: Sequence[Policy]) -> pl.DataFrame:
     """One job: build a chunk's sessions from the frames the main process read, replay every policy over them, and
     return only the small per-session rows (in a worker, so the sessions' Python objects never reach the main
     process)."""
@@ -107,14 +115,14 @@ def _replay_chunk(frames: "CorpusFrames", policies: "Sequence[Policy]") -> "pl.D
 class _ReplayPlan:
     """What a replay of the presets has to do: the rows a cache still holds, and the sessions to replay."""
 
-    policies: "tuple[Policy, ...]"
+    policies: tuple[Policy, ...]
     key: str  # ``_replay_key``: what every cached row depends on besides its session
     fingerprints: dict[str, str | None]  # every session in scope, with its scan fingerprint
-    kept: "pl.DataFrame | None"  # the cached rows still valid (without ``_key`` and ``_fp``)
+    kept: pl.DataFrame | None  # the cached rows still valid (without ``_key`` and ``_fp``)
     todo: tuple[str, ...]  # the sessions to replay
     cache: Path | None
 
-    def finish(self, new: "list[pl.DataFrame]") -> "Replay | None":
+    def finish(self, new: list[pl.DataFrame]) -> Replay | None:
         """Every row (the kept ones and ``new``), sorted, as one Replay; the cache rewritten when anything changed."""
         import polars as pl
 
@@ -126,9 +134,14 @@ class _ReplayPlan:
         frame = pl.concat(parts, how="vertical_relaxed").sort("session_id", "policy")
         fps = self.fingerprints
         if self.cache is not None and (self.todo or self.kept is None or self.kept.height != frame.height):
-            tagged = frame.join(pl.DataFrame({"session_id": list(fps), "_fp": list(fps.values())},
-                                             schema={"session_id": pl.String, "_fp": pl.String}), on="session_id",
-                                how="left").filter(pl.col("_fp").is_not_null())
+            tagged = frame.join(
+                pl.DataFrame(
+                    {"session_id": list(fps), "_fp": list(fps.values())},
+                    schema={"session_id": pl.String, "_fp": pl.String},
+                ),
+                on="session_id",
+                how="left",
+            ).filter(pl.col("_fp").is_not_null())
             try:
                 tagged.with_columns(pl.lit(self.key).alias("_key")).write_parquet(self.cache)
             except OSError:
@@ -136,7 +149,7 @@ class _ReplayPlan:
         return Replay(frame) if frame.height else None
 
 
-def _replay_plan(con: "duckdb.DuckDBPyConnection", flt: SessionFilter, cache: Path | None) -> _ReplayPlan:
+def _replay_plan(con: duckdb.DuckDBPyConnection, flt: SessionFilter, cache: Path | None) -> _ReplayPlan:
     """The presets' replay of the filtered sessions, as far as ``cache`` (a Parquet file) already holds it: a
     session's replay depends on its own calls and findings alone, so only sessions whose scan fingerprint changed
     since their cached rows were computed are replayed again."""
@@ -153,8 +166,10 @@ def _replay_plan(con: "duckdb.DuckDBPyConnection", flt: SessionFilter, cache: Pa
             old = pl.read_parquet(cache)
             if old.height and old["_key"][0] == key:
                 valid = [sid for sid, fp in fps.items() if fp is not None]
-                want = pl.DataFrame({"session_id": valid, "_fp": [fps[s] for s in valid]},
-                                    schema={"session_id": pl.String, "_fp": pl.String})
+                want = pl.DataFrame(
+                    {"session_id": valid, "_fp": [fps[s] for s in valid]},
+                    schema={"session_id": pl.String, "_fp": pl.String},
+                )
                 kept = old.join(want, on=["session_id", "_fp"], how="semi").drop("_key", "_fp")
         except (OSError, pl.exceptions.PolarsError):
             kept = None
@@ -162,32 +177,37 @@ def _replay_plan(con: "duckdb.DuckDBPyConnection", flt: SessionFilter, cache: Pa
     return _ReplayPlan(tuple(policies), key, fps, kept, tuple(sid for sid in fps if sid not in done), cache)
 
 
-def _replay_chunks(con: "duckdb.DuckDBPyConnection", todo: tuple[str, ...], policies: "Sequence[Policy]",
-                   workers: int | None) -> "list[pl.DataFrame]":
+def _replay_chunks(
+    con: duckdb.DuckDBPyConnection, todo: tuple[str, ...], policies: Sequence[Policy], workers: int | None
+) -> list[pl.DataFrame]:
     """The replay rows of the sessions ``todo``, a chunk at a time: the main process reads each chunk from the store
     and a pool of spawned workers (``workers``; default one per core when there are enough sessions) builds and
     replays it, with a bounded number of chunks in flight."""
     from analyzer.guards.replay import read_corpus
     from analyzer.machine import cores, run_chunks
-    from analyzer.reporting import PAGE_READS
-    from analyzer.store.db import in_place_order, read_capped, record_places
+    from analyzer.store.connection import in_place_order, read_capped, record_places
+    from reports.data import PAGE_READS
 
     # A session's replay depends on its own rows alone: chunks of sessions whose rows are neighbours read the fewest.
     record_places(con)
     order = in_place_order(con, todo)
-    chunks = [tuple(order[i:i + REPLAY_CHUNK]) for i in range(0, len(order), REPLAY_CHUNK)]
+    chunks = [tuple(order[i : i + REPLAY_CHUNK]) for i in range(0, len(order), REPLAY_CHUNK)]
     n = workers if workers is not None else (cores() if len(todo) >= REPLAY_POOL_MIN else 1)
     parts: dict[int, pl.DataFrame] = {}
 
-    def job(i: int) -> tuple["CorpusFrames", "Sequence[Policy]"]:  # read under the report's cap, beside the pool
+    def job(i: int) -> tuple[CorpusFrames, Sequence[Policy]]:  # read under the report's cap, beside the pool
         return read_capped(con, PAGE_READS, lambda: read_corpus(con, SessionIds(chunks[i]), placed=True)), policies
 
     run_chunks(_replay_chunk, job, len(chunks), n, parts.__setitem__)
     return [parts[i] for i in range(len(chunks))]
 
 
-def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
-                   workers: int | None = None, cache: Path | None = None) -> "Replay | None":
+def replay_presets(
+    con: duckdb.DuckDBPyConnection,
+    flt: SessionFilter = SessionFilter(),
+    workers: int | None = None,
+    cache: Path | None = None,
+) -> Replay | None:
     """Every preset guard replayed over the filtered sessions (``_replay_chunks``). With ``cache`` (a Parquet file),
     only sessions whose scan fingerprint changed since the cached rows were computed are replayed again
     (``_replay_plan``)."""
@@ -195,9 +215,12 @@ def replay_presets(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Sessio
     return plan.finish(_replay_chunks(con, plan.todo, plan.policies, workers))
 
 
-def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter(),
-                  workers: int | None = None, cache: Path | None = None
-                  ) -> tuple["Replay | None", "Calibration | None"]:
+def report_inputs(
+    con: duckdb.DuckDBPyConnection,
+    flt: SessionFilter = SessionFilter(),
+    workers: int | None = None,
+    cache: Path | None = None,
+) -> tuple[Replay | None, Calibration | None]:
     """Every preset guard replayed over the filtered sessions (``replay_presets``), and the latest stored calibration
     (or a fresh one when ``loopscope calibrate`` never ran)."""
     from analyzer.calibrate.recommend import calibration_for_report
@@ -205,29 +228,35 @@ def report_inputs(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = Session
     return replay_presets(con, flt, workers, cache), calibration_for_report(con, flt)
 
 
-def _drop_cached_blocks(con: "duckdb.DuckDBPyConnection") -> None:
+def _drop_cached_blocks(con: duckdb.DuckDBPyConnection) -> None:
     """Make DuckDB let go of the table blocks it keeps cached after reading them (it holds them up to its memory
     limit, ~200 MB after the report's page reads of the 2,400-session store): a memory limit it cannot meet evicts
     every unpinned block, then the limit goes back. Called before the steps that need the most memory, so that the
     cache does not add to them; when DuckDB refuses (a source that is no store), nothing changes."""
-    from analyzer.store.db import duckdb_settings
+    from analyzer.store.connection import duckdb_settings
 
     with duckdb_settings(con, {"memory_limit": "1MB"}):
         pass
 
 
-def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter = SessionFilter(),
-                 single_file: bool = False, redact: bool = True, workers: int | None = None,
-                 progress: Progress | None = None, cache: Path | None = None) -> "ReportResult":
+def write_report(
+    con: duckdb.DuckDBPyConnection,
+    out: Path,
+    flt: SessionFilter = SessionFilter(),
+    single_file: bool = False,
+    redact: bool = True,
+    workers: int | None = None,
+    progress: Progress | None = None,
+    cache: Path | None = None,
+) -> ReportResult:
     """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration. The
     result's ``seconds`` covers everything this did: the replay and calibration as well as the rendering.
     ``cache``: where replays are kept between runs (``replay_cache_path`` of the store). A folder report made from
     the same state of the store, options and code is kept as it is (``kept_report``): nothing is read or written."""
-    from reports.render import kept_report, render_report
-
     from analyzer.calibrate.recommend import calibration_for_report
-    from analyzer.reporting import PAGE_READS, ReportData
-    from analyzer.store.db import read_capped
+    from analyzer.store.connection import read_capped
+    from reports.data import PAGE_READS, ReportData
+    from reports.render import kept_report, render_report
 
     t0 = time.perf_counter()
     state = None if single_file else _report_state(con, flt)  # a single file is always written
@@ -237,42 +266,55 @@ def write_report(con: "duckdb.DuckDBPyConnection", out: Path, flt: SessionFilter
             kept.seconds = time.perf_counter() - t0
             return kept
 
-    def calibration() -> "Calibration | None":
+    def calibration() -> Calibration | None:
         _drop_cached_blocks(con)  # the sweep reads every session again: the page reads' cache goes first
         # and the sweep's own reads are capped, so its cache does not grow with the store either
         return read_capped(con, PAGE_READS, lambda: calibration_for_report(con, flt))
 
     replay = replay_presets(con, flt, workers, cache)
     _drop_cached_blocks(con)  # what the replay read, before the page workers start beside this process
-    result = render_report(ReportData(con, flt, read_cap=PAGE_READS), out, replay=replay, calibration=calibration,
-                           single_file=single_file, redact=redact, progress=progress, workers=workers, state=state)
+    result = render_report(
+        ReportData(con, flt, read_cap=PAGE_READS),
+        out,
+        replay=replay,
+        calibration=calibration,
+        single_file=single_file,
+        redact=redact,
+        progress=progress,
+        workers=workers,
+        state=state,
+    )
     result.seconds = time.perf_counter() - t0
     return result
 
 
-def _current_calibration(con: "duckdb.DuckDBPyConnection", flt: SessionFilter) -> str | None:
+def _current_calibration(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> str | None:
     """When the latest calibration of this scope is ``analyze``'s own (the default base, no labels file) and no
     session was scanned since it was computed, it still holds: a line saying it was kept; else None (calibrate)."""
-    from datetime import timezone
 
     from analyzer.calibrate.recommend import DEFAULT_BASE, _scope_text
-    from analyzer.store.db import has_table, one
+    from analyzer.store.connection import has_table, one
 
     if not (has_table(con, "calibration_runs") and has_table(con, "scan_state")):
         return None
     try:
-        row = one(con, "SELECT base_policy, labels_file, computed_at FROM calibration_runs WHERE scope = ? "
-                       "ORDER BY computed_at DESC LIMIT 1", [_scope_text(flt)])
+        row = one(
+            con,
+            "SELECT base_policy, labels_file, computed_at FROM calibration_runs WHERE scope = ? "
+            "ORDER BY computed_at DESC LIMIT 1",
+            [_scope_text(flt)],
+        )
         last_scan = one(con, "SELECT max(scanned_at)::TIMESTAMPTZ FROM scan_state")
     except Exception:  # noqa: BLE001 - an older store's shape: calibrate again
         return None
     if row is None or row[0] != DEFAULT_BASE or row[1] is not None or row[2] is None:
         return None
-    computed = row[2].replace(tzinfo=timezone.utc)
+    computed = row[2].replace(tzinfo=UTC)
     if last_scan is None or last_scan[0] is None or last_scan[0] > computed:
         return None
-    return (f"kept the {DEFAULT_BASE} calibration of {computed:%Y-%m-%d %H:%M} UTC: nothing was ingested or scanned "
-            f"since")
+    return (
+        f"kept the {DEFAULT_BASE} calibration of {computed:%Y-%m-%d %H:%M} UTC: nothing was ingested or scanned since"
+    )
 
 
 @dataclass
@@ -300,7 +342,7 @@ def analyze(
     from analyzer.calibrate.recommend import DEFAULT_BASE, Alongside, calibrate_store
     from analyzer.ingest.pipeline import ingest
     from analyzer.scan.run import scan
-    from analyzer.store import db as store
+    from analyzer.store import connection
 
     t0 = time.perf_counter()
     stages: list[tuple[str, str]] = []
@@ -314,13 +356,16 @@ def analyze(
         return stage_progress(stage) if stage_progress else None
 
     s = ingest(paths, db, workers=workers, progress=progress("ingest"), full_results=full_results)
-    done("ingest", f"{s.files_ingested:,} files ingested, {s.files_unchanged:,} unchanged, {len(s.skipped):,} "
-                   f"skipped; {s.sessions:,} sessions, {s.calls:,} calls, {s.errors:,} unreadable lines"
-                   + "".join(f"\n  {line}" for line in s.skipped_lines())
-                   + "".join(f"\n  note: {note}" for note in s.notes))
+    done(
+        "ingest",
+        f"{s.files_ingested:,} files ingested, {s.files_unchanged:,} unchanged, {len(s.skipped):,} "
+        f"skipped; {s.sessions:,} sessions, {s.calls:,} calls, {s.errors:,} unreadable lines"
+        + "".join(f"\n  {line}" for line in s.skipped_lines())
+        + "".join(f"\n  note: {note}" for note in s.notes),
+    )
     sc = scan(db, workers=workers, progress=progress("scan"))
     done("scan", f"{sc.scanned:,} sessions scanned ({sc.unchanged:,} unchanged), {sc.findings:,} loop episodes")
-    con = store.connect(db)
+    con = connection.connect(db)
     try:
         kept = _current_calibration(con, flt) if s.files_ingested == 0 and sc.scanned == 0 else None
         cache = replay_cache_path(db)
@@ -332,8 +377,7 @@ def analyze(
             plan = _replay_plan(con, flt, cache)
             along = Alongside(plan.policies, frozenset(plan.todo)) if plan.todo else None
             try:
-                done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers,
-                                                  alongside=along).headline())
+                done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers, alongside=along).headline())
             except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
                 done("calibrate", f"skipped: {exc}")
             if along is not None and along.rows:
@@ -341,6 +385,10 @@ def analyze(
         r = write_report(con, out, flt, single_file, redact, workers, progress("report"), cache)
     finally:
         con.close()
-    done("report", f"kept the report of {r.generated_at:%Y-%m-%d %H:%M} UTC ({len(r.files):,} files): nothing "
-                   f"changed since" if r.kept and r.generated_at else f"{len(r.files):,} files written")
+    done(
+        "report",
+        f"kept the report of {r.generated_at:%Y-%m-%d %H:%M} UTC ({len(r.files):,} files): nothing changed since"
+        if r.kept and r.generated_at
+        else f"{len(r.files):,} files written",
+    )
     return AnalyzeResult(index=r.index, stages=stages, seconds=time.perf_counter() - t0)

@@ -1,5 +1,5 @@
 """A tool call as one short line a person reads: ``Bash: pytest tests/test_session.py -q``. Used by the CLI listings
-and the report (through ``analyzer/reporting.py``), so both name a loop the same way. Tool names that differ only by
+and the report (through ``reports/data.py``), so both name a loop the same way. Tool names that differ only by
 an agent's convention (``Bash``/``bash``, ``Read``/``read``) share one ``tool_group``."""
 
 from __future__ import annotations

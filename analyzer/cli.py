@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from analyzer import __version__
-from analyzer.commands import job as analyze_cmds
+from analyzer.commands import analyze as analyze_cmds
 from analyzer.commands import calibrate as calibrate_cmds
 from analyzer.commands import export as export_cmds
 from analyzer.commands import hook as hook_cmds
@@ -37,8 +37,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Show the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Show the version and exit.")
+    ] = False,
 ) -> None:
     """Find doom loops in coding-agent transcripts, what they cost, and how loop guards would have done."""
 

@@ -1,4 +1,5 @@
-"""The library's exception tree. The CLI turns each of these into a one-line message and a non-zero exit."""
+"""The library's exception tree, every class of it. The CLI turns each ``LoopscopeError`` into a one-line message
+and a non-zero exit (its ``exit_code``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ class LoopscopeError(Exception):
 
 
 class StoreError(LoopscopeError):
-    """The DuckDB store cannot be opened or is not a loopscope store."""
+    """The DuckDB store cannot be opened, is not a loopscope store, or DuckDB failed in it (a disk full, a damaged
+    page: ``store.connection.store_errors``)."""
 
     exit_code = 2
 
@@ -31,3 +33,17 @@ class UsageError(LoopscopeError):
     """A bad option value: an unknown format, a bad date, a malformed policy or labels file."""
 
     exit_code = 2
+
+
+class ReportInputError(LoopscopeError):
+    """A replay or calibration frame handed to the report lacks a column the report needs."""
+
+    exit_code = 2
+
+
+class ReportError(LoopscopeError):
+    """The report cannot be written where asked."""
+
+
+class LockTimeout(RuntimeError):
+    """The live hook's state file stayed locked past its timeout (the hook then allows the call: it fails open)."""

@@ -37,9 +37,16 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def run_chunks(work: Callable[..., R], args_of: Callable[[int], tuple[Any, ...]], n: int, workers: int,
-               done: Callable[[int, R], None], here: Callable[[int], None] | None = None,
-               initializer: Callable[[], None] | None = None, worker_env: dict[str, str] | None = None) -> None:
+def run_chunks(
+    work: Callable[..., R],
+    args_of: Callable[[int], tuple[Any, ...]],
+    n: int,
+    workers: int,
+    done: Callable[[int, R], None],
+    here: Callable[[int], None] | None = None,
+    initializer: Callable[[], None] | None = None,
+    worker_env: dict[str, str] | None = None,
+) -> None:
     """Job ``i`` of ``n`` is ``work(*args_of(i))``: ``args_of`` runs in this process (it reads the store), ``work`` in
     up to ``workers`` spawned processes (spawn, not fork: this process holds DuckDB's and polars' threads), with at
     most two jobs a worker in flight, so memory stays bounded however many jobs there are; ``done(i, result)`` as each
@@ -57,15 +64,16 @@ def run_chunks(work: Callable[..., R], args_of: Callable[[int], tuple[Any, ...]]
         os.environ.update(worker_env or {})
         pending: dict[Future[R], int] = {}
 
-        def collect(futures: "set[Future[R]] | list[Future[R]]") -> None:
+        def collect(futures: set[Future[R]] | list[Future[R]]) -> None:
             for f in futures:
                 i = pending.pop(f)
                 done(i, f.result())
                 left.remove(i)
 
         try:
-            with ProcessPoolExecutor(max_workers=min(workers, n), mp_context=get_context("spawn"),
-                                     initializer=initializer) as pool:
+            with ProcessPoolExecutor(
+                max_workers=min(workers, n), mp_context=get_context("spawn"), initializer=initializer
+            ) as pool:
                 for i in range(n):
                     if len(pending) >= 2 * workers:
                         collect(wait(pending, return_when=FIRST_COMPLETED)[0])

@@ -9,13 +9,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analyzer.errors import LoopscopeError
-
-
-class ReportInputError(LoopscopeError):
-    """A replay or calibration frame handed to the report lacks a column the report needs."""
-
-    exit_code = 2
+from analyzer.errors import ReportInputError
 
 
 def _require(df: pl.DataFrame, needed: tuple[str, ...], what: str) -> None:
@@ -24,8 +18,16 @@ def _require(df: pl.DataFrame, needed: tuple[str, ...], what: str) -> None:
         raise ReportInputError(f"{what} is missing column(s) {', '.join(missing)}; has {', '.join(df.columns)}")
 
 
-REPLAY_COLUMNS = ("session_id", "policy", "first_warn_call_id", "halt_call_id", "calls_after_halt",
-                  "tokens_after_halt", "cost_after_halt_usd", "halt_on")
+REPLAY_COLUMNS = (
+    "session_id",
+    "policy",
+    "first_warn_call_id",
+    "halt_call_id",
+    "calls_after_halt",
+    "tokens_after_halt",
+    "cost_after_halt_usd",
+    "halt_on",
+)
 
 
 @dataclass(frozen=True)
@@ -45,17 +47,28 @@ class Replay:
         _require(self.frame, REPLAY_COLUMNS, "replay frame")
 
     @classmethod
-    def from_presets(cls, frames: Mapping[str, pl.DataFrame]) -> "Replay":
+    def from_presets(cls, frames: Mapping[str, pl.DataFrame]) -> Replay:
         """Join per-preset frames (without a ``policy`` column) into one."""
-        parts = [f.with_columns(pl.lit(name).alias("policy")) if "policy" not in f.columns else f
-                 for name, f in frames.items()]
-        return cls(pl.concat(parts, how="diagonal_relaxed") if parts else
-                   pl.DataFrame(schema={c: pl.String for c in REPLAY_COLUMNS}))
+        parts = [
+            f.with_columns(pl.lit(name).alias("policy")) if "policy" not in f.columns else f
+            for name, f in frames.items()
+        ]
+        return cls(
+            pl.concat(parts, how="diagonal_relaxed")
+            if parts
+            else pl.DataFrame(schema={c: pl.String for c in REPLAY_COLUMNS})
+        )
 
 
 SWEEP_COLUMNS = ("warn", "halt", "tokens_saved", "false_halt_rate")
-SWEEP_OPTIONAL = ("window", "similarity", "stuck_caught", "median_calls_to_detect", "dollars_saved",
-                  "false_halt_sessions")
+SWEEP_OPTIONAL = (
+    "window",
+    "similarity",
+    "stuck_caught",
+    "median_calls_to_detect",
+    "dollars_saved",
+    "false_halt_sessions",
+)
 
 
 @dataclass(frozen=True)

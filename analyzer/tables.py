@@ -1,8 +1,8 @@
 """How a table is declared, and every type map, once: a column is a name, a SQL type and a doc line; Arrow (bulk
 loads, the ingest spool) and polars (the vectorised scan) types are looked up here from the SQL type.
 
-The store's tables are declared in ``store/schema.py``; the detector's output tables in ``detect/rules.py``. The README's
-schema section is generated from those declarations (``store/schema_doc.py``)."""
+The store's tables are declared in ``store/schema.py``; the detector's output tables in ``detect/rules.py``. The
+README's schema section is generated from those declarations (``store/schema_doc.py``)."""
 
 from __future__ import annotations
 
@@ -16,23 +16,33 @@ if TYPE_CHECKING:
 SQL_TYPES = ("VARCHAR", "BIGINT", "INTEGER", "DOUBLE", "BOOLEAN", "TIMESTAMP", "VARCHAR[]")
 
 
-def arrow_type(sql: str) -> "pa.DataType":
+def arrow_type(sql: str) -> pa.DataType:
     """The Arrow type a SQL column is loaded from (pyarrow is imported only by bulk loads)."""
     import pyarrow as pa
 
     return {
-        "VARCHAR": pa.large_string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
-        "BOOLEAN": pa.bool_(), "TIMESTAMP": pa.timestamp("us"), "VARCHAR[]": pa.list_(pa.large_string()),
+        "VARCHAR": pa.large_string(),
+        "BIGINT": pa.int64(),
+        "INTEGER": pa.int32(),
+        "DOUBLE": pa.float64(),
+        "BOOLEAN": pa.bool_(),
+        "TIMESTAMP": pa.timestamp("us"),
+        "VARCHAR[]": pa.list_(pa.large_string()),
     }[sql]
 
 
-def polars_type(sql: str) -> "pl.DataType":
+def polars_type(sql: str) -> pl.DataType:
     """The polars type of a SQL column, to shape frames like the tables they land in."""
     import polars as pl
 
     return {
-        "VARCHAR": pl.String(), "BIGINT": pl.Int64(), "INTEGER": pl.Int32(), "DOUBLE": pl.Float64(),
-        "BOOLEAN": pl.Boolean(), "TIMESTAMP": pl.Datetime("us"), "VARCHAR[]": pl.List(pl.String()),
+        "VARCHAR": pl.String(),
+        "BIGINT": pl.Int64(),
+        "INTEGER": pl.Int32(),
+        "DOUBLE": pl.Float64(),
+        "BOOLEAN": pl.Boolean(),
+        "TIMESTAMP": pl.Datetime("us"),
+        "VARCHAR[]": pl.List(pl.String()),
     }[sql]
 
 
@@ -59,11 +69,11 @@ class Column:
         return f'"{self.name}" {self.sql}{using}'  # quoted: a column may be a keyword
 
     @property
-    def arrow(self) -> "pa.DataType":
+    def arrow(self) -> pa.DataType:
         return arrow_type(self.sql)
 
     @property
-    def polars(self) -> "pl.DataType":
+    def polars(self) -> pl.DataType:
         return polars_type(self.sql)
 
 

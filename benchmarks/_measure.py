@@ -12,8 +12,8 @@ from __future__ import annotations
 import compileall
 import os
 import statistics
-import sys
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -46,7 +46,7 @@ def _tree(root: int) -> list[int]:
             stat = Path(entry.path, "stat").read_bytes()
         except OSError:
             continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split(b" ", 2)[1])
+        ppid = int(stat[stat.rindex(b")") + 2 :].split(b" ", 2)[1])
         children.setdefault(ppid, []).append(int(entry.name))
     out, todo = [], [root]
     while todo:
@@ -86,8 +86,10 @@ def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.0
     th.start()
     out_chunks: list[bytes] = []
     err_chunks: list[bytes] = []
-    readers = [threading.Thread(target=lambda s, b: b.append(s.read()), args=(proc.stdout, out_chunks)),
-               threading.Thread(target=lambda s, b: b.append(s.read()), args=(proc.stderr, err_chunks))]
+    readers = [
+        threading.Thread(target=lambda s, b: b.append(s.read()), args=(proc.stdout, out_chunks)),
+        threading.Thread(target=lambda s, b: b.append(s.read()), args=(proc.stderr, err_chunks)),
+    ]
     for r in readers:
         r.start()
     _, status, usage = os.wait4(proc.pid, 0)
@@ -98,8 +100,18 @@ def run(cmd: list[str], env: dict[str, str] | None = None, interval: float = 0.0
         r.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     main = per_pid.pop(proc.pid, 0)
-    return Run(seconds, proc.returncode, peak, usage.ru_maxrss * 1024, procs, main, max(per_pid.values(), default=0),
-               usage.ru_utime + usage.ru_stime, b"".join(out_chunks).decode(errors="replace"), b"".join(err_chunks).decode(errors="replace"))
+    return Run(
+        seconds,
+        proc.returncode,
+        peak,
+        usage.ru_maxrss * 1024,
+        procs,
+        main,
+        max(per_pid.values(), default=0),
+        usage.ru_utime + usage.ru_stime,
+        b"".join(out_chunks).decode(errors="replace"),
+        b"".join(err_chunks).decode(errors="replace"),
+    )
 
 
 def mb(n: float) -> str:
@@ -159,8 +171,13 @@ class Checkout:
 
     def source(self) -> str:
         """Where this checkout's ``analyzer`` package is imported from (what will actually be measured)."""
-        r = subprocess.run([str(self.python), "-c", "import analyzer; print(analyzer.__file__)"], env=self.env(),
-                           capture_output=True, text=True, cwd="/")  # not ours: ``-c`` puts the cwd first
+        r = subprocess.run(
+            [str(self.python), "-c", "import analyzer; print(analyzer.__file__)"],
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            cwd="/",
+        )  # not ours: ``-c`` puts the cwd first
         return str(Path(r.stdout.strip()).parent.parent) if r.returncode == 0 else f"? ({r.stderr.strip()[-200:]})"
 
     def compile(self) -> None:
@@ -172,8 +189,7 @@ class Checkout:
                 compileall.compile_dir(str(self.root / package), quiet=1)
 
     def help(self, command: str) -> str:
-        return subprocess.run([str(self.exe), command, "--help"], env=self.env(), capture_output=True,
-                              text=True).stdout
+        return subprocess.run([str(self.exe), command, "--help"], env=self.env(), capture_output=True, text=True).stdout
 
     def run(self, *args: str) -> Run:
         """Run ``loopscope ARGS``, measured; a failure ends the benchmark with its stderr."""

@@ -80,8 +80,14 @@ def ccusage_env(corpus: Path, scratch: Path) -> dict[str, str]:
         if not link.is_symlink():
             link.symlink_to(target)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE_", "CODEX_", "PI_", "XDG_"))}
-    return {**env, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude), "CODEX_HOME": str(codex),
-            "PI_AGENT_DIR": str(corpus / "pi"), "NO_COLOR": "1"}
+    return {
+        **env,
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(claude),
+        "CODEX_HOME": str(codex),
+        "PI_AGENT_DIR": str(corpus / "pi"),
+        "NO_COLOR": "1",
+    }
 
 
 def ccusage(cmd: list[str], corpus: Path, scratch: Path) -> tuple[Run, dict[str, int]]:

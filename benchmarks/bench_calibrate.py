@@ -68,21 +68,25 @@ def main() -> None:
     if not args.db.exists():
         build_store(args.corpus, args.db, args.size_mb, args.seed)
 
-    from analyzer.store import db as store
     from analyzer.calibrate.recommend import Grid, policy_for, verify_setting
+    from analyzer.store import connection
     from analyzer.store.filters import SessionFilter
 
     grids = {
         "pi-anti-doom-loop": Grid(windows=(5, 10, 20), similarities=(None, 0.55, 0.65, 0.75, 0.85)),
         "open-codesign": Grid(),
     }
-    con = store.connect(args.db, read_only=True)
+    con = connection.connect(args.db, read_only=True)
     results = {}
     try:
-        counts = con.execute("SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM signals), "
-                             "(SELECT count(*) FROM findings WHERE stuck)").fetchall()[0]
-        print(f"store: {args.db}  {counts[0]:,} sessions, {counts[1]:,} calls with signals, {counts[2]:,} stuck "
-              "findings", flush=True)
+        counts = con.execute(
+            "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM signals), "
+            "(SELECT count(*) FROM findings WHERE stuck)"
+        ).fetchall()[0]
+        print(
+            f"store: {args.db}  {counts[0]:,} sessions, {counts[1]:,} calls with signals, {counts[2]:,} stuck findings",
+            flush=True,
+        )
         for base, grid in grids.items():
             best = None
             for _ in range(max(1, args.repeat)):
@@ -96,17 +100,22 @@ def main() -> None:
             exact = verify_setting(con, policy_for(pol, rec), SessionFilter(), frames)
             replay_s = time.perf_counter() - t0
             results[base] = (sweep.height, seconds, load, replay_s, rec, exact)
-            print(f"{base}: {sweep.height} settings in {seconds:.2f} s (load {load:.2f} s, sweep {seconds - load:.2f} "
-                  f"s); recommended warn {rec['warn']} halt {rec['halt']} window {rec['window']} similarity "
-                  f"{rec['similarity']}: sweep {rec['tokens_saved']:,} tokens / {rec['false_halt_sessions']:,} false-"
-                  f"halt sessions, exact replay {exact.tokens_saved:,} / {exact.false_halt_sessions:,} "
-                  f"({replay_s:.2f} s)", flush=True)
+            print(
+                f"{base}: {sweep.height} settings in {seconds:.2f} s (load {load:.2f} s, sweep {seconds - load:.2f} "
+                f"s); recommended warn {rec['warn']} halt {rec['halt']} window {rec['window']} similarity "
+                f"{rec['similarity']}: sweep {rec['tokens_saved']:,} tokens / {rec['false_halt_sessions']:,} false-"
+                f"halt sessions, exact replay {exact.tokens_saved:,} / {exact.false_halt_sessions:,} "
+                f"({replay_s:.2f} s)",
+                flush=True,
+            )
     finally:
         con.close()
 
     print()
-    print(f"| calibrate benchmark ({counts[0]:,} sessions, {counts[1]:,} calls) | settings | sweep (load + settings) "
-          f"| target | met | exact replay of the recommendation |")
+    print(
+        f"| calibrate benchmark ({counts[0]:,} sessions, {counts[1]:,} calls) | settings | sweep (load + settings) "
+        f"| target | met | exact replay of the recommendation |"
+    )
     print("|---|---|---|---|---|---|")
     for base, (n, seconds, load, replay_s, _rec, _exact) in results.items():
         target = f"< {TARGET_SECONDS:g} s for {TARGET_SETTINGS}" if n >= TARGET_SETTINGS else ""

@@ -42,16 +42,18 @@ sys.path.insert(0, str(ROOT / "tests"))  # helpers.OPENCODE_DDL
 REAL, FIX = ROOT / "tests" / "realdata", ROOT / "tests" / "fixtures"
 
 SOURCES = {  # format -> one real transcript, copied
-    "claude_code": REAL / "claude_code/marot__spotter/test/fixtures/transcripts/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl",
+    "claude_code": REAL
+    / "claude_code/marot__spotter/test/fixtures/transcripts/fa812bfe-b295-4cca-9c2f-fdf01028cb46.jsonl",
     "codex": REAL / "codex/codemie-ai__codemie-code/src/agents/plugins/codex/__tests__/fixtures/"
-                    "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
+    "rollout-2026-05-11T11-26-55-019e1625-789d-76c0-80ab-3724b5ddb799.jsonl",
     "pi": REAL / "pi/badlogic__pi-mono/compact.jsonl",
-    "swe_agent": REAL / "swe_agent/SWE-bench__SWE-smith/tests/test_logs/trajectories/pydantic__pydantic.acb0f10f.pr_8316/"
-                        "pydantic__pydantic.acb0f10f.pr_8316.traj",
+    "swe_agent": REAL
+    / "swe_agent/SWE-bench__SWE-smith/tests/test_logs/trajectories/pydantic__pydantic.acb0f10f.pr_8316/"
+    "pydantic__pydantic.acb0f10f.pr_8316.traj",
     "mini_swe_agent": REAL / "mini_swe_agent/gruckion__mini-swe-agent/20251118_gemini-3-pro-74pct/trajs/"
-                             "scikit-learn__scikit-learn-25102/scikit-learn__scikit-learn-25102.traj.json",
+    "scikit-learn__scikit-learn-25102/scikit-learn__scikit-learn-25102.traj.json",
     "openhands": REAL / "openhands/xli04__Multi_Round_OpenAgentSafety/evaluation/claude-sonnet/"
-                        "traj_safety-disagreement.json",
+    "traj_safety-disagreement.json",
     "inspect": REAL / "inspect/TransluceAI__docent/docent/docent/samples/log.eval",
 }
 TARGET_RATIO = 1 / 1.5
@@ -64,8 +66,10 @@ def json_bytes(path: Path) -> int:
     if path.name == "opencode.db":
         con = sqlite3.connect(path)
         try:
-            return sum(con.execute(f"SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM {t}").fetchone()[0]
-                       for t in ("message", "part"))
+            return sum(
+                con.execute(f"SELECT coalesce(sum(length(CAST(data AS BLOB))), 0) FROM {t}").fetchone()[0]
+                for t in ("message", "part")
+            )
         finally:
             con.close()
     return path.stat().st_size
@@ -90,14 +94,35 @@ def tau_rows(out: Path, mb: float) -> list[Path]:
         f = out / f"tau-{len(files):03d}.jsonl"
         with f.open("w") as fh:
             while fh.tell() < 1_000_000:
-                traj = [{"role": "system", "content": "# Retail agent policy\n" + "policy text " * 200},
-                        {"role": "user", "content": f"Exchange order #{i}"}]
+                traj = [
+                    {"role": "system", "content": "# Retail agent policy\n" + "policy text " * 200},
+                    {"role": "user", "content": f"Exchange order #{i}"},
+                ]
                 for k in range(12):
-                    traj.append({"role": "assistant", "content": None, "tool_calls": [
-                        {"id": "0", "type": "function",
-                         "function": {"name": "get_order_details", "arguments": json.dumps({"order_id": f"#W{i}{k}"})}}]})
-                    traj.append({"role": "tool", "tool_call_id": "0", "name": "get_order_details",
-                                 "content": json.dumps({"order_id": f"#W{i}{k}", "items": ["x" * 40] * 12})})
+                    traj.append(
+                        {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": "0",
+                                    "type": "function",
+                                    "function": {
+                                        "name": "get_order_details",
+                                        "arguments": json.dumps({"order_id": f"#W{i}{k}"}),
+                                    },
+                                }
+                            ],
+                        }
+                    )
+                    traj.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": "0",
+                            "name": "get_order_details",
+                            "content": json.dumps({"order_id": f"#W{i}{k}", "items": ["x" * 40] * 12}),
+                        }
+                    )
                 traj.append({"role": "assistant", "content": "Done."})
                 fh.write(json.dumps({"task_id": i, "reward": 1.0, "info": {}, "traj": traj, "trial": 0}) + "\n")
                 i += 1
@@ -137,9 +162,17 @@ def opencode_records(src: Path) -> list[tuple[dict[str, Any], list[dict[str, Any
         m = rec.get("message") if isinstance(rec.get("message"), dict) else {}
         content, t = m.get("content"), t0 + 1000 * n
         if rec.get("type") == "user" and isinstance(content, str):
-            msgs.append(({"role": "user", "time": {"created": t}, "agent": "build",
-                          "model": {"providerID": "anthropic", "modelID": "claude-opus-4-6"}},
-                         [{"type": "text", "text": content}]))
+            msgs.append(
+                (
+                    {
+                        "role": "user",
+                        "time": {"created": t},
+                        "agent": "build",
+                        "model": {"providerID": "anthropic", "modelID": "claude-opus-4-6"},
+                    },
+                    [{"type": "text", "text": content}],
+                )
+            )
         elif rec.get("type") == "user" and isinstance(content, list):
             for block in content:
                 state = tools.get(block.get("tool_use_id", "")) if block.get("type") == "tool_result" else None
@@ -147,30 +180,61 @@ def opencode_records(src: Path) -> list[tuple[dict[str, Any], list[dict[str, Any
                     continue
                 out = block.get("content")
                 text = out if isinstance(out, str) else "\n".join(b.get("text", "") for b in out or [])
-                state.update({"status": "error", "error": text} if block.get("is_error") else
-                             {"status": "completed", "output": text, "title": "",
-                              "metadata": rec.get("toolUseResult") if isinstance(rec.get("toolUseResult"), dict)
-                              else {}})
+                state.update(
+                    {"status": "error", "error": text}
+                    if block.get("is_error")
+                    else {
+                        "status": "completed",
+                        "output": text,
+                        "title": "",
+                        "metadata": rec.get("toolUseResult") if isinstance(rec.get("toolUseResult"), dict) else {},
+                    }
+                )
                 state["time"]["end"] = t
         elif rec.get("type") == "assistant" and isinstance(content, list):
             parts = by_response.get(m.get("id"))
             if parts is None:
                 u = m.get("usage") or {}
-                tokens = {"input": u.get("input_tokens", 0), "output": u.get("output_tokens", 0), "reasoning": 0,
-                          "cache": {"read": u.get("cache_read_input_tokens", 0),
-                                    "write": u.get("cache_creation_input_tokens", 0)}}
+                tokens = {
+                    "input": u.get("input_tokens", 0),
+                    "output": u.get("output_tokens", 0),
+                    "reasoning": 0,
+                    "cache": {
+                        "read": u.get("cache_read_input_tokens", 0),
+                        "write": u.get("cache_creation_input_tokens", 0),
+                    },
+                }
                 parts = by_response[m.get("id")] = [{"type": "step-start"}]
-                msgs.append(({"role": "assistant", "modelID": m.get("model"), "providerID": "anthropic",
-                              "mode": "build", "agent": "build", "path": {"cwd": rec.get("cwd"), "root": rec.get("cwd")},
-                              "time": {"created": t, "completed": t + 500}, "cost": 0.01, "tokens": tokens}, parts))
+                msgs.append(
+                    (
+                        {
+                            "role": "assistant",
+                            "modelID": m.get("model"),
+                            "providerID": "anthropic",
+                            "mode": "build",
+                            "agent": "build",
+                            "path": {"cwd": rec.get("cwd"), "root": rec.get("cwd")},
+                            "time": {"created": t, "completed": t + 500},
+                            "cost": 0.01,
+                            "tokens": tokens,
+                        },
+                        parts,
+                    )
+                )
                 parts.append({"type": "step-finish", "reason": "tool-calls", "cost": 0.01, "tokens": tokens})
             for block in content:
                 if block.get("type") in ("text", "thinking"):
-                    new = {"type": "text" if block["type"] == "text" else "reasoning",
-                           "text": block.get("text") or block.get("thinking") or "", "time": {"start": t, "end": t}}
+                    new = {
+                        "type": "text" if block["type"] == "text" else "reasoning",
+                        "text": block.get("text") or block.get("thinking") or "",
+                        "time": {"start": t, "end": t},
+                    }
                 elif block.get("type") == "tool_use":
-                    state = tools[block["id"]] = {"status": "running", "input": block.get("input"),
-                                                   "time": {"start": t}}
+                    state = tools[block["id"]] = {
+                        "status": "running",
+                        "input": block.get("input"),
+                        "time": {"start": t},
+                    }
                     new = {"type": "tool", "callID": block["id"], "tool": block.get("name"), "state": state}
                 else:
                     continue
@@ -194,13 +258,17 @@ def opencode_db(out: Path, mb: float) -> list[Path]:
     t0 = 1_760_000_000_000
     for c in range(max(1, round(mb * 1e6 / each))):
         sid = f"ses_bench{c:05d}"
-        con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (sid, "proj", None, "slug", "/work/app", "bench", "1.2.0", 0.0, t0, t0))
+        con.execute(
+            "INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (sid, "proj", None, "slug", "/work/app", "bench", "1.2.0", 0.0, t0, t0),
+        )
         for i, (msg, parts) in enumerate(records):
             mid = f"msg_{c:05d}{i:06d}"
             con.execute("INSERT INTO message VALUES (?,?,?,?,?)", (mid, sid, t0 + i, t0 + i, msg))
-            con.executemany("INSERT INTO part VALUES (?,?,?,?,?,?)",
-                            [(f"prt_{c:05d}{i:06d}{k:03d}", mid, sid, t0, t0, p) for k, p in enumerate(parts)])
+            con.executemany(
+                "INSERT INTO part VALUES (?,?,?,?,?,?)",
+                [(f"prt_{c:05d}{i:06d}{k:03d}", mid, sid, t0, t0, p) for k, p in enumerate(parts)],
+            )
     con.commit()
     con.close()
     return [path]
@@ -277,22 +345,29 @@ def main() -> None:
                 cc_s = min(cc_s, time_parse(cc[0], work / "spool")[0]) if files is not cc[0] else parse_s
             ratio = (mbytes / parse_s) / (cc[1] / cc_s)
             ingest_s = min(time_ingest(folder, work / "bench.duckdb") for _ in range(args.repeat))
-            rows.append((fmt, len(files), mbytes, calls / mbytes, mbytes / parse_s, cc[1] / cc_s, mbytes / ingest_s,
-                         ratio))
-            print(f"{fmt:16} {len(files):4} files {mbytes:7.1f} MB {calls / mbytes:7.0f} calls/MB  "
-                  f"parse {mbytes / parse_s:6.1f} MB/s  ingest {mbytes / ingest_s:6.1f} MB/s  {ratio:5.2f}x  ({got}"
-                  + (f"; {errors} ingest errors: the figure is not of a whole parse" if errors else "") + ")",
-                  flush=True)
+            rows.append(
+                (fmt, len(files), mbytes, calls / mbytes, mbytes / parse_s, cc[1] / cc_s, mbytes / ingest_s, ratio)
+            )
+            print(
+                f"{fmt:16} {len(files):4} files {mbytes:7.1f} MB {calls / mbytes:7.0f} calls/MB  "
+                f"parse {mbytes / parse_s:6.1f} MB/s  ingest {mbytes / ingest_s:6.1f} MB/s  {ratio:5.2f}x  ({got}"
+                + (f"; {errors} ingest errors: the figure is not of a whole parse" if errors else "")
+                + ")",
+                flush=True,
+            )
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
 
-    print("\n| format | files | MB of JSON | calls per MB | parse MB/s | Claude Code parse MB/s, same window | "
-          "ingest MB/s | parse vs Claude Code | within 1.5x |")
+    print(
+        "\n| format | files | MB of JSON | calls per MB | parse MB/s | Claude Code parse MB/s, same window | "
+        "ingest MB/s | parse vs Claude Code | within 1.5x |"
+    )
     print("|---|---:|---:|---:|---:|---:|---:|---:|:---:|")
     for fmt, n, mbytes, cpm, p, ccp, i, ratio in rows:
         ok = "—" if fmt == "claude_code" else ("yes" if ratio >= TARGET_RATIO else "**no**")
         print(f"| {fmt} | {n} | {mbytes:.1f} | {cpm:.0f} | {p:.1f} | {ccp:.1f} | {i:.1f} | {ratio:.2f}x | {ok} |")
+
 
 if __name__ == "__main__":
     main()

@@ -56,26 +56,51 @@ def session(n: int, seed: int = 7) -> list[tuple[str, dict, str, bool]]:
         r = rnd.random()
         if r < 0.06:  # a stuck loop: the same failing test, the same error
             t = f"tests/test_{rnd.randrange(30)}.py"
-            out += [("Bash", {"command": f"pytest -q {t}", "description": "run the test"},
-                     f"E   AssertionError: assert 1 == 2\nFAILED {t}::test_case - 1 failed", True)] * rnd.randint(3, 8)
+            out += [
+                (
+                    "Bash",
+                    {"command": f"pytest -q {t}", "description": "run the test"},
+                    f"E   AssertionError: assert 1 == 2\nFAILED {t}::test_case - 1 failed",
+                    True,
+                )
+            ] * rnd.randint(3, 8)
         elif r < 0.10:  # a poll whose output changes
-            out += [("Bash", {"command": "gh run view 123 --json status"}, f'{{"status":"in_progress","step":{i}}}',
-                     False) for i in range(rnd.randint(3, 10))]
+            out += [
+                ("Bash", {"command": "gh run view 123 --json status"}, f'{{"status":"in_progress","step":{i}}}', False)
+                for i in range(rnd.randint(3, 10))
+            ]
         elif r < 0.40:
             f = rnd.choice(files)
             out.append(("Read", {"file_path": f"/work/{f}"}, f"     1\timport os\n     2\t# {f}\n" * 40, False))
         elif r < 0.60:
             f = rnd.choice(files)
-            out.append(("Edit", {"file_path": f"/work/{f}", "old_string": f"x = {len(out)}",
-                                 "new_string": f"x = {len(out) + 1}"}, f"The file /work/{f} has been updated.",
-                        False))
+            out.append(
+                (
+                    "Edit",
+                    {"file_path": f"/work/{f}", "old_string": f"x = {len(out)}", "new_string": f"x = {len(out) + 1}"},
+                    f"The file /work/{f} has been updated.",
+                    False,
+                )
+            )
         elif r < 0.80:
             q = rnd.choice(["def main", "TODO", "import json", "class Config", "raise ValueError"])
-            out.append(("Grep", {"pattern": q, "path": "/work/src", "output_mode": "files_with_matches"},
-                        "\n".join(rnd.sample(files, 5)), False))
+            out.append(
+                (
+                    "Grep",
+                    {"pattern": q, "path": "/work/src", "output_mode": "files_with_matches"},
+                    "\n".join(rnd.sample(files, 5)),
+                    False,
+                )
+            )
         else:
-            out.append(("Bash", {"command": f"pytest -q tests/test_{rnd.randrange(30)}.py"},
-                        f"{rnd.randint(1, 40)} passed in {rnd.random():.2f}s", False))
+            out.append(
+                (
+                    "Bash",
+                    {"command": f"pytest -q tests/test_{rnd.randrange(30)}.py"},
+                    f"{rnd.randint(1, 40)} passed in {rnd.random():.2f}s",
+                    False,
+                )
+            )
     return out[:n]
 
 
@@ -86,13 +111,23 @@ def run_session(calls, call, base, transcript, state, pre_ms, post_ms, sizes, co
         if i % 200 == 0:
             call({**base, "hook_event_name": "UserPromptSubmit", "prompt": "next task"})
         tid = f"toolu_{i:05d}"
-        line = {"type": "assistant", "sessionId": sid, "message": {"id": f"msg_{i:05d}", "role": "assistant",
-                "content": [{"type": "text", "text": f"Step {i}: let me run {tool}."},
-                            {"type": "tool_use", "id": tid, "name": tool, "input": tool_input}]}}
+        line = {
+            "type": "assistant",
+            "sessionId": sid,
+            "message": {
+                "id": f"msg_{i:05d}",
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Step {i}: let me run {tool}."},
+                    {"type": "tool_use", "id": tid, "name": tool, "input": tool_input},
+                ],
+            },
+        }
         with transcript.open("ab") as f:
             f.write(orjson.dumps(line) + b"\n")
-        ms, out = call({**base, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
-                        "tool_use_id": tid})
+        ms, out = call(
+            {**base, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input, "tool_use_id": tid}
+        )
         pre_ms.append(ms)
         if b'"deny"' in out:
             counts[0] += 1
@@ -107,8 +142,21 @@ def run_session(calls, call, base, transcript, state, pre_ms, post_ms, sizes, co
             post_ms.append(ms)
         sizes.append(state.stat().st_size)
         with transcript.open("ab") as f:
-            f.write(orjson.dumps({"type": "user", "sessionId": sid, "message": {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": tid, "content": result, "is_error": failed}]}}) + b"\n")
+            f.write(
+                orjson.dumps(
+                    {
+                        "type": "user",
+                        "sessionId": sid,
+                        "message": {
+                            "role": "user",
+                            "content": [
+                                {"type": "tool_result", "tool_use_id": tid, "content": result, "is_error": failed}
+                            ],
+                        },
+                    }
+                )
+                + b"\n"
+            )
 
 
 def main() -> None:
@@ -148,7 +196,7 @@ def main() -> None:
     try:
         run_session(calls, call, base, transcript, state, pre_ms, post_ms, sizes, counts)
     except KeyboardInterrupt:  # print what was measured so far
-        calls = calls[:len(pre_ms)]
+        calls = calls[: len(pre_ms)]
     denied, warned = counts
 
     def q(xs: list[float], p: float) -> float:
@@ -156,17 +204,23 @@ def main() -> None:
         return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
 
     print(f"hook: {shlex.join(cmd)}")
-    print(f"session: {len(calls):,} calls, transcript {transcript.stat().st_size / 1e6:.1f} MB; "
-          f"{denied} denied, {warned} warned")
+    print(
+        f"session: {len(calls):,} calls, transcript {transcript.stat().st_size / 1e6:.1f} MB; "
+        f"{denied} denied, {warned} warned"
+    )
     rows = [("PreToolUse", pre_ms), ("PostToolUse*", post_ms), ("all events", pre_ms + post_ms)]
     print("| event | processes | median ms | p95 ms | max ms |")
     print("|---|---|---|---|---|")
     for name, xs in rows:
         print(f"| {name} | {len(xs):,} | {statistics.median(xs):.1f} | {q(xs, 0.95):.1f} | {max(xs):.1f} |")
-    print(f"| CPU time (user + sys), all events | {len(cpu_ms):,} | {statistics.median(cpu_ms):.1f} | "
-          f"{q(cpu_ms, 0.95):.1f} | {max(cpu_ms):.1f} |")
-    print(f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall time includes "
-          "waiting for a core)")
+    print(
+        f"| CPU time (user + sys), all events | {len(cpu_ms):,} | {statistics.median(cpu_ms):.1f} | "
+        f"{q(cpu_ms, 0.95):.1f} | {max(cpu_ms):.1f} |"
+    )
+    print(
+        f"load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall time includes "
+        "waiting for a core)"
+    )
     print(f"state file: {sizes[-1]:,} bytes at the end, {max(sizes):,} at most")
     p95 = q(pre_ms + post_ms, 0.95)
     print(f"target p95 <= 100 ms: {'met' if p95 <= 100 else 'NOT met'} ({p95:.1f} ms)")

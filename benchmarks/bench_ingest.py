@@ -68,30 +68,42 @@ def main() -> None:
 
     manifest = ensure(args.corpus, args.size_mb, args.seed)
     size = manifest["bytes"]
-    print(f"corpus: {args.corpus}  {mb(size)}, {manifest['files']:,} files, {sum(manifest['sessions'].values()):,} "
-          f"sessions ({', '.join(f'{k} {mb(v)}' for k, v in manifest['bytes_by_format'].items())})", flush=True)
+    print(
+        f"corpus: {args.corpus}  {mb(size)}, {manifest['files']:,} files, {sum(manifest['sessions'].values()):,} "
+        f"sessions ({', '.join(f'{k} {mb(v)}' for k, v in manifest['bytes_by_format'].items())})",
+        flush=True,
+    )
 
     best = min(bare_parse(args.corpus), key=lambda b: b.seconds)
     parse_s, objects = best.seconds, best.objects
-    print(f"bare parse (DuckDB read_json_objects + one field): {parse_s:.2f} s, {objects:,} JSON objects, "
-          f"{size / 1e6 / parse_s:,.0f} MB/s", flush=True)
+    print(
+        f"bare parse (DuckDB read_json_objects + one field): {parse_s:.2f} s, {objects:,} JSON objects, "
+        f"{size / 1e6 / parse_s:,.0f} MB/s",
+        flush=True,
+    )
 
     store_dir = Path(tempfile.mkdtemp(prefix="loopscope-bench-", dir=args.store_dir))
     db = store_dir / "store.duckdb"
     try:
         cold = ingest(args.corpus, db, args.workers)
         summary = store_summary(db)
-        print(f"cold ingest: {cold.seconds:.2f} s ({size / 1e6 / cold.seconds:,.1f} MB/s), peak RSS {mb(cold.peak_tree_rss)}"
-              f" over up to {cold.max_processes} processes (largest single process {mb(cold.max_process_rss)}; main "
-              f"{mb(cold.main_rss)}, largest worker {mb(cold.workers_rss)}); "
-              f"store: {summary}", flush=True)
+        print(
+            f"cold ingest: {cold.seconds:.2f} s ({size / 1e6 / cold.seconds:,.1f} MB/s), "
+            f"peak RSS {mb(cold.peak_tree_rss)}"
+            f" over up to {cold.max_processes} processes (largest single process {mb(cold.max_process_rss)}; main "
+            f"{mb(cold.main_rss)}, largest worker {mb(cold.workers_rss)}); "
+            f"store: {summary}",
+            flush=True,
+        )
         again = ingest(args.corpus, db, args.workers, quiet=False)
         # The command prints its own time ("... MB in 0.10 s"): the ingest proper, without the ~0.3 s the
         # interpreter takes to start and import typer, rich and DuckDB, a fixed cost whatever the corpus size.
         own = float(re.search(r"MB in ([0-9.]+) s", again.stdout).group(1))
-        print(f"no-change re-ingest: {again.seconds:.2f} s for the command ({again.seconds / cold.seconds:.1%} of "
-              f"cold), {own:.2f} s of ingest ({own / cold.seconds:.1%}), peak RSS {mb(again.peak_tree_rss)}",
-              flush=True)
+        print(
+            f"no-change re-ingest: {again.seconds:.2f} s for the command ({again.seconds / cold.seconds:.1%} of "
+            f"cold), {own:.2f} s of ingest ({own / cold.seconds:.1%}), peak RSS {mb(again.peak_tree_rss)}",
+            flush=True,
+        )
         store_mb = db.stat().st_size
     finally:
         if not args.keep_store:
@@ -103,17 +115,28 @@ def main() -> None:
     share = again.seconds / cold.seconds
     own_share = own / cold.seconds
     print()
-    print(f"| ingest benchmark ({mb(size)}, {manifest['files']:,} files, {summary['sessions']:,} sessions, "
-          f"{summary['calls']:,} calls) | figure | target | met |")
+    print(
+        f"| ingest benchmark ({mb(size)}, {manifest['files']:,} files, {summary['sessions']:,} sessions, "
+        f"{summary['calls']:,} calls) | figure | target | met |"
+    )
     print("|---|---|---|---|")
     print(f"| DuckDB bare parse (`read_json_objects`, one field) | {parse_s:.2f} s | | |")
-    print(f"| cold `loopscope ingest` | {cold.seconds:.2f} s = {ratio:.1f}x bare parse | <= 3x | {verdict(ratio <= 3)} |")
-    print(f"| no-change re-ingest: the ingest's own time | {own:.2f} s = {own_share:.1%} of cold | <= 2% | "
-          f"{verdict(own_share <= 0.02)} |")
-    print(f"| no-change re-ingest: the whole command, interpreter start included | {again.seconds:.2f} s = "
-          f"{share:.1%} of cold | <= 2% | {verdict(share <= 0.02)} |")
-    print(f"| peak RSS of the ingest (all {cold.max_processes} processes) | {mb(cold.peak_tree_rss)} "
-          f"(main {mb(cold.main_rss)}, largest worker {mb(cold.workers_rss)}) | < 1 GB | {verdict(cold.peak_tree_rss < GB)} |")
+    print(
+        f"| cold `loopscope ingest` | {cold.seconds:.2f} s = {ratio:.1f}x bare parse | <= 3x | {verdict(ratio <= 3)} |"
+    )
+    print(
+        f"| no-change re-ingest: the ingest's own time | {own:.2f} s = {own_share:.1%} of cold | <= 2% | "
+        f"{verdict(own_share <= 0.02)} |"
+    )
+    print(
+        f"| no-change re-ingest: the whole command, interpreter start included | {again.seconds:.2f} s = "
+        f"{share:.1%} of cold | <= 2% | {verdict(share <= 0.02)} |"
+    )
+    print(
+        f"| peak RSS of the ingest (all {cold.max_processes} processes) | {mb(cold.peak_tree_rss)} "
+        f"(main {mb(cold.main_rss)}, largest worker {mb(cold.workers_rss)}) | < 1 GB | "
+        f"{verdict(cold.peak_tree_rss < GB)} |"
+    )
     print(f"| store size | {mb(store_mb)} | | |")
     print(f"| ingest errors | {summary['errors']:,} | | |")
 

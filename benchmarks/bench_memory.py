@@ -19,7 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -44,17 +44,26 @@ def generate(folder: Path, size_mb: float, fmt: str, seed: int) -> Path:
         while written < target:
             yield from sc.turns(fmt, 1)
 
-    s = Session(fmt, new_uuid(rng), "/home/dana/src/monorepo", datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc),
-                "claude-sonnet-4-5" if fmt == "pi" else "gpt-5.1-codex", turns(), seed=seed,
-                version="0.63.0" if fmt == "codex" else "", variant="exec")
+    s = Session(
+        fmt,
+        new_uuid(rng),
+        "/home/dana/src/monorepo",
+        datetime(2026, 1, 5, 8, 0, tzinfo=UTC),
+        "claude-sonnet-4-5" if fmt == "pi" else "gpt-5.1-codex",
+        turns(),
+        seed=seed,
+        version="0.63.0" if fmt == "codex" else "",
+        variant="exec",
+    )
     path = folder / _path(s)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("wb", buffering=1 << 20) as f:
         for line in render(s):
             f.write(line)
             written += len(line)
-    (folder / ".manifest.json").write_text(json.dumps({"size_mb": size_mb, "format": fmt, "seed": seed,
-                                                       "path": str(path), "bytes": written}) + "\n")
+    (folder / ".manifest.json").write_text(
+        json.dumps({"size_mb": size_mb, "format": fmt, "seed": seed, "path": str(path), "bytes": written}) + "\n"
+    )
     return path
 
 
@@ -89,23 +98,27 @@ def main() -> None:
         import duckdb
 
         con = duckdb.connect(str(db), read_only=True)
-        sessions, calls, turns = con.execute(
-            "SELECT count(*), sum(calls), sum(turns) FROM sessions").fetchone()
+        sessions, calls, turns = con.execute("SELECT count(*), sum(calls), sum(turns) FROM sessions").fetchone()
         errors = con.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
         con.close()
     finally:
         shutil.rmtree(store_dir, ignore_errors=True)
-    print(f"ingested {mb(size)} ({args.format}, {sessions} session, {calls:,} calls, {turns:,} turns, {errors} errors) "
-          f"in {r.seconds:.1f} s; peak RSS {mb(r.peak_tree_rss)} over up to {r.max_processes} processes, largest "
-          f"process {mb(r.max_process_rss)} (main process {mb(r.main_rss)}, largest worker {mb(r.workers_rss)})")
+    print(
+        f"ingested {mb(size)} ({args.format}, {sessions} session, {calls:,} calls, {turns:,} turns, {errors} errors) "
+        f"in {r.seconds:.1f} s; peak RSS {mb(r.peak_tree_rss)} over up to {r.max_processes} processes, largest "
+        f"process {mb(r.max_process_rss)} (main process {mb(r.main_rss)}, largest worker {mb(r.workers_rss)})"
+    )
     print()
     print(f"| memory benchmark: one {mb(size)} {args.format} transcript | figure | target | met |")
     print("|---|---|---|---|")
     print(f"| ingest time | {r.seconds:.1f} s ({size / 1e6 / r.seconds:,.1f} MB/s) | | |")
-    print(f"| peak RSS, all {r.max_processes} processes | {mb(r.peak_tree_rss)} | < 1 GB | "
-          f"{'yes' if r.peak_tree_rss < GB else '**no**'} |")
-    print(f"| largest single process | {mb(r.max_process_rss)} (main {mb(r.main_rss)}, worker "
-          f"{mb(r.workers_rss)}) | | |")
+    print(
+        f"| peak RSS, all {r.max_processes} processes | {mb(r.peak_tree_rss)} | < 1 GB | "
+        f"{'yes' if r.peak_tree_rss < GB else '**no**'} |"
+    )
+    print(
+        f"| largest single process | {mb(r.max_process_rss)} (main {mb(r.main_rss)}, worker {mb(r.workers_rss)}) | | |"
+    )
 
 
 if __name__ == "__main__":

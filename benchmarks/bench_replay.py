@@ -65,8 +65,13 @@ CALLS = "calls"
 
 def probe(checkout: Checkout, store: Path, sessions: int) -> dict[str, float]:
     """One run of ``PROBE`` in ``checkout``: µs a call per guard (and for building), and the calls replayed."""
-    r = subprocess.run([str(checkout.python), "-c", PROBE, str(store), str(sessions)], env=checkout.env(),
-                       capture_output=True, text=True, cwd="/")  # not ours: ``-c`` puts the cwd first
+    r = subprocess.run(
+        [str(checkout.python), "-c", PROBE, str(store), str(sessions)],
+        env=checkout.env(),
+        capture_output=True,
+        text=True,
+        cwd="/",
+    )  # not ours: ``-c`` puts the cwd first
     if r.returncode:
         raise SystemExit(f"the replay probe failed in {checkout.root or checkout.exe}:\n{r.stderr[-2000:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -79,8 +84,9 @@ def default_store(scratch: Path) -> Path:
     corpus, _ = corpus_of(SMALL)
     store = scratch / "replay.duckdb"
     print(f"ingesting {corpus} into {store} ...", flush=True)
-    subprocess.run([str(CHECKOUT.exe), "ingest", str(corpus), "--db", str(store), "--quiet"], env=CHECKOUT.env(),
-                   check=True)
+    subprocess.run(
+        [str(CHECKOUT.exe), "ingest", str(corpus), "--db", str(store), "--quiet"], env=CHECKOUT.env(), check=True
+    )
     return store
 
 
@@ -129,8 +135,9 @@ def main() -> None:
                 runs[name].append(probe(c, store, args.sessions))
                 print(f"run {i + 1}/{args.repeat} {name}: {guards_total(runs[name][-1]):.1f} µs a call", flush=True)
     calls = int(runs["after"][0][CALLS])
-    print(f"\nReplay of {args.sessions:,} sessions ({calls:,} calls) of {store}, one process, medians of "
-          f"{args.repeat}:\n")
+    print(
+        f"\nReplay of {args.sessions:,} sessions ({calls:,} calls) of {store}, one process, medians of {args.repeat}:\n"
+    )
     print("\n".join(table(runs)))
 
 

@@ -35,8 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from analyzer.store import db as store
-from analyzer.reporting import ReportData
+from analyzer.store import connection
+from reports.data import ReportData
 from reports.render import render_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,13 +48,15 @@ CORPUS_MB = 170  # about 1,000 sessions with findings at gen_corpus.py's default
 SIZE_BUDGET_MB = 40.0
 TIME_BUDGET_S = 15.0
 
-FINDINGS_COLUMNS = ("finding_id, session_id, kind, period, tools, call_ids, first_seq, last_seq, repeats, stuck, "
-                    "user_turn, wasted_tokens, estimated_tokens, cost_usd")
+FINDINGS_COLUMNS = (
+    "finding_id, session_id, kind, period, tools, call_ids, first_seq, last_seq, repeats, stuck, "
+    "user_turn, wasted_tokens, estimated_tokens, cost_usd"
+)
 
 
 def build(db: Path, with_findings: int, extra: int) -> None:
     """Sessions, turns, calls and findings, generated in SQL."""
-    con = store.connect(db)
+    con = connection.connect(db)
     try:
         total = with_findings + extra
         con.execute(f"""
@@ -123,7 +125,7 @@ def build(db: Path, with_findings: int, extra: int) -> None:
                    9 * least(8470 + 40 * (k * 50 + 15), 180000) * 0.3 / 1e6
             FROM gen g, range(greatest(g.n // 50, 1)) r(k)
             WHERE g.i < {with_findings}""")
-        if store.one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'scan_state'")[0]:
+        if connection.one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'scan_state'")[0]:
             con.execute("INSERT INTO scan_state (session_id) SELECT session_id FROM sessions")
     finally:
         con.close()
@@ -137,9 +139,9 @@ def command_on_corpus(corpus: Path, work: Path) -> bool:
         f.unlink(missing_ok=True)
     loopscope("ingest", str(corpus), "--db", str(db), "--quiet")
     loopscope("scan", "--db", str(db), "--quiet")
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
-        (with_findings,), = con.execute("SELECT count(DISTINCT session_id) FROM findings").fetchall()
+        ((with_findings,),) = con.execute("SELECT count(DISTINCT session_id) FROM findings").fetchall()
     finally:
         con.close()
     out = work / "corpus-report"
@@ -149,9 +151,11 @@ def command_on_corpus(corpus: Path, work: Path) -> bool:
     seconds = time.perf_counter() - t0
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     pages = len(list((out / "sessions").glob("*.html")))
-    print(f"command: `loopscope report` on a {CORPUS_MB} MB corpus ({with_findings:,} sessions with findings): "
-          f"{pages:,} session pages, {size / 1e6:,.1f} MB in {seconds:.2f} s (replay of 8 presets, calibration "
-          f"sweep and rendering; process start included)")
+    print(
+        f"command: `loopscope report` on a {CORPUS_MB} MB corpus ({with_findings:,} sessions with findings): "
+        f"{pages:,} session pages, {size / 1e6:,.1f} MB in {seconds:.2f} s (replay of 8 presets, calibration "
+        f"sweep and rendering; process start included)"
+    )
     print(f"budget: size {size / 1e6:,.1f} / {SIZE_BUDGET_MB:.0f} MB, time {seconds:.2f} / {TIME_BUDGET_S:.0f} s")
     return size / 1e6 < SIZE_BUDGET_MB and seconds < TIME_BUDGET_S
 
@@ -183,10 +187,11 @@ def scaling(sizes: list[float], work: Path, prefix: str = "/tmp/report-c") -> No
         r["  scan unchanged"] = loopscope("scan", "--db", str(db), "--quiet")
         r["  calibrate"] = loopscope("calibrate", "--db", str(db), "--quiet")
         r["  report unchanged"] = loopscope("report", *common)
-        con = store.connect(db, read_only=True)
+        con = connection.connect(db, read_only=True)
         try:
-            (sessions, pages), = con.execute(
-                "SELECT (SELECT count(*) FROM sessions), (SELECT count(DISTINCT session_id) FROM findings)").fetchall()
+            ((sessions, pages),) = con.execute(
+                "SELECT (SELECT count(*) FROM sessions), (SELECT count(DISTINCT session_id) FROM findings)"
+            ).fetchall()
         finally:
             con.close()
         print(f"\n{size:g} MB corpus: {sessions:,} sessions, {pages:,} session pages")
@@ -200,9 +205,12 @@ def scaling(sizes: list[float], work: Path, prefix: str = "/tmp/report-c") -> No
         print(f"\nper session, {nl:,} vs {ns:,} sessions (1.0 = linear):")
         for name in ("report cold", "report unchanged", "analyze cold"):
             ratio = (large[name].cpu_seconds / nl) / (small[name].cpu_seconds / ns)
-            print(f"  {name:<18} CPU {large[name].cpu_seconds / nl * 1e3:6.2f} vs {small[name].cpu_seconds / ns * 1e3:6.2f} "
-                  f"ms a session: ratio {ratio:.2f}; peak memory {mb(large[name].peak_tree_rss)} vs "
-                  f"{mb(small[name].peak_tree_rss)}")
+            print(
+                f"  {name:<18} CPU {large[name].cpu_seconds / nl * 1e3:6.2f} vs "
+                f"{small[name].cpu_seconds / ns * 1e3:6.2f} "
+                f"ms a session: ratio {ratio:.2f}; peak memory {mb(large[name].peak_tree_rss)} vs "
+                f"{mb(small[name].peak_tree_rss)}"
+            )
 
 
 def main() -> int:
@@ -231,9 +239,9 @@ def main() -> int:
     build(db, args.sessions, extra=args.sessions // 5)
     built = time.perf_counter() - t0
 
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
-        (sessions, calls, findings), = con.execute(
+        ((sessions, calls, findings),) = con.execute(
             "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM calls), (SELECT count(*) FROM findings)"
         ).fetchall()
         out = work / "report"
@@ -247,12 +255,16 @@ def main() -> int:
     pages = sorted((out / "sessions").glob("*.html"), key=lambda p: p.stat().st_size)
     mb = res.bytes / 1e6
     print(f"store: {sessions:,} sessions, {calls:,} calls, {findings:,} findings (built in {built:.1f} s)")
-    print(f"report: {len(res.files):,} files, {res.session_pages:,} session pages, {mb:,.1f} MB "
-          f"in {res.seconds:.2f} s ({res.session_pages / res.seconds:,.0f} pages/s)")
+    print(
+        f"report: {len(res.files):,} files, {res.session_pages:,} session pages, {mb:,.1f} MB "
+        f"in {res.seconds:.2f} s ({res.session_pages / res.seconds:,.0f} pages/s)"
+    )
     if pages:
         median = pages[len(pages) // 2].stat().st_size
-        print(f"session pages: median {median / 1e3:,.1f} kB, largest {pages[-1].stat().st_size / 1e3:,.1f} kB "
-              f"({pages[-1].name}); index {(out / 'index.html').stat().st_size / 1e3:,.1f} kB")
+        print(
+            f"session pages: median {median / 1e3:,.1f} kB, largest {pages[-1].stat().st_size / 1e3:,.1f} kB "
+            f"({pages[-1].name}); index {(out / 'index.html').stat().st_size / 1e3:,.1f} kB"
+        )
     if single is not None:
         print(f"single file: {single.bytes / 1e6:,.1f} MB in {single.seconds:.2f} s")
     print(f"budget: size {mb:,.1f} / {SIZE_BUDGET_MB:.0f} MB, time {res.seconds:.2f} / {TIME_BUDGET_S:.0f} s")

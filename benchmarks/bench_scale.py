@@ -48,9 +48,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _measure import CHECKOUT, Checkout, Run, paired_ratio  # noqa: E402
-from analyzer.analyze import replay_cache_path  # noqa: E402  (both checkouts keep their replays there)
 from _references import CCUSAGE_VERSION, bare_parse, ccusage, ccusage_command  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
+
+from analyzer.analyze import replay_cache_path  # noqa: E402  (both checkouts keep their replays there)
 
 SMALL, LARGE = 600, 2400  # the issue's corpus sizes, in sessions
 MB_PER_SESSION = 596 / 600  # the issue's 600-session corpus is 596 MB
@@ -64,11 +65,33 @@ REPORT_S, ANALYZE_S, UNCHANGED_S = 20.0, 60.0, 3.0
 
 # Issue 13's figures as filed (medians of 3 on a 2-core machine): seconds, peak RSS in MB, calls.
 FILED: dict[int, dict[str, float]] = {
-    SMALL: {"mb": 596, "calls": 87_000, "bare": 1.31, "ccusage": 1.76, "ingest": 11.7, "ingest_rss": 644,
-            "ingest_vs_bare": 8.5, "ingest_vs_ccusage": 6.5, "scan": 3.96, "scan_rss": 560, "scan_rate": 22_000,
-            "report": 29.6, "analyze": 46.2},
-    LARGE: {"mb": 2400, "calls": 354_000, "ingest": 52.5, "ingest_rss": 720, "scan": 11.4, "scan_rss": 1200,
-            "report": 111, "report_rss": 1100, "analyze": 201, "analyze_rss": 1400},
+    SMALL: {
+        "mb": 596,
+        "calls": 87_000,
+        "bare": 1.31,
+        "ccusage": 1.76,
+        "ingest": 11.7,
+        "ingest_rss": 644,
+        "ingest_vs_bare": 8.5,
+        "ingest_vs_ccusage": 6.5,
+        "scan": 3.96,
+        "scan_rss": 560,
+        "scan_rate": 22_000,
+        "report": 29.6,
+        "analyze": 46.2,
+    },
+    LARGE: {
+        "mb": 2400,
+        "calls": 354_000,
+        "ingest": 52.5,
+        "ingest_rss": 720,
+        "scan": 11.4,
+        "scan_rss": 1200,
+        "report": 111,
+        "report_rss": 1100,
+        "analyze": 201,
+        "analyze_rss": 1400,
+    },
 }
 
 STEPS = {  # key -> label, in the order they run
@@ -176,14 +199,18 @@ def plan(s: Subject, corpus: Path, workers: list[str]) -> dict[str, tuple[Callab
     analyze = ["analyze", c, "--db", str(s.analyze_db), "--out", str(s.analyze_out), "--quiet", *workers]
     steps = {
         "ingest": (fresh_ingest, ["ingest", c, "--db", str(s.db), "--quiet", *workers]),
-        "full": (lambda: _remove(s.full_db), ["ingest", c, "--db", str(s.full_db), "--full-results", "--quiet",
-                                              *workers]),
+        "full": (
+            lambda: _remove(s.full_db),
+            ["ingest", c, "--db", str(s.full_db), "--full-results", "--quiet", *workers],
+        ),
         "reingest": (None, ["ingest", c, "--db", str(s.db), "--quiet", *workers]),
         "scan": (fresh_scan, ["scan", "--db", str(s.db), "--quiet", *workers]),
         "startup": (None, ["scan", "--db", str(s.db), "--quiet", *workers]),
         # Cold: without the guard replays an earlier report kept beside the store (which a second run would reuse).
-        "report": (lambda: _remove(s.out, replay_cache_path(s.db)),
-                   ["report", "--db", str(s.db), "--out", str(s.out), "--quiet"]),
+        "report": (
+            lambda: _remove(s.out, replay_cache_path(s.db)),
+            ["report", "--db", str(s.db), "--out", str(s.out), "--quiet"],
+        ),
         "analyze": (lambda: _remove(s.analyze_db, s.analyze_out, replay_cache_path(s.analyze_db)), analyze),
         "unchanged": (None, analyze),
     }
@@ -208,35 +235,45 @@ def store_counts(s: Subject) -> tuple[int, int]:
     return int(sessions), int(calls)
 
 
-def corpus_of(n: int, seed: int = 7, mb_per_session: float = MB_PER_SESSION, folder: Path = Path("/tmp")
-              ) -> tuple[Path, dict]:
+def corpus_of(
+    n: int, seed: int = 7, mb_per_session: float = MB_PER_SESSION, folder: Path = Path("/tmp")
+) -> tuple[Path, dict]:
     """The ``n``-session corpus and its manifest, generated unless it is already there."""
     corpus = folder / f"bench-scale-{n}s-seed{seed}"
     return corpus, ensure(corpus, round(n * mb_per_session, 1), seed, sessions_target=n, big_rate=BIG_RATE)
 
 
-def measure_size(n: int, args: argparse.Namespace, checkouts: dict[str, Checkout], ccusage_cmd: list[str] | None,
-                 scratch: Path) -> Size:
+def measure_size(
+    n: int, args: argparse.Namespace, checkouts: dict[str, Checkout], ccusage_cmd: list[str] | None, scratch: Path
+) -> Size:
     corpus, manifest = corpus_of(n, args.seed, args.mb_per_session, args.corpus_dir)
     size_mb = manifest["bytes"] / 1e6
-    print(f"\n== {n:,} sessions: {corpus}, {size_mb:,.0f} MB in {manifest['files']:,} files "
-          f"({', '.join(f'{k} {v / 1e6:,.0f} MB' for k, v in manifest['bytes_by_format'].items())})", flush=True)
+    print(
+        f"\n== {n:,} sessions: {corpus}, {size_mb:,.0f} MB in {manifest['files']:,} files "
+        f"({', '.join(f'{k} {v / 1e6:,.0f} MB' for k, v in manifest['bytes_by_format'].items())})",
+        flush=True,
+    )
 
     for f in corpus.rglob("*.jsonl"):  # a warm page cache for every step, the first included
         with f.open("rb") as fh:
             while fh.read(1 << 24):
                 pass
     bare = Step([replace(b.run, seconds=b.seconds) for b in bare_parse(corpus, args.repeat)])  # the query's time
-    print(f"bare parse (DuckDB read_json_objects + one field): {bare.seconds:.2f} s, "
-          f"{size_mb / bare.seconds:,.0f} MB/s", flush=True)
+    print(
+        f"bare parse (DuckDB read_json_objects + one field): {bare.seconds:.2f} s, {size_mb / bare.seconds:,.0f} MB/s",
+        flush=True,
+    )
     cc = None
     if ccusage_cmd:
         cc = Step()
         for _ in range(args.repeat):
             r, tokens = ccusage(ccusage_cmd, corpus, scratch / f"ccusage-{n}")
             cc.runs.append(r)
-        print(f"ccusage {CCUSAGE_VERSION} --offline: {cc.seconds:.2f} s, {cc.rss:,.0f} MB "
-              f"(tokens: {', '.join(f'{a} {t:,}' for a, t in sorted(tokens.items()))})", flush=True)
+        print(
+            f"ccusage {CCUSAGE_VERSION} --offline: {cc.seconds:.2f} s, {cc.rss:,.0f} MB "
+            f"(tokens: {', '.join(f'{a} {t:,}' for a, t in sorted(tokens.items()))})",
+            flush=True,
+        )
     else:
         print("ccusage: n/a (ccusage not installed)", flush=True)
 
@@ -340,8 +377,15 @@ def table(sizes: list[Size], names: list[str], steps: set[str] | None = None) ->
     rows: list[list[str]] = []
     timed = set(STEPS) if steps is None else steps
 
-    def row(label: str, n: int, as_filed: str, cells: list[str], target: str = "", verdict: str = "",
-            needs: tuple[str, ...] = ()) -> None:
+    def row(
+        label: str,
+        n: int,
+        as_filed: str,
+        cells: list[str],
+        target: str = "",
+        verdict: str = "",
+        needs: tuple[str, ...] = (),
+    ) -> None:
         if set(needs) <= timed:
             rows.append([label, f"{n:,}", as_filed, *cells, target, verdict])
 
@@ -350,45 +394,119 @@ def table(sizes: list[Size], names: list[str], steps: set[str] | None = None) ->
         after = figs[(n, names[-1])]
         is_small, is_large = z is small, z is large
         f = FILED.get(n, {})
-        row("corpus (calls in the checkout's store)", n,
+        row(
+            "corpus (calls in the checkout's store)",
+            n,
             f"{f['mb']:,} MB, {f['calls'] / 1000:,.0f}k calls" if f else "—",
-            [f"{z.mb:,.0f} MB" + (f", {z.subjects[name].calls / 1000:,.0f}k calls" if z.subjects[name].calls else "")
-             for name in names])  # no calls counted where the store was not ingested (``--steps analyze``)
+            [
+                f"{z.mb:,.0f} MB" + (f", {z.subjects[name].calls / 1000:,.0f}k calls" if z.subjects[name].calls else "")
+                for name in names
+            ],
+        )  # no calls counted where the store was not ingested (``--steps analyze``)
         row("DuckDB bare parse (`read_json_objects` + one field)", n, filed(n, "bare"), [secs(z.bare)] * len(names))
-        row(f"ccusage {CCUSAGE_VERSION} `--offline` (Claude Code, Codex, pi)", n, filed(n, "ccusage"),
-            [secs(z.ccusage) if z.ccusage else "n/a (ccusage not installed)"] * len(names))
+        row(
+            f"ccusage {CCUSAGE_VERSION} `--offline` (Claude Code, Codex, pi)",
+            n,
+            filed(n, "ccusage"),
+            [secs(z.ccusage) if z.ccusage else "n/a (ccusage not installed)"] * len(names),
+        )
         cell = {k: [secs(z.subjects[name].steps.get(k)) for name in names] for k in STEPS}
         val = {k: [figs[(n, name)][k] for name in names] for k in figs[(n, names[-1])]}
         row(STEPS["ingest"], n, filed(n, "ingest"), cell["ingest"], needs=("ingest",))
-        row("cold ingest ÷ bare parse", n, filed(n, "ingest_vs_bare", "x"), [x(v) for v in val["ingest_vs_bare"]],
+        row(
+            "cold ingest ÷ bare parse",
+            n,
+            filed(n, "ingest_vs_bare", "x"),
+            [x(v) for v in val["ingest_vs_bare"]],
             f"<= {INGEST_X:g}x" if is_small else "",
-            met(after["ingest_vs_bare"], lambda v: v <= INGEST_X) if is_small else "", needs=("ingest",))
-        row("cold ingest ÷ ccusage", n, filed(n, "ingest_vs_ccusage", "x"), [x(v) for v in val["ingest_vs_ccusage"]],
+            met(after["ingest_vs_bare"], lambda v: v <= INGEST_X) if is_small else "",
+            needs=("ingest",),
+        )
+        row(
+            "cold ingest ÷ ccusage",
+            n,
+            filed(n, "ingest_vs_ccusage", "x"),
+            [x(v) for v in val["ingest_vs_ccusage"]],
             f"<= {INGEST_X:g}x" if is_small else "",
-            met(after["ingest_vs_ccusage"], lambda v: v <= INGEST_X) if is_small else "", needs=("ingest",))
-        row(STEPS["full"], n, "—", [c if z.subjects[name].full_results else "n/a (no option)"
-                                      for c, name in zip(cell["full"], names)], needs=("full",))
-        row("`ingest --full-results` ÷ bare parse", n, "—", [x(v) for v in val["full_vs_bare"]],
+            met(after["ingest_vs_ccusage"], lambda v: v <= INGEST_X) if is_small else "",
+            needs=("ingest",),
+        )
+        row(
+            STEPS["full"],
+            n,
+            "—",
+            [c if z.subjects[name].full_results else "n/a (no option)" for c, name in zip(cell["full"], names)],
+            needs=("full",),
+        )
+        row(
+            "`ingest --full-results` ÷ bare parse",
+            n,
+            "—",
+            [x(v) for v in val["full_vs_bare"]],
             f"<= {FULL_X:g}x" if is_small else "",
-            met(after["full_vs_bare"], lambda v: v <= FULL_X) if is_small else "", needs=("full",))
-        row(STEPS["reingest"], n, "—", [secs(z.subjects[name].steps.get("reingest"), False) for name in names],
-            needs=("reingest",))
+            met(after["full_vs_bare"], lambda v: v <= FULL_X) if is_small else "",
+            needs=("full",),
+        )
+        row(
+            STEPS["reingest"],
+            n,
+            "—",
+            [secs(z.subjects[name].steps.get("reingest"), False) for name in names],
+            needs=("reingest",),
+        )
         row(STEPS["scan"], n, filed(n, "scan"), cell["scan"], needs=("scan",))
-        row("cold scan, whole command", n, filed(n, "scan_rate", "rate"),
-            [rate(v) for v in val["scan_rate"]], f">= {rate(SCAN_RATE)}" if is_small else "",
-            met(after["scan_rate"], lambda v: v >= SCAN_RATE) if is_small else "", needs=("scan",))
-        row(STEPS["startup"], n, "—", [secs(z.subjects[name].steps.get("startup"), False) for name in names],
-            needs=("startup",))
-        row("scan steady state: calls ÷ (cold − start-up)", n, "—", [rate(v) for v in val["steady_rate"]],
+        row(
+            "cold scan, whole command",
+            n,
+            filed(n, "scan_rate", "rate"),
+            [rate(v) for v in val["scan_rate"]],
+            f">= {rate(SCAN_RATE)}" if is_small else "",
+            met(after["scan_rate"], lambda v: v >= SCAN_RATE) if is_small else "",
+            needs=("scan",),
+        )
+        row(
+            STEPS["startup"],
+            n,
+            "—",
+            [secs(z.subjects[name].steps.get("startup"), False) for name in names],
+            needs=("startup",),
+        )
+        row(
+            "scan steady state: calls ÷ (cold − start-up)",
+            n,
+            "—",
+            [rate(v) for v in val["steady_rate"]],
             f">= {rate(STEADY_RATE)}" if is_large else "",
-            met(after["steady_rate"], lambda v: v >= STEADY_RATE) if is_large else "", needs=("scan", "startup"))
-        row(STEPS["report"], n, filed(n, "report"), cell["report"], f"<= {REPORT_S:g} s" if is_large else "",
-            met(after["report"], lambda v: v <= REPORT_S, n == LARGE) if is_large else "", needs=("report",))
-        row(STEPS["analyze"], n, filed(n, "analyze"), cell["analyze"], f"<= {ANALYZE_S:g} s" if is_large else "",
-            met(after["analyze"], lambda v: v <= ANALYZE_S, n == LARGE) if is_large else "", needs=("analyze",))
-        row(STEPS["unchanged"], n, "—", [secs(z.subjects[name].steps.get("unchanged"), False) for name in names],
+            met(after["steady_rate"], lambda v: v >= STEADY_RATE) if is_large else "",
+            needs=("scan", "startup"),
+        )
+        row(
+            STEPS["report"],
+            n,
+            filed(n, "report"),
+            cell["report"],
+            f"<= {REPORT_S:g} s" if is_large else "",
+            met(after["report"], lambda v: v <= REPORT_S, n == LARGE) if is_large else "",
+            needs=("report",),
+        )
+        row(
+            STEPS["analyze"],
+            n,
+            filed(n, "analyze"),
+            cell["analyze"],
+            f"<= {ANALYZE_S:g} s" if is_large else "",
+            met(after["analyze"], lambda v: v <= ANALYZE_S, n == LARGE) if is_large else "",
+            needs=("analyze",),
+        )
+        row(
+            STEPS["unchanged"],
+            n,
+            "—",
+            [secs(z.subjects[name].steps.get("unchanged"), False) for name in names],
             f"<= {UNCHANGED_S:g} s" if is_large else "",
-            met(after["unchanged"], lambda v: v <= UNCHANGED_S, n == LARGE) if is_large else "", needs=("unchanged",))
+            met(after["unchanged"], lambda v: v <= UNCHANGED_S, n == LARGE) if is_large else "",
+            needs=("unchanged",),
+        )
 
     if len(sizes) > 1:
         pair = f"{large.sessions:,} ÷ {small.sessions:,}"
@@ -398,22 +516,43 @@ def table(sizes: list[Size], names: list[str], steps: set[str] | None = None) ->
         fs, fl = (FILED[SMALL], FILED[LARGE]) if issue_sizes else ({}, {})
         ratio_filed = x((fl["ingest"] / fl["mb"]) / (fs["ingest"] / fs["mb"])) if issue_sizes else "—"
         if "ingest" in timed:
-            rows.append(["ingest s/MB, " + pair, pair, ratio_filed,
-                         *[x(div(l_["s_per_mb"], s_["s_per_mb"])) for s_, l_ in zip(a["s"], a["l"])], "<= 1.10x",
-                         met(div(after_l["s_per_mb"], after_s["s_per_mb"]), lambda v: v <= 1.10)])
+            rows.append(
+                [
+                    "ingest s/MB, " + pair,
+                    pair,
+                    ratio_filed,
+                    *[x(div(l_["s_per_mb"], s_["s_per_mb"])) for s_, l_ in zip(a["s"], a["l"])],
+                    "<= 1.10x",
+                    met(div(after_l["s_per_mb"], after_s["s_per_mb"]), lambda v: v <= 1.10),
+                ]
+            )
         for k in ("ingest", "scan", "report"):
             rk = f"{k}_rss"
             f_ratio = f"{fl[rk] / fs[rk]:.2f}x" if rk in fs and rk in fl else "—"
             if k in timed:
-                rows.append([f"peak RSS of {k}, {pair} (flat)", pair, f_ratio,
-                             *[x(div(l_[rk], s_[rk])) for s_, l_ in zip(a["s"], a["l"])], f"<= {FLAT:.1f}x",
-                             met(div(after_l[rk], after_s[rk]), lambda v: v <= FLAT)])
+                rows.append(
+                    [
+                        f"peak RSS of {k}, {pair} (flat)",
+                        pair,
+                        f_ratio,
+                        *[x(div(l_[rk], s_[rk])) for s_, l_ in zip(a["s"], a["l"])],
+                        f"<= {FLAT:.1f}x",
+                        met(div(after_l[rk], after_s[rk]), lambda v: v <= FLAT),
+                    ]
+                )
         for k in ("ingest", "scan", "report"):
             rk = f"{k}_rss"
             if k in timed:
-                rows.append([f"peak RSS of {k}", f"{large.sessions:,}", filed(large.sessions, rk, "MB"),
-                             *[("n/a" if f_[rk] is None else f"{f_[rk]:,.0f} MB") for f_ in a["l"]], "<= 800 MB",
-                             met(after_l[rk], lambda v: v <= 800, large.sessions == LARGE)])
+                rows.append(
+                    [
+                        f"peak RSS of {k}",
+                        f"{large.sessions:,}",
+                        filed(large.sessions, rk, "MB"),
+                        *[("n/a" if f_[rk] is None else f"{f_[rk]:,.0f} MB") for f_ in a["l"]],
+                        "<= 800 MB",
+                        met(after_l[rk], lambda v: v <= 800, large.sessions == LARGE),
+                    ]
+                )
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return out + ["| " + " | ".join(r) + " |" for r in rows]
 
@@ -448,8 +587,17 @@ def budgets(sizes: list[Size], name: str = "after", cores: int | None = None) ->
     any call is read, so its wall ÷ target is the share of the budget gone before the work starts."""
     cores = cores or len(os.sched_getaffinity(0))
     small, large = sizes[0], sizes[-1]
-    head = ["step", "sessions", "target", "wall", "wall ÷ target", "CPU (process tree)", f"CPU ÷ {cores} cores",
-            f"CPU budget (target × {cores})", "CPU ÷ budget"]
+    head = [
+        "step",
+        "sessions",
+        "target",
+        "wall",
+        "wall ÷ target",
+        "CPU (process tree)",
+        f"CPU ÷ {cores} cores",
+        f"CPU budget (target × {cores})",
+        "CPU ÷ budget",
+    ]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
 
     def line(label: str, z: Size, key: str, target: float | None, what: str) -> None:
@@ -457,9 +605,11 @@ def budgets(sizes: list[Size], name: str = "after", cores: int | None = None) ->
         if st is None or target is None:
             return
         budget = target * cores
-        out.append(f"| {label} | {z.sessions:,} | {what} = {target:.2f} s | {st.seconds:.2f} s | "
-                   f"{x(div(st.seconds, target))} | {st.cpu:.1f} s | {st.cpu / cores:.2f} s | {budget:.1f} s | "
-                   f"{x(div(st.cpu, budget))} |")
+        out.append(
+            f"| {label} | {z.sessions:,} | {what} = {target:.2f} s | {st.seconds:.2f} s | "
+            f"{x(div(st.seconds, target))} | {st.cpu:.1f} s | {st.cpu / cores:.2f} s | {budget:.1f} s | "
+            f"{x(div(st.cpu, budget))} |"
+        )
 
     calls = small.subjects[name].calls
     line(STEPS["ingest"], small, "ingest", INGEST_X * small.bare.seconds, f"{INGEST_X:g}× bare parse")
@@ -496,21 +646,38 @@ def _sessions(text: str) -> list[int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sessions", "--sizes", type=_sessions, default=[SMALL, LARGE],
-                    help=f"corpus sizes in sessions, comma-separated (default {SMALL},{LARGE})")
+    ap.add_argument(
+        "--sessions",
+        "--sizes",
+        type=_sessions,
+        default=[SMALL, LARGE],
+        help=f"corpus sizes in sessions, comma-separated (default {SMALL},{LARGE})",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="runs of each step; the median counts (default 3)")
-    ap.add_argument("--baseline", type=Path, default=None,
-                    help="a second loopscope checkout (run by its .venv, or this one's if it has none) or a "
-                         "`loopscope` entry point, measured side by side as 'before'")
+    ap.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="a second loopscope checkout (run by its .venv, or this one's if it has none) or a "
+        "`loopscope` entry point, measured side by side as 'before'",
+    )
     ap.add_argument("--seed", type=int, default=7)
-    ap.add_argument("--mb-per-session", type=float, default=MB_PER_SESSION,
-                    help=f"corpus size per session (default {MB_PER_SESSION:.3f} MB, as the issue's)")
+    ap.add_argument(
+        "--mb-per-session",
+        type=float,
+        default=MB_PER_SESSION,
+        help=f"corpus size per session (default {MB_PER_SESSION:.3f} MB, as the issue's)",
+    )
     ap.add_argument("--corpus-dir", type=Path, default=Path("/tmp"), help="where the corpora are kept (default /tmp)")
     ap.add_argument("--workers", type=int, default=None, help="passed to ingest, scan and analyze (default: theirs)")
     ap.add_argument("--keep", action="store_true", help="keep the stores and reports (printed at the end)")
-    ap.add_argument("--steps", type=_steps, default=list(STEPS),
-                    help=f"the steps to time, comma-separated (default all: {','.join(STEPS)}); a step that runs on "
-                         "another's result runs that one once, untimed")
+    ap.add_argument(
+        "--steps",
+        type=_steps,
+        default=list(STEPS),
+        help=f"the steps to time, comma-separated (default all: {','.join(STEPS)}); a step that runs on "
+        "another's result runs that one once, untimed",
+    )
     args = ap.parse_args()
     if args.repeat < 1:
         ap.error("--repeat must be at least 1")
@@ -529,12 +696,16 @@ def main() -> None:
             print(f"stores and reports kept in {scratch}")
         else:
             shutil.rmtree(scratch, ignore_errors=True)
-    print(f"\nScale benchmark (issue 13): medians of {args.repeat}, each step its own process on a warm page cache; "
-          "seconds are wall time of the whole command, MB the peak RSS of its whole process tree; the bare parse is "
-          "DuckDB's query time. 'met' judges the last column.\n")
+    print(
+        f"\nScale benchmark (issue 13): medians of {args.repeat}, each step its own process on a warm page cache; "
+        "seconds are wall time of the whole command, MB the peak RSS of its whole process tree; the bare parse is "
+        "DuckDB's query time. 'met' judges the last column.\n"
+    )
     print("\n".join(table(sizes, list(checkouts), set(args.steps))))
-    print("\nThe CPU each missed or met wall-time target leaves on this machine (the last column: above 1.00x, no "
-          "schedule of the same work on these cores meets it):\n")
+    print(
+        "\nThe CPU each missed or met wall-time target leaves on this machine (the last column: above 1.00x, no "
+        "schedule of the same work on these cores meets it):\n"
+    )
     print("\n".join(budgets(sizes)))
     if args.baseline:
         print(f"\nRun by run, after ÷ before (each pair ran back to back; medians of {args.repeat} pairs):\n")

@@ -100,8 +100,12 @@ def main() -> None:
     ap.add_argument("--store-dir", type=Path, default=None, help="where to put the store (default: a temp dir)")
     ap.add_argument("--keep-store", action="store_true")
     ap.add_argument("--scan-runs", type=int, default=1, help="cold scans, each on a fresh copy (median reported)")
-    ap.add_argument("--from-store", type=Path, default=None,
-                    help="an ingested, unscanned store of CORPUS to copy instead of ingesting (no ingest figures)")
+    ap.add_argument(
+        "--from-store",
+        type=Path,
+        default=None,
+        help="an ingested, unscanned store of CORPUS to copy instead of ingesting (no ingest figures)",
+    )
     args = ap.parse_args()
 
     if not args.corpus.exists():
@@ -119,8 +123,11 @@ def main() -> None:
         else:
             ingest = loopscope("ingest", str(args.corpus), "--db", str(db), "--quiet", *workers)
         counts = store_counts(db)
-        print(f"corpus: {args.corpus}  {mb(size)}, {counts['sessions']:,} sessions, {counts['calls']:,} calls, "
-              f"{counts['messages']:,} assistant messages", flush=True)
+        print(
+            f"corpus: {args.corpus}  {mb(size)}, {counts['sessions']:,} sessions, {counts['calls']:,} calls, "
+            f"{counts['messages']:,} assistant messages",
+            flush=True,
+        )
         if ingest:
             print(f"cold ingest: {ingest.seconds:.2f} s", flush=True)
         pristine = store_dir / "ingested.duckdb"
@@ -140,21 +147,28 @@ def main() -> None:
         share = cold.seconds / ingest.seconds if ingest else None
         label = f"cold scan (median of {len(runs)})" if len(runs) > 1 else "cold scan"
         of_ingest = f", {share:.1%} of the cold ingest" if share is not None else ""
-        print(f"{label}: {cold.seconds:.2f} s = {rate:,.0f} calls/s{of_ingest}; peak RSS "
-              f"{mb(cold.peak_tree_rss)} over up to {cold.max_processes} processes; {counts['findings']:,} findings "
-              f"({counts['stuck']:,} stuck): {findings_by_kind(db)}", flush=True)
+        print(
+            f"{label}: {cold.seconds:.2f} s = {rate:,.0f} calls/s{of_ingest}; peak RSS "
+            f"{mb(cold.peak_tree_rss)} over up to {cold.max_processes} processes; {counts['findings']:,} findings "
+            f"({counts['stuck']:,} stuck): {findings_by_kind(db)}",
+            flush=True,
+        )
         steady = phases["read"] + phases["detect"] + phases["land"]
         startup = phases["_wall"] - steady  # what does not grow with the store: start-up, and the end
         close = phases["seconds"] - phases["startup"] - steady  # the last checkpoint
-        print(f"phases (one more cold scan, in-process): start-up and end {startup:.2f} s (interpreter, imports "
-              f"and exit {phases['_wall'] - phases['seconds']:.2f} s, store and plan {phases['startup']:.2f} s, last "
-              f"checkpoint and close {close:.2f} s), read "
-              f"{phases['read']:.2f} s, detect {phases['detect']:.2f} s = {counts['calls'] / phases['detect']:,.0f} "
-              f"calls/s, land {phases['land']:.2f} s; steady state {counts['calls'] / steady:,.0f} calls/s; "
-              f"peak RSS {mb(phases['_rss'])}", flush=True)
+        print(
+            f"phases (one more cold scan, in-process): start-up and end {startup:.2f} s (interpreter, imports "
+            f"and exit {phases['_wall'] - phases['seconds']:.2f} s, store and plan {phases['startup']:.2f} s, last "
+            f"checkpoint and close {close:.2f} s), read "
+            f"{phases['read']:.2f} s, detect {phases['detect']:.2f} s = {counts['calls'] / phases['detect']:,.0f} "
+            f"calls/s, land {phases['land']:.2f} s; steady state {counts['calls'] / steady:,.0f} calls/s; "
+            f"peak RSS {mb(phases['_rss'])}",
+            flush=True,
+        )
         again = loopscope("scan", "--db", str(db), "--quiet", *workers)
-        print(f"no-change rescan: {again.seconds:.2f} s ({again.seconds / cold.seconds:.1%} of the cold scan)",
-              flush=True)
+        print(
+            f"no-change rescan: {again.seconds:.2f} s ({again.seconds / cold.seconds:.1%} of the cold scan)", flush=True
+        )
     finally:
         if args.keep_store:
             print(f"store kept at {db}")
@@ -162,21 +176,32 @@ def main() -> None:
             shutil.rmtree(store_dir, ignore_errors=True)
 
     print()
-    print(f"| scan benchmark ({mb(size)}, {counts['sessions']:,} sessions, {counts['calls']:,} calls, "
-          f"{counts['messages']:,} messages) | figure | target | met |")
+    print(
+        f"| scan benchmark ({mb(size)}, {counts['sessions']:,} sessions, {counts['calls']:,} calls, "
+        f"{counts['messages']:,} messages) | figure | target | met |"
+    )
     print("|---|---|---|---|")
-    spread = (f" (median of {len(runs)}: {min(r.seconds for r in runs):.2f}-{max(r.seconds for r in runs):.2f} s)"
-              if len(runs) > 1 else "")
-    print(f"| cold `loopscope scan` | {cold.seconds:.2f} s = {rate:,.0f} calls/s{spread} | >= {TARGET_RATE:,} "
-          f"calls/s | {verdict(rate >= TARGET_RATE)} |")
+    spread = (
+        f" (median of {len(runs)}: {min(r.seconds for r in runs):.2f}-{max(r.seconds for r in runs):.2f} s)"
+        if len(runs) > 1
+        else ""
+    )
+    print(
+        f"| cold `loopscope scan` | {cold.seconds:.2f} s = {rate:,.0f} calls/s{spread} | >= {TARGET_RATE:,} "
+        f"calls/s | {verdict(rate >= TARGET_RATE)} |"
+    )
     print(f"| start-up and end (interpreter, imports, store, plan; last checkpoint) | {startup:.2f} s | | |")
-    print(f"| steady state (read {phases['read']:.2f} s + detect {phases['detect']:.2f} s + land "
-          f"{phases['land']:.2f} s) | {counts['calls'] / steady:,.0f} calls/s | >= {TARGET_STEADY:,} calls/s | "
-          f"{verdict(counts['calls'] / steady >= TARGET_STEADY)} |")
+    print(
+        f"| steady state (read {phases['read']:.2f} s + detect {phases['detect']:.2f} s + land "
+        f"{phases['land']:.2f} s) | {counts['calls'] / steady:,.0f} calls/s | >= {TARGET_STEADY:,} calls/s | "
+        f"{verdict(counts['calls'] / steady >= TARGET_STEADY)} |"
+    )
     print(f"| detectors alone | {counts['calls'] / phases['detect']:,.0f} calls/s | | |")
     if ingest and share is not None:
-        print(f"| scan / cold ingest ({ingest.seconds:.2f} s) | {share:.1%} | <= {TARGET_SHARE:.0%} | "
-              f"{verdict(share <= TARGET_SHARE)} |")
+        print(
+            f"| scan / cold ingest ({ingest.seconds:.2f} s) | {share:.1%} | <= {TARGET_SHARE:.0%} | "
+            f"{verdict(share <= TARGET_SHARE)} |"
+        )
     print(f"| no-change rescan | {again.seconds:.2f} s | | |")
     print(f"| peak RSS of the scan | {mb(cold.peak_tree_rss)} | | |")
 

@@ -38,13 +38,14 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 1, help="cores for both paths (default: all)")
     args = ap.parse_args()
 
+    from parquet_support import TABLES, rows
+
     from analyzer.ingest.pipeline import ingest
     from analyzer.scan.run import scan
     from analyzer.spark.run import run
     from analyzer.spark.session import missing, spark_session
-    from analyzer.store import db as store
+    from analyzer.store import connection
     from analyzer.store.parquet import open_dir
-    from parquet_support import TABLES, rows
 
     why = missing()
     if why:
@@ -58,7 +59,7 @@ def main() -> None:
         ing = ingest([corpus], db, workers=args.cores)
         t_ingest = time.perf_counter() - t
         t = time.perf_counter()
-        sc = scan(db, workers=args.cores)
+        scan(db, workers=args.cores)
         t_scan = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -67,7 +68,7 @@ def main() -> None:
         s = run([corpus], work / "out", spark=spark)
         spark.stop()
 
-        con, pq = store.connect(db, read_only=True), open_dir(work / "out")
+        con, pq = connection.connect(db, read_only=True), open_dir(work / "out")
         try:
             diff = [t for t in TABLES if rows(pq, t) != rows(con, t)]
             n = con.execute("SELECT count(*), sum(calls), sum(total_tokens) FROM sessions").fetchone()
@@ -78,23 +79,33 @@ def main() -> None:
 
         mb = ing.bytes / 1e6
         calls = int(n[1])
-        print(f"corpus: {corpus} ({mb:,.1f} MB, {s.files:,} files, {n[0]:,} sessions, {calls:,} calls, "
-              f"{int(n[2]):,} tokens, {findings:,} findings)")
+        print(
+            f"corpus: {corpus} ({mb:,.1f} MB, {s.files:,} files, {n[0]:,} sessions, {calls:,} calls, "
+            f"{int(n[2]):,} tokens, {findings:,} findings)"
+        )
         print(f"spark session start: {t_start:.1f} s ({s.master}, {s.cores} cores)")
         print()
         print("| path | cores | ingest s | ingest MB/s | MB/s per core | scan s | scan calls/s | calls/s per core |")
         print("|---|---|---|---|---|---|---|---|")
-        for name, cores, ti, ts in (("DuckDB store (ingest + scan)", args.cores, t_ingest, t_scan),
-                                    ("Spark (spark run)", s.cores, s.ingest_seconds, s.scan_seconds)):
-            print(f"| {name} | {cores} | {ti:.1f} | {mb / ti:,.2f} | {mb / ti / cores:,.2f} | {ts:.1f} | "
-                  f"{calls / ts:,.0f} | {calls / ts / cores:,.0f} |")
+        for name, cores, ti, ts in (
+            ("DuckDB store (ingest + scan)", args.cores, t_ingest, t_scan),
+            ("Spark (spark run)", s.cores, s.ingest_seconds, s.scan_seconds),
+        ):
+            print(
+                f"| {name} | {cores} | {ti:.1f} | {mb / ti:,.2f} | {mb / ti / cores:,.2f} | {ts:.1f} | "
+                f"{calls / ts:,.0f} | {calls / ts / cores:,.0f} |"
+            )
         print()
-        print(f"inside the Spark tasks (the per-file and per-session work, without Spark's job and shuffle "
-              f"overheads): parsing {s.task_parse_seconds:.1f} task-s = {mb / s.task_parse_seconds:,.2f} MB/s per "
-              f"core; detectors {s.task_scan_seconds:.1f} task-s = {calls / s.task_scan_seconds:,.0f} calls/s per core")
-        print(f"tasks: {s.files_parsed_in_tasks:,} files parsed and {s.sessions_scanned_in_tasks:,} sessions scanned "
-              f"in {len(s.task_pids)} executor Python processes (driver pid {os.getpid()} not among them: "
-              f"{os.getpid() not in s.task_pids})")
+        print(
+            f"inside the Spark tasks (the per-file and per-session work, without Spark's job and shuffle "
+            f"overheads): parsing {s.task_parse_seconds:.1f} task-s = {mb / s.task_parse_seconds:,.2f} MB/s per "
+            f"core; detectors {s.task_scan_seconds:.1f} task-s = {calls / s.task_scan_seconds:,.0f} calls/s per core"
+        )
+        print(
+            f"tasks: {s.files_parsed_in_tasks:,} files parsed and {s.sessions_scanned_in_tasks:,} sessions scanned "
+            f"in {len(s.task_pids)} executor Python processes (driver pid {os.getpid()} not among them: "
+            f"{os.getpid() not in s.task_pids})"
+        )
         if diff:
             raise SystemExit(f"NOT EQUAL: tables {', '.join(diff)} differ between the store and the Spark run")
         print(f"equal: {', '.join(TABLES)} hold the same rows in the store and the Spark run")

@@ -13,36 +13,33 @@ from analyzer.results import Recommendation, Totals
 if TYPE_CHECKING:
     import polars as pl
 
-
-class Scope(Protocol):
-    sessions: int  # sessions in scope
-    has_findings: bool  # whether the store was scanned
+    from reports.data import ReportScope
 
 
 class ReportSource(Protocol):
-    """Where the report's data comes from (``analyzer.reporting.ReportData`` over the store): the report only reads
+    """Where the report's data comes from (``reports.data.ReportData`` over the store): the report only reads
     these frames, so it never queries a store itself."""
 
-    scope: Scope
+    scope: ReportScope
     filter: Any  # the session filter, for the "scope" line (since, until, agent, project)
 
     def totals(self) -> Totals: ...
 
-    def findings(self) -> "pl.DataFrame": ...
+    def findings(self) -> pl.DataFrame: ...
 
-    def loop_sessions(self) -> "pl.DataFrame": ...
+    def loop_sessions(self) -> pl.DataFrame: ...
 
-    def ingest_errors(self, limit: int) -> "tuple[int, pl.DataFrame]": ...
+    def ingest_errors(self, limit: int) -> tuple[int, pl.DataFrame]: ...
 
-    def skipped_files(self, limit: int) -> "tuple[int, pl.DataFrame]": ...
+    def skipped_files(self, limit: int) -> tuple[int, pl.DataFrame]: ...
 
-    def session_ids(self) -> "pl.DataFrame": ...
+    def session_ids(self) -> pl.DataFrame: ...
 
     def read_order(self, ids: Sequence[str]) -> list[str]: ...  # ids in the order batches of them read fastest
 
-    def session_batch(self, ids: Sequence[str]) -> "dict[str, pl.DataFrame]": ...
+    def session_batch(self, ids: Sequence[str]) -> dict[str, pl.DataFrame]: ...
 
-    def all_sessions(self) -> "pl.DataFrame": ...
+    def all_sessions(self) -> pl.DataFrame: ...
 
     def fingerprints(self) -> dict[str, str]: ...  # session id -> what its data is (empty: unknown, always rebuild)
 
@@ -96,6 +93,12 @@ class PageMeta:
     page_id: str = "index"  # the element id of the page (a section's id in a single-file report)
     current: str = ""  # the nav entry this page is
     charts: bool = True  # whether the page draws charts (loads plotly.js)
+
+    @property
+    def home(self) -> Link:
+        """The nav's entry of the home page, which the nav lists first (``site.NAV``): the brand and a session
+        page's crumbs link to it."""
+        return self.nav[0]
 
 
 @dataclass(frozen=True)

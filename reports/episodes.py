@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from analyzer.calltext import call_text
+from analyzer.detect.rules import LOOP_KINDS
 from reports.context import ArgDiff, Clip, ConvItem, DiffPart, Episode, Variant
 from reports.redact import redact_window
 
@@ -38,15 +39,7 @@ HEAD_CONV_CALLS = 10
 MAX_DIFFS = 4
 MAX_PATTERN_GROUPS = 24
 
-KIND_TITLES = {
-    "streak": "Identical calls in a row",
-    "cycle": "Cycle",
-    "window": "Repeats in a window",
-    "drift": "Near-identical arguments",
-    "failure": "Repeated failure",
-    "text": "Repeated assistant text",
-    "nested": "Repeats inside a script",
-}
+KIND_TITLES = {k.name: k.title for k in LOOP_KINDS}
 
 
 def letters(i: int) -> str:
@@ -225,8 +218,14 @@ class Episodes:
         cut = _cut_point(shown, HEAD_CHARS)
         return Clip(shown[:cut], shown[cut:], omitted)
 
-    def short(self, text: str | None, stored_len: int | None = None, lines: int = MSG_LINES,
-              chars: int = MSG_CHARS, show: int = SHOW_CHARS) -> Clip:
+    def short(
+        self,
+        text: str | None,
+        stored_len: int | None = None,
+        lines: int = MSG_LINES,
+        chars: int = MSG_CHARS,
+        show: int = SHOW_CHARS,
+    ) -> Clip:
         """Like ``clip``, with a shorter open part: a conversation shows a few lines of each step. ``show``: the
         characters that reach the page at all (the open part and what is collapsed after it)."""
         shown, omitted = self._shown(text, stored_len, show)
@@ -248,16 +247,18 @@ class Episodes:
             cached = self._summaries[key] = call_text(None, self.redact(args), 120)
         return cached
 
-    def conversation(self, f: dict[str, Any], calls: list[dict[str, Any]], messages: list[dict[str, Any]],
-                     anchors: "CallAnchors") -> tuple[list[ConvItem], int]:
+    def conversation(
+        self, f: dict[str, Any], calls: list[dict[str, Any]], messages: list[dict[str, Any]], anchors: CallAnchors
+    ) -> tuple[list[ConvItem], int]:
         """The user prompt of the episode's turn, the assistant messages before and inside it, and every call of its
         span with its result, in transcript order; calls past ``MAX_CONV_CALLS`` are counted, not shown."""
         lo, hi = f.get("first_seq"), f.get("last_seq")
         in_loop = set(f.get("call_ids") or [])
         span = [c for c in calls if lo is not None and hi is not None and lo <= c["seq"] <= hi]
         more = max(0, len(span) - MAX_CONV_CALLS)
-        shown_calls = span if not more else span[:HEAD_CONV_CALLS] + span[len(span) - (MAX_CONV_CALLS -
-                                                                                     HEAD_CONV_CALLS):]
+        shown_calls = (
+            span if not more else span[:HEAD_CONV_CALLS] + span[len(span) - (MAX_CONV_CALLS - HEAD_CONV_CALLS) :]
+        )
         turn_at = {m["turn_id"]: m["turn_index"] for m in messages if m.get("turn_id") is not None}
         last = max([m["turn_index"] for m in messages], default=0)
         keyed: list[tuple[tuple[int, int, int, int], ConvItem]] = []
@@ -294,27 +295,47 @@ class Episodes:
                 # A few lines here; the distinct results are in full (up to the page's limit) under Results.
                 full = self.short(c.get("result_text"), c.get("result_len"), 3, 300, show=300)
                 result = Clip(full.head, "", len(full.rest) + full.omitted)
-            same = (seen_args[akey] if args is None and rkey is not None and seen_result.get(rkey) != number
-                    and seen_result.get(rkey) == seen_args[akey] else None)
+            same = (
+                seen_args[akey]
+                if args is None
+                and rkey is not None
+                and seen_result.get(rkey) != number
+                and seen_result.get(rkey) == seen_args[akey]
+                else None
+            )
             item = ConvItem(
-                "call", number=number, anchor=anchors.claim(number), href="#" + anchors.id(number),
-                tool=c.get("tool"), summary=summary, args=args, result=result,
-                is_error=c.get("is_error"), in_loop=c.get("call_id") in in_loop, same_as=same)
+                "call",
+                number=number,
+                anchor=anchors.claim(number),
+                href="#" + anchors.id(number),
+                tool=c.get("tool"),
+                summary=summary,
+                args=args,
+                result=result,
+                is_error=c.get("is_error"),
+                in_loop=c.get("call_id") in in_loop,
+                same_as=same,
+            )
             keyed.append(((turn_at.get(c.get("turn_id"), last), 1, number, 0), item))
         if more:  # the calls left out sit between the first ones and the last ones
             c = shown_calls[HEAD_CONV_CALLS - 1]
-            keyed.append(((turn_at.get(c.get("turn_id"), last), 1, int(c["seq"]) + 1, 1),
-                          ConvItem("gap", number=more)))
+            keyed.append(((turn_at.get(c.get("turn_id"), last), 1, int(c["seq"]) + 1, 1), ConvItem("gap", number=more)))
         keyed.sort(key=lambda kv: kv[0])
         return [it for _, it in keyed], more
 
-    def build(self, f: dict[str, Any], calls: list[dict[str, Any]], texts: list[dict[str, Any]],
-              anchor: str, messages: list[dict[str, Any]] | None = None,
-              anchors: "CallAnchors | None" = None, open: bool = True) -> Episode:
+    def build(
+        self,
+        f: dict[str, Any],
+        calls: list[dict[str, Any]],
+        texts: list[dict[str, Any]],
+        anchor: str,
+        messages: list[dict[str, Any]] | None = None,
+        anchors: CallAnchors | None = None,
+        open: bool = True,
+    ) -> Episode:
         wanted = list(f.get("call_ids") or [])
         lo, hi = f.get("first_seq"), f.get("last_seq")
-        by_id = {c["call_id"]: c for c in calls
-                 if (lo is None or c["seq"] >= lo) and (hi is None or c["seq"] <= hi)}
+        by_id = {c["call_id"]: c for c in calls if (lo is None or c["seq"] >= lo) and (hi is None or c["seq"] <= hi)}
         ep_calls = [by_id[i] for i in wanted if i in by_id]
 
         keys: dict[str, str] = {}
@@ -334,7 +355,8 @@ class Episodes:
         shown = 1 if f.get("kind") == "drift" and diffs else MAX_VARIANTS
         variants = [
             Variant(keys[k], counts[k], self.clip(pretty_args(first[k].get("args")), None), tool=first[k].get("tool"))
-            for k in list(keys)[:shown]]
+            for k in list(keys)[:shown]
+        ]
 
         rkeys: dict[str, int] = {}
         rfirst: dict[str, dict[str, Any]] = {}
@@ -354,8 +376,7 @@ class Episodes:
                 body = self.clip(c.get("result_text"), c.get("result_len"))
                 if body.omitted:
                     body = replace(body, whole=self.show_command(c))
-            results.append(Variant(f"R{rkeys[rk]}", rcounts[rk], body, is_error=c.get("is_error"),
-                                   tool=c.get("tool")))
+            results.append(Variant(f"R{rkeys[rk]}", rcounts[rk], body, is_error=c.get("is_error"), tool=c.get("tool")))
 
         conv, more_conv = self.conversation(f, calls, messages or [], anchors or CallAnchors())
         return Episode(
@@ -425,8 +446,9 @@ class Episodes:
             out.append(Variant(f"T{i + 1}", n, self.clip(t.get("text"), t.get("text_len"))))
         return out
 
-    def _diffs(self, calls: list[dict[str, Any]], keys: dict[str, str],
-               first: dict[str, dict[str, Any]]) -> list[ArgDiff]:
+    def _diffs(
+        self, calls: list[dict[str, Any]], keys: dict[str, str], first: dict[str, dict[str, Any]]
+    ) -> list[ArgDiff]:
         """Diffs between consecutive different calls of one tool: what drifted from one attempt to the next."""
         out: list[ArgDiff] = []
         seen: set[frozenset[str]] = set()

@@ -4,18 +4,29 @@ shows. Formatting decisions live here, markup in the templates, drawing in figur
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
 
-from reports import figures
 from analyzer.results import Calibration, Recommendation, Totals
+from reports import figures
 from reports.context import (
-    AllSessionsContext, CalibrationContext, Chart, Episode, IndexContext, Kpi, Link, PageMeta, SessionContext, Table,
+    AllSessionsContext,
+    CalibrationContext,
+    Chart,
+    Episode,
+    IndexContext,
+    Kpi,
+    Link,
+    PageMeta,
+    ReportSource,
+    SessionContext,
+    Table,
 )
 from reports.episodes import CallAnchors, Episodes, Redactor
 from reports.fmt import compact, num, pct, project_label, share, usd, when
-from reports.paths import Links, section_id
+from reports.paths import ALL_SESSIONS, Links, section_id
 
 WORST_SESSIONS = 25
 LISTED_SESSIONS = 2000
@@ -44,8 +55,12 @@ def _kpis(t: Totals, has_findings: bool) -> list[Kpi]:
         (f"{num(t.loop_calls)} in loops", share(t.loop_calls, t.calls)),
         (f"{compact(stuck_tokens)} wasted in stuck loops", share(stuck_tokens, t.tokens)),
     ]
-    totals = [("Cost", usd(t.cost_usd)), ("Sessions", num(t.sessions)), ("Tool calls", num(t.calls)),
-              ("Tokens", compact(t.tokens))]
+    totals = [
+        ("Cost", usd(t.cost_usd)),
+        ("Sessions", num(t.sessions)),
+        ("Tool calls", num(t.calls)),
+        ("Tokens", compact(t.tokens)),
+    ]
     return [Kpi(label, total, *(loop if has_findings else (None, None))) for (label, total), loop in zip(totals, loops)]
 
 
@@ -59,13 +74,18 @@ def _token_metric(fdf: pl.DataFrame) -> tuple[pl.Expr, str]:
 def _breakdown(fdf: pl.DataFrame, tok: pl.Expr, by: str) -> pl.DataFrame:
     """Episodes, tokens (stuck / made progress) and dollars per value of ``by``; ``full`` is the hover name."""
     stuck = pl.col("stuck").fill_null(False)
-    return fdf.with_columns(tok.alias("_t")).group_by(by).agg(
-        pl.len().alias("episodes"),
-        pl.col("_t").filter(stuck).sum().alias("stuck_tokens"),
-        pl.col("_t").filter(~stuck).sum().alias("other_tokens"),
-        pl.col("_t").sum().alias("tokens"),
-        pl.col("cost_usd").fill_null(0).sum().alias("cost_usd"),
-    ).with_columns(pl.col(by).cast(pl.String).alias("full"))
+    return (
+        fdf.with_columns(tok.alias("_t"))
+        .group_by(by)
+        .agg(
+            pl.len().alias("episodes"),
+            pl.col("_t").filter(stuck).sum().alias("stuck_tokens"),
+            pl.col("_t").filter(~stuck).sum().alias("other_tokens"),
+            pl.col("_t").sum().alias("tokens"),
+            pl.col("cost_usd").fill_null(0).sum().alias("cost_usd"),
+        )
+        .with_columns(pl.col(by).cast(pl.String).alias("full"))
+    )
 
 
 def _project_labels(full: list[str]) -> list[str]:
@@ -92,45 +112,98 @@ def loop_charts(fdf: pl.DataFrame, redact: Redactor) -> tuple[list[Chart], str]:
     spellings = exploded.group_by("tool_group").agg(pl.col("tools").unique().sort().str.join("/").alias("label"))
     tools = _breakdown(exploded, tok, "tool_group").join(spellings, on="tool_group", how="left")
     tools = tools.with_columns(pl.col("label").alias("full"))
-    charts.append(Chart("by-tool", "By tool", figures.stuck_bars(tools, "label", axis, "tool"),
-                        note="An episode that spans several tools counts under each; names that differ only in "
-                             "case (Bash/bash) are one tool."))
-    charts.append(Chart("by-model", "By model", figures.stuck_bars(_breakdown(fdf, tok, "model"), "model", axis, "model"),
-                        note="The model that issued the episode's first call."))
-    charts.append(Chart("by-agent", "By agent", figures.stuck_bars(_breakdown(fdf, tok, "format"), "format", axis, "agent")))
+    charts.append(
+        Chart(
+            "by-tool",
+            "By tool",
+            figures.stuck_bars(tools, "label", axis, "tool"),
+            note="An episode that spans several tools counts under each; names that differ only in "
+            "case (Bash/bash) are one tool.",
+        )
+    )
+    charts.append(
+        Chart(
+            "by-model",
+            "By model",
+            figures.stuck_bars(_breakdown(fdf, tok, "model"), "model", axis, "model"),
+            note="The model that issued the episode's first call.",
+        )
+    )
+    charts.append(
+        Chart("by-agent", "By agent", figures.stuck_bars(_breakdown(fdf, tok, "format"), "format", axis, "agent"))
+    )
     proj = _breakdown(fdf, tok, "project").sort("project")
     proj = proj.with_columns(pl.Series("label", _project_labels(proj["project"].to_list())))
-    charts.append(Chart("by-project", "By project", figures.stuck_bars(proj, "label", axis, "project"), wide=True,
-                        note="Working directory of the session; the largest twelve."))
+    charts.append(
+        Chart(
+            "by-project",
+            "By project",
+            figures.stuck_bars(proj, "label", axis, "project"),
+            wide=True,
+            note="Working directory of the session; the largest twelve.",
+        )
+    )
     dated = fdf.filter(pl.col("day").is_not_null())
     if dated.height:
         days = _breakdown(dated, tok, "day").sort("day")
         undated = fdf.height - dated.height
-        charts.append(Chart("by-day", "Over time", figures.daily(days, axis), wide=True,
-                            note=f"{num(undated)} episodes without a timestamp are not shown." if undated else None))
+        charts.append(
+            Chart(
+                "by-day",
+                "Over time",
+                figures.daily(days, axis),
+                wide=True,
+                note=f"{num(undated)} episodes without a timestamp are not shown." if undated else None,
+            )
+        )
     return charts, axis
 
 
 def repeat_chart(fdf: pl.DataFrame, rec: Recommendation | None) -> Chart:
     hist = fdf.group_by(pl.col("repeats").fill_null(0)).agg(
-        pl.col("stuck").fill_null(False).sum().alias("stuck"),
-        (~pl.col("stuck").fill_null(False)).sum().alias("other"))
+        pl.col("stuck").fill_null(False).sum().alias("stuck"), (~pl.col("stuck").fill_null(False)).sum().alias("other")
+    )
     fig = figures.repeat_histogram(hist, rec.warn if rec else None, rec.halt if rec else None)
-    note = (f"Dashed lines: the recommended setting from calibration, warn at {rec.warn} and halt at {rec.halt}."
-            if rec else "Calibration was not computed for this report, so no recommended warn/halt lines are drawn.")
+    note = (
+        f"Dashed lines: the recommended setting from calibration, warn at {rec.warn} and halt at {rec.halt}."
+        if rec
+        else "Calibration was not computed for this report, so no recommended warn/halt lines are drawn."
+    )
     return Chart("repeats", "Episodes by repeat count", fig, note=note, wide=True)
 
 
 def session_tables(sessions: pl.DataFrame, links: Links, redact: Redactor) -> tuple[Table, Table | None]:
     # Dollars first: a token share is dominated by cache reads and reads larger than the money it is.
-    cols = ("Session", "Agent", "Project", "Started", "Loop cost", "Session cost", "Calls", "Episodes", "Stuck",
-            "Wasted tokens", "Share of session")
+    cols = (
+        "Session",
+        "Agent",
+        "Project",
+        "Started",
+        "Loop cost",
+        "Session cost",
+        "Calls",
+        "Episodes",
+        "Stuck",
+        "Wasted tokens",
+        "Share of session",
+    )
     rows = []
     for r in sessions.head(LISTED_SESSIONS).iter_rows(named=True):
-        rows.append((Link(redact(r["session_id"]) or "", links.session(r["session_id"])), r["format"] or "—",
-                     project_label(redact(r["cwd"])), when(r["started_at"]), usd(r["loop_cost_usd"]),
-                     usd(r["cost_usd"]), num(r["calls"]), num(r["episodes"]), num(r["stuck_episodes"]),
-                     num(r["wasted_tokens"]), pct(share(r["wasted_tokens"] or 0, r["total_tokens"] or 0))))
+        rows.append(
+            (
+                Link(redact(r["session_id"]) or "", links.session(r["session_id"])),
+                r["format"] or "—",
+                project_label(redact(r["cwd"])),
+                when(r["started_at"]),
+                usd(r["loop_cost_usd"]),
+                usd(r["cost_usd"]),
+                num(r["calls"]),
+                num(r["episodes"]),
+                num(r["stuck_episodes"]),
+                num(r["wasted_tokens"]),
+                pct(share(r["wasted_tokens"] or 0, r["total_tokens"] or 0)),
+            )
+        )
     numeric = frozenset(range(4, 11))
     worst = Table(cols, rows[:WORST_SESSIONS], numeric)
     rest = rows[WORST_SESSIONS:]
@@ -139,8 +212,15 @@ def session_tables(sessions: pl.DataFrame, links: Links, redact: Redactor) -> tu
 
 
 def error_table(errors: pl.DataFrame, redact: Redactor) -> Table:
-    rows = [(redact(r["path"]) or "—", num(r["line"]) if r["line"] is not None else "—", r["reason"] or "",
-             (redact(r["excerpt"]) or "")[:200]) for r in errors.iter_rows(named=True)]
+    rows = [
+        (
+            redact(r["path"]) or "—",
+            num(r["line"]) if r["line"] is not None else "—",
+            r["reason"] or "",
+            (redact(r["excerpt"]) or "")[:200],
+        )
+        for r in errors.iter_rows(named=True)
+    ]
     return Table(("File", "Line", "Reason", "Excerpt"), rows, frozenset({1}))
 
 
@@ -150,10 +230,19 @@ def skipped_table(skipped: pl.DataFrame, redact: Redactor) -> Table:
     return Table(("File", "Why it was not read"), rows, frozenset())
 
 
-def index_page(meta: PageMeta, totals: Totals, has_findings: bool, fdf: pl.DataFrame | None,
-               sessions: pl.DataFrame | None, error_count: int, errors: pl.DataFrame,
-               calibration: Calibration | None, links: Links, redact: Redactor,
-               skipped: tuple[int, pl.DataFrame] | None = None) -> IndexContext:
+def index_page(
+    meta: PageMeta,
+    totals: Totals,
+    has_findings: bool,
+    fdf: pl.DataFrame | None,
+    sessions: pl.DataFrame | None,
+    error_count: int,
+    errors: pl.DataFrame,
+    calibration: Calibration | None,
+    links: Links,
+    redact: Redactor,
+    skipped: tuple[int, pl.DataFrame] | None = None,
+) -> IndexContext:
     charts: list[Chart] = []
     unit = "tokens"
     worst = other = None
@@ -164,25 +253,60 @@ def index_page(meta: PageMeta, totals: Totals, has_findings: bool, fdf: pl.DataF
         assert sessions is not None
         worst, other = session_tables(sessions, links, redact)
         if totals.estimated_tokens:
-            estimated_note = (f"Plus ~{compact(totals.estimated_tokens)} tokens estimated from repeated text in "
-                              f"loops of transcripts that record no usage.")
-    split = [("input", compact(totals.input_tokens)), ("output", compact(totals.output_tokens)),
-             ("cache read", compact(totals.cache_read_tokens)), ("cache write", compact(totals.cache_write_tokens))]
+            estimated_note = (
+                f"Plus ~{compact(totals.estimated_tokens)} tokens estimated from repeated text in "
+                f"loops of transcripts that record no usage."
+            )
+    split = [
+        ("input", compact(totals.input_tokens)),
+        ("output", compact(totals.output_tokens)),
+        ("cache read", compact(totals.cache_read_tokens)),
+        ("cache write", compact(totals.cache_write_tokens)),
+    ]
     if has_findings and totals.stuck_cost_usd is not None:
         progress = max(0.0, totals.loop_cost_usd - totals.stuck_cost_usd)
         split.append(("repeated with progress", usd(progress)))
-    return IndexContext(meta, _kpis(totals, has_findings), has_findings, charts, unit, worst, other,
-                        error_count, error_table(errors, redact) if error_count else None, estimated_note,
-                        skipped[0] if skipped else 0, skipped_table(skipped[1], redact) if skipped and skipped[0] else None,
-                        links.all_sessions, split)
+    return IndexContext(
+        meta,
+        _kpis(totals, has_findings),
+        has_findings,
+        charts,
+        unit,
+        worst,
+        other,
+        error_count,
+        error_table(errors, redact) if error_count else None,
+        estimated_note,
+        skipped[0] if skipped else 0,
+        skipped_table(skipped[1], redact) if skipped and skipped[0] else None,
+        links.page(ALL_SESSIONS),
+        split,
+    )
 
 
 # ---- all sessions --------------------------------------------------------------------------------------------------
 
 PROMPT_CHARS = 160
 SEARCH_CHARS = 300
-ALL_COLUMNS = ["id", "href", "agent", "project", "models", "started", "calls", "cost", "cost_note", "tokens",
-               "loops", "kinds", "tools", "wasted", "loop", "search", "prompt"]
+ALL_COLUMNS = [
+    "id",
+    "href",
+    "agent",
+    "project",
+    "models",
+    "started",
+    "calls",
+    "cost",
+    "cost_note",
+    "tokens",
+    "loops",
+    "kinds",
+    "tools",
+    "wasted",
+    "loop",
+    "search",
+    "prompt",
+]
 """One all-sessions row: ``agent``, ``project``, ``models`` and ``tools`` are positions in the page's lookup lists;
 ``tokens`` is [input, output, cache read, cache write, estimated]; ``cost_note`` is
 ``""``, ``"estimated"`` (no usage recorded: an estimate from the text), ``"unknown"`` (no price) or ``"inexact"``
@@ -200,8 +324,9 @@ def _cost_note(sources: list[str] | None, total: int, est_cost: float | None) ->
     return ""
 
 
-def all_sessions_page(meta: PageMeta, df: pl.DataFrame, has_page: set[str], links: Links,
-                      redact: Redactor) -> AllSessionsContext:
+def all_sessions_page(
+    meta: PageMeta, df: pl.DataFrame, has_page: set[str], links: Links, redact: Redactor
+) -> AllSessionsContext:
     """Every session in scope, as compact rows (arrays, not objects: 10,000 sessions stay a few MB)."""
     rows: list[list[Any]] = []
     kinds: set[str] = set()
@@ -223,21 +348,36 @@ def all_sessions_page(meta: PageMeta, df: pl.DataFrame, has_page: set[str], link
         k = list(r.get("kinds") or [])
         kinds.update(k)
         with_loops += 1 if r["loops"] else 0
-        rows.append([
-            redact(sid) or "", links.session(sid) if sid in has_page else "", ref("agent", r["format"] or ""),
-            ref("project", redact(r["cwd"]) or ""), [ref("model", m) for m in (r.get("models") or [])],
-            started.strftime("%Y-%m-%d %H:%M") if started else "",
-            int(r["calls"] or 0), None if cost is None else round(float(cost), 4),
-            _cost_note(r.get("cost_sources"), total, est_cost),
-            [int(r["input_tokens"] or 0), int(r["output_tokens"] or 0), int(r["cache_read_tokens"] or 0),
-             int(r["cache_write_tokens"] or 0), 0 if total else int(r["estimated_tokens"] or 0)],
-            int(r["loops"] or 0), k, [ref("tool", t) for t in (r.get("loop_tools") or [])],
-            round(float(r["wasted_usd"] or 0), 4),
-            loops_text[0] if loops_text else "", " | ".join(loops_text[1:])[:SEARCH_CHARS],
-            " ".join(prompt.split())[:PROMPT_CHARS],
-        ])
-    return AllSessionsContext(meta, ALL_COLUMNS, rows, sorted(kinds), len(rows), with_loops,
-                              {k: list(v) for k, v in lookups.items()})
+        rows.append(
+            [
+                redact(sid) or "",
+                links.session(sid) if sid in has_page else "",
+                ref("agent", r["format"] or ""),
+                ref("project", redact(r["cwd"]) or ""),
+                [ref("model", m) for m in (r.get("models") or [])],
+                started.strftime("%Y-%m-%d %H:%M") if started else "",
+                int(r["calls"] or 0),
+                None if cost is None else round(float(cost), 4),
+                _cost_note(r.get("cost_sources"), total, est_cost),
+                [
+                    int(r["input_tokens"] or 0),
+                    int(r["output_tokens"] or 0),
+                    int(r["cache_read_tokens"] or 0),
+                    int(r["cache_write_tokens"] or 0),
+                    0 if total else int(r["estimated_tokens"] or 0),
+                ],
+                int(r["loops"] or 0),
+                k,
+                [ref("tool", t) for t in (r.get("loop_tools") or [])],
+                round(float(r["wasted_usd"] or 0), 4),
+                loops_text[0] if loops_text else "",
+                " | ".join(loops_text[1:])[:SEARCH_CHARS],
+                " ".join(prompt.split())[:PROMPT_CHARS],
+            ]
+        )
+    return AllSessionsContext(
+        meta, ALL_COLUMNS, rows, sorted(kinds), len(rows), with_loops, {k: list(v) for k, v in lookups.items()}
+    )
 
 
 # ---- session -------------------------------------------------------------------------------------------------------
@@ -267,13 +407,27 @@ def _guard_table(replay: pl.DataFrame | None, seq_of: dict[str, int], anchors: C
     # Sorted in Python: a polars sort per page costs more than the few rows it sorts.
     for r in sorted(replay.iter_rows(named=True), key=lambda r: r["policy"]):
         halted = r["halt_call_id"] is not None
-        hit = "—" if not halted else ("stuck loop" if r["halt_on"] == "stuck" else f"{r['halt_on'] or 'progress'} "
-                                                                                   "(false halt)")
-        rows.append((r["policy"], warn_at(r), at(r["halt_call_id"]), hit,
-                     num(r["calls_after_halt"]) if halted else "—", num(r["tokens_after_halt"]) if halted else "—",
-                     usd(r["cost_after_halt_usd"]) if halted else "—"))
-    return Table(("Guard", "First warning", "Halt", "Halt hit", "Calls after halt", "Tokens after halt",
-                  "Cost after halt"), rows, frozenset({4, 5, 6}))
+        hit = (
+            "—"
+            if not halted
+            else ("stuck loop" if r["halt_on"] == "stuck" else f"{r['halt_on'] or 'progress'} (false halt)")
+        )
+        rows.append(
+            (
+                r["policy"],
+                warn_at(r),
+                at(r["halt_call_id"]),
+                hit,
+                num(r["calls_after_halt"]) if halted else "—",
+                num(r["tokens_after_halt"]) if halted else "—",
+                usd(r["cost_after_halt_usd"]) if halted else "—",
+            )
+        )
+    return Table(
+        ("Guard", "First warning", "Halt", "Halt hit", "Calls after halt", "Tokens after halt", "Cost after halt"),
+        rows,
+        frozenset({4, 5, 6}),
+    )
 
 
 def _seq_range(f: dict[str, Any], calls: CallAnchors | None = None) -> Any:
@@ -285,15 +439,25 @@ def _seq_range(f: dict[str, Any], calls: CallAnchors | None = None) -> Any:
     return Link(text, href) if href else text
 
 
-def _episode_tables(findings: list[dict[str, Any]], anchors: dict[int, str],
-                    calls: CallAnchors | None = None) -> tuple[Table, Table | None]:
+def _episode_tables(
+    findings: list[dict[str, Any]], anchors: dict[int, str], calls: CallAnchors | None = None
+) -> tuple[Table, Table | None]:
     """Every episode in call order: the first ``OPEN_EPISODES`` in view, the rest (up to ``LISTED_EPISODES``)
     collapsed, so a session with hundreds of loops does not bury its details under a table."""
     rows = []
     for i, f in enumerate(findings[:LISTED_EPISODES]):
         kind: Any = Link(f["kind"], "#" + anchors[i]) if i in anchors else f["kind"]
-        rows.append((kind, ", ".join(f.get("tools") or []), _seq_range(f, calls), num(f["repeats"]),
-                     "yes" if f.get("stuck") else "no", num(f["wasted_tokens"]), usd(f["cost_usd"])))
+        rows.append(
+            (
+                kind,
+                ", ".join(f.get("tools") or []),
+                _seq_range(f, calls),
+                num(f["repeats"]),
+                "yes" if f.get("stuck") else "no",
+                num(f["wasted_tokens"]),
+                usd(f["cost_usd"]),
+            )
+        )
     cols = ("Kind", "Tools", "Calls", "Repeats", "Stuck", "Wasted tokens", "Cost")
     numeric = frozenset({3, 5, 6})
     more = max(0, len(findings) - LISTED_EPISODES)
@@ -324,12 +488,21 @@ def _cost_from(sources: list[str] | None) -> str:
 
 def _tokens_split(s: dict[str, Any]) -> list[tuple[str, str]]:
     """Tokens the way users count them: input, output, cache read, cache write (cache reads dominate counts)."""
-    return [("input", num(s.get("input_tokens"))), ("output", num(s.get("output_tokens"))),
-            ("cache read", num(s.get("cache_read_tokens"))), ("cache write", num(s.get("cache_write_tokens")))]
+    return [
+        ("input", num(s.get("input_tokens"))),
+        ("output", num(s.get("output_tokens"))),
+        ("cache read", num(s.get("cache_read_tokens"))),
+        ("cache write", num(s.get("cache_write_tokens"))),
+    ]
 
 
-def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.DataFrame | None,
-                 redact: Redactor, call_prefix: str = "") -> SessionContext:
+def session_page(
+    meta: PageMeta,
+    frames: dict[str, pl.DataFrame],
+    replay: pl.DataFrame | None,
+    redact: Redactor,
+    call_prefix: str = "",
+) -> SessionContext:
     """``replay``: this session's replay rows, or None when replay was not computed at all. ``call_prefix`` goes
     before each call anchor (``call-12``): a single-file report holds several sessions in one document."""
     s = frames["sessions"].row(0, named=True)
@@ -356,12 +529,21 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
         conv_of.setdefault(m["finding_id"], []).append(m)
     for n, i in enumerate(chosen):
         f = findings[i]
-        episodes.append(builder.build(f, ep_calls, texts_of.get(f["finding_id"], []), anchors[i],
-                                      conv_of.get(f["finding_id"], []) if n < CONVERSATIONS else [],
-                                      call_anchors, open=n < OPEN_CARDS))
+        episodes.append(
+            builder.build(
+                f,
+                ep_calls,
+                texts_of.get(f["finding_id"], []),
+                anchors[i],
+                conv_of.get(f["finding_id"], []) if n < CONVERSATIONS else [],
+                call_anchors,
+                open=n < OPEN_CARDS,
+            )
+        )
 
-    timeline_fig, timeline_note = figures.timeline(calls, findings, call_anchor=call_anchors.id(0)[:-1],
-                                                   linked=sorted(call_anchors.known))
+    timeline_fig, timeline_note = figures.timeline(
+        calls, findings, call_anchor=call_anchors.id(0)[:-1], linked=sorted(call_anchors.known)
+    )
     loop_turns = {c["turn_id"] for c in ep_calls if c.get("turn_id")}
     tokens_fig = figures.cumulative_tokens(frames["turns"], loop_turns)
 
@@ -374,8 +556,11 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
         est = int(s.get("estimated_tokens") or 0)
         tokens = f"none recorded; ~{num(est)} estimated (about four characters a token)" if est else "none recorded"
         est_cost = s.get("estimated_cost_usd")
-        cost = (f"none recorded; ~{usd(est_cost)} estimated (the estimated tokens priced as input)"
-                if est_cost is not None else "unknown: no usage recorded")
+        cost = (
+            f"none recorded; ~{usd(est_cost)} estimated (the estimated tokens priced as input)"
+            if est_cost is not None
+            else "unknown: no usage recorded"
+        )
     facts = [
         ("agent", s.get("format") or "—"),
         ("project", redact(s.get("cwd")) or "—"),
@@ -394,11 +579,18 @@ def session_page(meta: PageMeta, frames: dict[str, pl.DataFrame], replay: pl.Dat
     guards = _guard_table(replay, seq_of, call_anchors)
     first, rest = _episode_tables(findings, anchors, call_anchors)
     return SessionContext(
-        meta=meta, session_id=redact(sid) or "", facts=facts, tokens_split=_tokens_split(s) if total else [],
+        meta=meta,
+        session_id=redact(sid) or "",
+        facts=facts,
+        tokens_split=_tokens_split(s) if total else [],
         timeline=Chart(f"{prefix}-timeline", "Call timeline", timeline_fig, note=timeline_note, wide=True),
         tokens=(Chart(f"{prefix}-tokens", "Cumulative tokens", tokens_fig, wide=True) if tokens_fig else None),
-        episodes=episodes, episode_table=first, more_episodes=rest,
-        hidden_episodes=len(findings) - len(chosen), guards=guards)
+        episodes=episodes,
+        episode_table=first,
+        more_episodes=rest,
+        hidden_episodes=len(findings) - len(chosen),
+        guards=guards,
+    )
 
 
 # ---- calibration ---------------------------------------------------------------------------------------------------
@@ -420,12 +612,16 @@ def pareto(sweep: pl.DataFrame) -> pl.DataFrame:
 def _sweep_table(sweep: pl.DataFrame, rows_of: pl.DataFrame | None = None) -> Table:
     """The sweep as a table: ``rows_of`` (the frontier) when given, else the best ``SWEEP_ROWS`` settings."""
     spec: list[tuple[str, str, Callable[[Any], str]]] = [
-        ("warn", "Warn", num), ("halt", "Halt", num), ("window", "Window", num),
+        ("warn", "Warn", num),
+        ("halt", "Halt", num),
+        ("window", "Window", num),
         ("similarity", "Similarity", lambda v: "—" if v is None else f"{float(v):.2f}"),
         ("stuck_caught", "Stuck caught", num),
         ("median_calls_to_detect", "Median calls to detect", lambda v: "—" if v is None else f"{float(v):,.1f}"),
-        ("tokens_saved", "Tokens saved", num), ("dollars_saved", "Saved", usd),
-        ("false_halt_sessions", "False halts", num), ("false_halt_rate", "False-halt rate", pct),
+        ("tokens_saved", "Tokens saved", num),
+        ("dollars_saved", "Saved", usd),
+        ("false_halt_sessions", "False halts", num),
+        ("false_halt_rate", "False-halt rate", pct),
     ]
     spec = [s for s in spec if s[0] in sweep.columns]
     if rows_of is not None:
@@ -445,24 +641,54 @@ def preset_table(replay: pl.DataFrame) -> Table:
     warned = pl.col("first_warn_call_id").is_not_null()
     if "first_warn_turn_id" in replay.columns:
         warned = warned | pl.col("first_warn_turn_id").is_not_null()
-    g = replay.group_by("policy").agg(
-        pl.len().alias("sessions"),
-        warned.sum().alias("warned"),
-        halted.sum().alias("halted"),
-        stuck.sum().alias("stuck"),
-        (halted & ~stuck).sum().alias("false"),
-        pl.col("calls_after_halt").filter(halted).sum().alias("calls"),
-        pl.col("tokens_after_halt").filter(halted).sum().alias("tokens"),
-        pl.col("cost_after_halt_usd").filter(halted).sum().alias("cost"),
-    ).sort("policy")
-    rows = [(r["policy"], num(r["sessions"]), num(r["warned"]), num(r["halted"]), num(r["stuck"]), num(r["false"]),
-             num(r["calls"]), num(r["tokens"]), usd(r["cost"])) for r in g.iter_rows(named=True)]
-    return Table(("Guard", "Sessions", "Warned", "Halted", "Halts on stuck loops", "False halts", "Calls after halt",
-                  "Tokens after halt", "Cost after halt"), rows, frozenset(range(1, 9)))
+    g = (
+        replay.group_by("policy")
+        .agg(
+            pl.len().alias("sessions"),
+            warned.sum().alias("warned"),
+            halted.sum().alias("halted"),
+            stuck.sum().alias("stuck"),
+            (halted & ~stuck).sum().alias("false"),
+            pl.col("calls_after_halt").filter(halted).sum().alias("calls"),
+            pl.col("tokens_after_halt").filter(halted).sum().alias("tokens"),
+            pl.col("cost_after_halt_usd").filter(halted).sum().alias("cost"),
+        )
+        .sort("policy")
+    )
+    rows = [
+        (
+            r["policy"],
+            num(r["sessions"]),
+            num(r["warned"]),
+            num(r["halted"]),
+            num(r["stuck"]),
+            num(r["false"]),
+            num(r["calls"]),
+            num(r["tokens"]),
+            usd(r["cost"]),
+        )
+        for r in g.iter_rows(named=True)
+    ]
+    return Table(
+        (
+            "Guard",
+            "Sessions",
+            "Warned",
+            "Halted",
+            "Halts on stuck loops",
+            "False halts",
+            "Calls after halt",
+            "Tokens after halt",
+            "Cost after halt",
+        ),
+        rows,
+        frozenset(range(1, 9)),
+    )
 
 
-def calibration_page(meta: PageMeta, calibration: Calibration | None,
-                     replay: pl.DataFrame | None) -> CalibrationContext:
+def calibration_page(
+    meta: PageMeta, calibration: Calibration | None, replay: pl.DataFrame | None
+) -> CalibrationContext:
     presets = preset_table(replay) if replay is not None else None
     if calibration is None:
         return CalibrationContext(meta, False, None, None, None, None, [], None, presets, None)
@@ -471,8 +697,12 @@ def calibration_page(meta: PageMeta, calibration: Calibration | None,
     rec_dict = None
     facts: list[tuple[str, str]] = []
     if rec is not None:
-        rec_dict = {"warn": rec.warn, "halt": rec.halt, "false_halt_rate": rec.false_halt_rate,
-                    "tokens_saved": rec.tokens_saved}
+        rec_dict = {
+            "warn": rec.warn,
+            "halt": rec.halt,
+            "false_halt_rate": rec.false_halt_rate,
+            "tokens_saved": rec.tokens_saved,
+        }
         facts = [("warn at", num(rec.warn)), ("halt at", num(rec.halt))]
         if rec.window is not None:
             facts.append(("window", num(rec.window)))
@@ -490,8 +720,66 @@ def calibration_page(meta: PageMeta, calibration: Calibration | None,
             facts.append(("dollars saved", usd(rec.dollars_saved)))
     sweep = calibration.sweep
     return CalibrationContext(
-        meta, True, calibration.labels,
+        meta,
+        True,
+        calibration.labels,
         Chart("frontier", "Frontier", figures.frontier(sweep, front, rec_dict), wide=True),
-        Chart("sweep", "Sweep: tokens saved by warn and halt", figures.sweep_heatmap(sweep), wide=True,
-              note="Each cell is the best over the other swept settings (window, similarity)."),
-        rec, facts, _sweep_table(sweep), presets, _sweep_table(sweep, front))
+        Chart(
+            "sweep",
+            "Sweep: tokens saved by warn and halt",
+            figures.sweep_heatmap(sweep),
+            wide=True,
+            note="Each cell is the best over the other swept settings (window, similarity).",
+        ),
+        rec,
+        facts,
+        _sweep_table(sweep),
+        presets,
+        _sweep_table(sweep, front),
+    )
+
+
+# ---- the pages over the whole scope (site.PAGES) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """What each page over the whole scope is drawn from. Its context function (``site.PAGES``) takes these and
+    reads from ``data`` what it shows."""
+
+    data: ReportSource
+    sessions: pl.DataFrame | None  # the sessions that get a page, worst first (None before a scan)
+    replay: pl.DataFrame | None  # the guard replay's rows in scope (None: replay not computed)
+    calibration: Calibration | None  # None: not computed
+    links: Links  # from a page at the report's root
+    redact: Redactor
+
+
+def index_context(meta: PageMeta, src: ReportInputs) -> IndexContext:
+    data = src.data
+    has_findings = data.scope.has_findings
+    totals = data.totals()
+    fdf = data.findings() if has_findings else None
+    n_err, errors = data.ingest_errors(LISTED_ERRORS)
+    return index_page(
+        meta,
+        totals,
+        has_findings,
+        fdf,
+        src.sessions,
+        n_err,
+        errors,
+        src.calibration,
+        src.links,
+        src.redact,
+        data.skipped_files(LISTED_ERRORS),
+    )
+
+
+def calibration_context(meta: PageMeta, src: ReportInputs) -> CalibrationContext:
+    return calibration_page(meta, src.calibration, src.replay)
+
+
+def all_sessions_context(meta: PageMeta, src: ReportInputs) -> AllSessionsContext:
+    has_page = set(src.sessions["session_id"].to_list()) if src.sessions is not None else set()
+    return all_sessions_page(meta, src.data.all_sessions(), has_page, src.links, src.redact)

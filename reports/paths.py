@@ -37,9 +37,22 @@ def inside(root: Path, rel: str, resolved: Path | None = None) -> Path:
     return target
 
 
+HOME = "index"
+"""The id of the page a report opens at: a folder's ``index.html`` (the name a single-file report gets in a folder
+too), and the section a single file shows when its address names none (static/loopscope.css). Page ids are declared
+with their pages (``site.PAGES``); this one and ``ALL_SESSIONS`` are named here because other code links to them."""
+ALL_SESSIONS = "sessions"
+"""The id of the all-sessions page, which the index links to."""
+
+
+def page_path(page_id: str) -> str:
+    """The file of a page over the whole scope (``site.PAGES``) in a folder report."""
+    return f"{page_id}.html"
+
+
 @dataclass(frozen=True)
 class Links:
-    """Hrefs from one page: to the index, the calibration page, a session page, an episode, and the assets.
+    """Hrefs from one page: to a page over the whole scope, a session page, an episode, and the assets.
     ``single`` reports link by fragment inside one document."""
 
     single: bool = False
@@ -49,23 +62,15 @@ class Links:
     def root(self) -> str:
         return "../" * self.depth
 
-    @property
-    def index(self) -> str:
-        return "#index" if self.single else f"{self.root}index.html"
-
-    @property
-    def calibration(self) -> str:
-        return "#calibration" if self.single else f"{self.root}calibration.html"
-
-    @property
-    def all_sessions(self) -> str:
-        return "#sessions" if self.single else f"{self.root}sessions.html"
+    def page(self, page_id: str) -> str:
+        """The page ``page_id`` of ``site.PAGES``: its file, or in a single file its section (the same id)."""
+        return f"#{page_id}" if self.single else f"{self.root}{page_path(page_id)}"
 
     def session(self, session_id: str) -> str:
         slug = session_slug(session_id)
         return f"#s-{slug}" if self.single else f"{self.root}sessions/{slug}.html"
 
-    def at(self, depth: int) -> "Links":
+    def at(self, depth: int) -> Links:
         return Links(self.single, depth)
 
 

@@ -35,50 +35,87 @@ class Rule:
 
 # A value inside shell text or a JSON string: stops at whitespace, quotes, a backslash (JSON escapes) and separators.
 _VAL = r"[^\s\"'`\\,;&|<>(){}\[\]]"
-_NAME = (r"(?:[A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD)|password|passwd|pwd|secret|token|api_?key"
-         r"|access_?key|auth_?token|client_?secret|private_?key)")
+_NAME = (
+    r"(?:[A-Za-z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD)|password|passwd|pwd|secret|token|api_?key"
+    r"|access_?key|auth_?token|client_?secret|private_?key)"
+)
 # A value that is a call (``token = get_token()``) is code, not a secret.
 _NOT_CALL = r"(?!" + _VAL + r"+\()"
 
 RULES: tuple[Rule, ...] = (
     # PEM first: its body would otherwise be cut up by the token rules. A key truncated before its END line (a
     # clipped result) is redacted to the end of the base64 body.
-    Rule("private-key", re.compile(
-        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
-        r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=:\s-]|\\[nr])*)", re.S)),
+    Rule(
+        "private-key",
+        re.compile(
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
+            r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|(?:[A-Za-z0-9+/=:\s-]|\\[nr])*)",
+            re.S,
+        ),
+    ),
     Rule("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9]{2,10}-[A-Za-z0-9_\-]{20,}")),
-    Rule("openai-key", re.compile(
-        r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{0,200}?T3BlbkFJ[A-Za-z0-9_\-]+"
-        r"|\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"
-        r"|\bsk-[A-Za-z0-9]{32,}\b")),
+    Rule(
+        "openai-key",
+        re.compile(
+            r"\bsk-(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{0,200}?T3BlbkFJ[A-Za-z0-9_\-]+"
+            r"|\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{20,}"
+            r"|\bsk-[A-Za-z0-9]{32,}\b"
+        ),
+    ),
     Rule("aws-key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}\b")),
     Rule("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
-    Rule("slack-token", re.compile(
-        r"\bxox[abposr](?:-[A-Za-z0-9]+){2,}|\bxapp-\d-[A-Za-z0-9-]{10,}"
-        r"|https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+")),
+    Rule(
+        "slack-token",
+        re.compile(
+            r"\bxox[abposr](?:-[A-Za-z0-9]+){2,}|\bxapp-\d-[A-Za-z0-9-]{10,}"
+            r"|https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9/_-]+"
+        ),
+    ),
     Rule("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}|\bwhsec_[A-Za-z0-9]{24,}")),
-    Rule("google-key", re.compile(
-        r"\bAIza[0-9A-Za-z_\-]{35}|\bya29\.[0-9A-Za-z_\-]{20,}|\bGOCSPX-[0-9A-Za-z_\-]{20,}")),
+    Rule(
+        "google-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}|\bya29\.[0-9A-Za-z_\-]{20,}|\bGOCSPX-[0-9A-Za-z_\-]{20,}")
+    ),
     Rule("jwt", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")),
     # Headers: keep the name (and the scheme word, if any), drop the credential up to the end of the header value.
-    Rule("authorization", re.compile(
-        r"((?:proxy-)?authorization(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?(?:(?:bearer|basic|token|digest|bot)\s+)?)"
-        r"(?!\[REDACTED)[^\s\"'\\]+", re.I), keep=1),
+    Rule(
+        "authorization",
+        re.compile(
+            r"((?:proxy-)?authorization(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?(?:(?:bearer|basic|token|digest|bot)\s+)?)"
+            r"(?!\[REDACTED)[^\s\"'\\]+",
+            re.I,
+        ),
+        keep=1,
+    ),
     # A bearer token outside an Authorization header (``curl -H "Bearer …"`` split by quoting, a log line).
     Rule("bearer-token", re.compile(r"(\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/=-]{16,}", re.I), keep=1),
-    Rule("cookie", re.compile(
-        r"((?:set-)?cookie(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?)(?!\[REDACTED)[^\"'\\\r\n]+", re.I), keep=1),
+    Rule(
+        "cookie",
+        re.compile(r"((?:set-)?cookie(?:\\?[\"'])?\s*:\s*(?:\\?[\"'])?)(?!\[REDACTED)[^\"'\\\r\n]+", re.I),
+        keep=1,
+    ),
     # NAME_KEY=value, "db_password": "...", api_token: 8f3a... — the name is kept, the value goes. A reference to
     # another variable ($X, ${X}) is not a secret and stays. The name is word characters only: with '-' or '.' in
     # it, text like "x-x-x-..." would make the match quadratic.
-    Rule("assignment", re.compile(
-        r"(\b" + _NAME + r"(?:\\?[\"'])?\s*(?:=\s*(?:\\?[\"'])?|:\s*\\?[\"']))"
-        r"(?![$%{]|\[REDACTED)" + _NOT_CALL + _VAL + "+", re.I), keep=1),
+    Rule(
+        "assignment",
+        re.compile(
+            r"(\b" + _NAME + r"(?:\\?[\"'])?\s*(?:=\s*(?:\\?[\"'])?|:\s*\\?[\"']))"
+            r"(?![$%{]|\[REDACTED)" + _NOT_CALL + _VAL + "+",
+            re.I,
+        ),
+        keep=1,
+    ),
     # An unquoted "name: value" is as often code as config (``refresh_token: str`` in a Python signature), so there
     # the value must look like a secret: 8+ characters with a digit, or 16+.
-    Rule("assignment", re.compile(
-        r"(\b" + _NAME + r"\s*:\s+)(?![$%{]|\[REDACTED)"
-        r"(?:(?=" + _VAL + r"*\d)" + _VAL + r"{8,}|" + _VAL + r"{16,})", re.I), keep=1),
+    Rule(
+        "assignment",
+        re.compile(
+            r"(\b" + _NAME + r"\s*:\s+)(?![$%{]|\[REDACTED)"
+            r"(?:(?=" + _VAL + r"*\d)" + _VAL + r"{8,}|" + _VAL + r"{16,})",
+            re.I,
+        ),
+        keep=1,
+    ),
 )
 
 
@@ -151,7 +188,8 @@ LOOKS_SECRET = re.compile(
     r"|xox|xapp-|hooks\.slack\.com|aiza|ya29\.|gocspx-|eyj|authoriz|bearer|cookie|key|token|secret|passw|pwd|aws"
     r"|://|gl[a-z]{2,6}-|gr1348941|-us\d|pypi-|sg\.|sq0csp-"
     # Shapes without a fixed word: Telegram bot tokens, Twilio keys, Discord tokens.
-    r"|\d:[\w-]{35}|(?:ac|sk)[a-z0-9]{32}|\.[\w-]{6}\.(?<=[\w-]{23}\.[\w-]{6}\.)")
+    r"|\d:[\w-]{35}|(?:ac|sk)[a-z0-9]{32}|\.[\w-]{6}\.(?<=[\w-]{23}\.[\w-]{6}\.)"
+)
 """The pre-filter, one pattern over the casefolded text (casefolding as the rules' IGNORECASE does, so ``ſ`` and
 ``K`` count): a text it finds nothing in holds nothing a rule would replace and skips the rules, which is most
 texts. Every rule added above or taken from detect-secrets needs its word or shape here
@@ -159,15 +197,29 @@ texts. Every rule added above or taken from detect-secrets needs its word or sha
 
 
 NEEDLES: dict[str, tuple[str, ...]] = {
-    "private-key": ("private key",), "anthropic-key": ("sk-ant-",), "openai-key": ("sk-",),
+    "private-key": ("private key",),
+    "anthropic-key": ("sk-ant-",),
+    "openai-key": ("sk-",),
     "aws-key": ("akia", "asia", "abia", "acca", "agpa", "aida", "aroa", "anpa", "anva", "aipa", "a3t", "aws"),
     "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-    "slack-token": ("xox", "xapp-", "hooks.slack.com"), "stripe-key": ("sk_", "rk_", "whsec_"),
-    "google-key": ("aiza", "ya29.", "gocspx-"), "jwt": ("eyj",), "authorization": ("authorization",),
-    "bearer-token": ("bearer",), "cookie": ("cookie",), "assignment": ("key", "token", "secret", "passw", "pwd"),
-    "azure-key": ("accountkey=",), "url-password": ("://",), "discord-token": (".",),
-    "gitlab-token": ("gl", "gr1348941"), "mailchimp-key": ("-us",), "npm-token": ("_authtoken",),
-    "pypi-token": ("pypi-",), "sendgrid-key": ("sg.",), "square-key": ("sq0csp-",), "telegram-token": (":",),
+    "slack-token": ("xox", "xapp-", "hooks.slack.com"),
+    "stripe-key": ("sk_", "rk_", "whsec_"),
+    "google-key": ("aiza", "ya29.", "gocspx-"),
+    "jwt": ("eyj",),
+    "authorization": ("authorization",),
+    "bearer-token": ("bearer",),
+    "cookie": ("cookie",),
+    "assignment": ("key", "token", "secret", "passw", "pwd"),
+    "azure-key": ("accountkey=",),
+    "url-password": ("://",),
+    "discord-token": (".",),
+    "gitlab-token": ("gl", "gr1348941"),
+    "mailchimp-key": ("-us",),
+    "npm-token": ("_authtoken",),
+    "pypi-token": ("pypi-",),
+    "sendgrid-key": ("sg.",),
+    "square-key": ("sq0csp-",),
+    "telegram-token": (":",),
     "twilio-key": ("ac", "sk"),
 }
 """For each family, strings one of which (casefolded) is in every text its rules match: a text that passed the
@@ -216,8 +268,13 @@ MARGIN = 1024
 still recognised whole, as long as it is shorter than this (a PEM key is recognised from its first line)."""
 
 
-def redact_window(text: str | None, show: int, margin: int = MARGIN, complete: bool = True,
-                  redactor: Callable[[str | None], str | None] | None = None) -> tuple[str, int]:
+def redact_window(
+    text: str | None,
+    show: int,
+    margin: int = MARGIN,
+    complete: bool = True,
+    redactor: Callable[[str | None], str | None] | None = None,
+) -> tuple[str, int]:
     """``text`` redacted far enough that its first ``show`` characters are final, and how many characters of
     ``text`` that took: only the shown part and a margin are redacted, not the whole text (a 60 kB result shown as
     4,000 characters costs 5 kB of redaction).
@@ -235,7 +292,7 @@ def redact_window(text: str | None, show: int, margin: int = MARGIN, complete: b
         out = fn(text[:end]) or ""
         if end >= len(text):
             if not complete and len(out) < want:
-                out = out[:max(0, len(out) - margin)]
+                out = out[: max(0, len(out) - margin)]
             return out, len(text)
         if len(out) >= want:
             return out, end

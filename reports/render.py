@@ -20,7 +20,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -32,14 +32,15 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 from analyzer import __version__
-from analyzer.errors import LoopscopeError
+from analyzer.errors import LoopscopeError, ReportError
 from analyzer.machine import cores, run_chunks
-
 from analyzer.results import Calibration, Replay
 from reports import fmt, pages
 from reports.context import Link, PageMeta, ReportSource
-from reports.paths import Links, inside, section_id, session_page_path
-from reports.redact import MARKER, identity, redact as redact_text
+from reports.paths import HOME, Links, inside, page_path, section_id, session_page_path
+from reports.redact import MARKER, identity
+from reports.redact import redact as redact_text
+from reports.site import NAV, PAGES
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = ".loopscope-report.json"
@@ -52,10 +53,6 @@ cut the page reads of the 2,400-session benchmark from 4.4 to 1.9 s; the extra f
 pages, clipped text only."""
 
 Progress = Callable[[int, int], None]
-
-
-class ReportError(LoopscopeError):
-    """The report cannot be written where asked."""
 
 
 # ---- environment and assets ----------------------------------------------------------------------------------------
@@ -77,12 +74,19 @@ def redaction_marks(text: str | None) -> Markup:
 def environment() -> Environment:
     # auto_reload off: the templates do not change while loopscope runs, and checking costs a stat of each template
     # every time a page asks for it (five a session page).
-    env = Environment(loader=FileSystemLoader(HERE / "templates"), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True, auto_reload=False)
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+    )
     env.policies["json.dumps_function"] = _dumps
     env.policies["json.dumps_kwargs"] = {}
-    env.filters.update(num=fmt.num, usd=fmt.usd, pct=fmt.pct, when=fmt.when, compact=fmt.compact,
-                       redmarks=redaction_marks)
+    env.filters.update(
+        num=fmt.num, usd=fmt.usd, pct=fmt.pct, when=fmt.when, compact=fmt.compact, redmarks=redaction_marks
+    )
     env.tests["link"] = lambda v: isinstance(v, Link)
     return env
 
@@ -115,15 +119,18 @@ class Assets:
     plotly_path: Path
 
     @classmethod
-    def load(cls) -> "Assets":
+    def load(cls) -> Assets:
         version, path = _plotly_js()
         return cls(_static("loopscope.css"), _static("loopscope.js"), version, path)
 
     @property
     def names(self) -> dict[str, str]:
         short = lambda b: hashlib.blake2b(b, digest_size=5).hexdigest()  # noqa: E731
-        return {"css": f"assets/loopscope-{short(self.css)}.css", "js": f"assets/loopscope-{short(self.js)}.js",
-                "plotly": f"assets/plotly-{self.plotly_version}.min.js"}
+        return {
+            "css": f"assets/loopscope-{short(self.css)}.css",
+            "js": f"assets/loopscope-{short(self.js)}.js",
+            "plotly": f"assets/plotly-{self.plotly_version}.min.js",
+        }
 
     def write(self, out: Path) -> list[str]:
         names = self.names
@@ -142,15 +149,21 @@ class Assets:
         for name, blob in (("plotly.js", plotly), ("loopscope.js", self.js), ("loopscope.css", self.css)):
             if b"</script" in blob.lower() or b"</style" in blob.lower():
                 raise ReportError(f"{name} cannot be inlined: it contains a closing tag")
-        return {"css": Markup(self.css.decode()), "js": Markup(self.js.decode()),
-                "plotly": Markup(plotly.decode()), "csp": Markup(self.csp(single=True, plotly=plotly))}
+        return {
+            "css": Markup(self.css.decode()),
+            "js": Markup(self.js.decode()),
+            "plotly": Markup(plotly.decode()),
+            "csp": Markup(self.csp(single=True, plotly=plotly)),
+        }
 
     def csp(self, single: bool, plotly: bytes | None = None) -> str:
         scripts = f"{_sha(plotly or self.plotly_path.read_bytes())} {_sha(self.js)}" if single else "'self'"
         images = "data:" if single else "'self' data:"
-        return (f"default-src 'none'; script-src {scripts}; style-src 'self' 'unsafe-inline'; img-src {images}; "
-                f"font-src 'self'; connect-src 'none'; media-src 'none'; object-src 'none'; base-uri 'none'; "
-                f"form-action 'none'")
+        return (
+            f"default-src 'none'; script-src {scripts}; style-src 'self' 'unsafe-inline'; img-src {images}; "
+            f"font-src 'self'; connect-src 'none'; media-src 'none'; object-src 'none'; base-uri 'none'; "
+            f"form-action 'none'"
+        )
 
 
 # ---- pages ---------------------------------------------------------------------------------------------------------
@@ -197,13 +210,21 @@ def _scope_text(flt: Any, n: int) -> str:
 def _scope_meta(generated_at: datetime, redact: bool, links: Links, scope: str) -> Callable[..., PageMeta]:
     """The ``PageMeta`` factory of one report: every page shares the time, the redaction flag and the nav."""
 
-    def meta(title: str, page_id: str, depth: int, current: str = "", charts: bool = True,
-             scope_text: str = scope) -> PageMeta:
+    def meta(
+        title: str, page_id: str, depth: int, current: str = "", charts: bool = True, scope_text: str = scope
+    ) -> PageMeta:
         lk = links.at(depth)
-        return PageMeta(title=title, generated_at=generated_at, version=__version__, scope=scope_text,
-                        redacted=redact, nav=(Link("Overview", lk.index), Link("Sessions", lk.all_sessions),
-                                              Link("Calibration", lk.calibration)), page_id=page_id,
-                        current=current, charts=charts)
+        return PageMeta(
+            title=title,
+            generated_at=generated_at,
+            version=__version__,
+            scope=scope_text,
+            redacted=redact,
+            nav=tuple(Link(p.nav, lk.page(p.id)) for p in NAV),
+            page_id=page_id,
+            current=current,
+            charts=charts,
+        )
 
     return meta
 
@@ -222,8 +243,9 @@ class SessionJob:
     csp: str = ""
 
 
-def _session_pages(job: SessionJob, ids: list[str], frames: dict[str, pl.DataFrame],
-                   replay_rows: pl.DataFrame | None) -> Iterator[Page]:
+def _session_pages(
+    job: SessionJob, ids: list[str], frames: dict[str, pl.DataFrame], replay_rows: pl.DataFrame | None
+) -> Iterator[Page]:
     """The pages of the sessions ``ids`` from one batch of frames (``ReportSource.session_batch``); ``replay_rows``:
     the batch's guard replay rows, None when replay was not computed."""
     redactor = redact_text if job.redact else identity
@@ -235,13 +257,23 @@ def _session_pages(job: SessionJob, ids: list[str], frames: dict[str, pl.DataFra
         if per["sessions"].height == 0:
             continue
         rows = rp.get(sid, replay_rows.head(0)) if replay_rows is not None else None
-        ctx = pages.session_page(meta(f"Session {redactor(sid)}", section_id(sid), 1), per, rows, redactor,
-                                 call_prefix=f"{section_id(sid)}-" if job.single else "")
+        ctx = pages.session_page(
+            meta(f"Session {redactor(sid)}", section_id(sid), 1),
+            per,
+            rows,
+            redactor,
+            call_prefix=f"{section_id(sid)}-" if job.single else "",
+        )
         yield Page(session_page_path(sid), "session.html", ctx)
 
 
-def write_session_batch(job: SessionJob, ids: list[str], frames: dict[str, pl.DataFrame],
-                        replay_rows: pl.DataFrame | None, on_page: Callable[[int], None] | None = None) -> list[str]:
+def write_session_batch(
+    job: SessionJob,
+    ids: list[str],
+    frames: dict[str, pl.DataFrame],
+    replay_rows: pl.DataFrame | None,
+    on_page: Callable[[int], None] | None = None,
+) -> list[str]:
     """Render and write one batch of session pages (in a worker process, or in this one); the paths written.
     ``on_page(1)`` after each page (in this process only)."""
     written = []
@@ -260,10 +292,6 @@ def _warm() -> None:
         environment().get_template(name)
 
 
-AGGREGATE_PATHS = ("index.html", "calibration.html", "sessions.html")
-"""The pages over the whole scope (``_aggregate_pages``), in the order they are listed."""
-
-
 def _paged_sessions(data: ReportSource, replay: Replay | None) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
     """The sessions that get a page (worst first; None before a scan) and the replay rows in scope."""
     sessions = data.loop_sessions() if data.scope.has_findings else None
@@ -271,28 +299,22 @@ def _paged_sessions(data: ReportSource, replay: Replay | None) -> tuple[pl.DataF
     return sessions, in_scope
 
 
-def _aggregate_pages(data: ReportSource, sessions: pl.DataFrame | None, in_scope: pl.DataFrame | None,
-                     calibration: Calibration | None, single: bool, redact: bool, generated_at: datetime
-                     ) -> list[Page]:
-    """The pages over the whole scope (index, calibration, all sessions), always rebuilt; ``sessions`` and
-    ``in_scope`` as ``_paged_sessions`` gives them."""
-    redactor = redact_text if redact else identity
-    scope, flt = data.scope, data.filter
-    totals = data.totals()
+def _aggregate_pages(
+    data: ReportSource,
+    sessions: pl.DataFrame | None,
+    in_scope: pl.DataFrame | None,
+    calibration: Calibration | None,
+    single: bool,
+    redact: bool,
+    generated_at: datetime,
+) -> Iterator[Page]:
+    """The pages over the whole scope (``site.PAGES``), always rebuilt, each built when it is asked for; ``sessions``
+    and ``in_scope`` as ``_paged_sessions`` gives them."""
     links = Links(single)
-    meta = _scope_meta(generated_at, redact, links, _scope_text(flt, scope.sessions))
-
-    fdf = data.findings() if scope.has_findings else None
-    n_err, errors = data.ingest_errors(pages.LISTED_ERRORS)
-
-    index = pages.index_page(meta("loopscope report", "index", 0, "Overview"), totals, scope.has_findings, fdf,
-                             sessions, n_err, errors, calibration, links, redactor,
-                             data.skipped_files(pages.LISTED_ERRORS))
-    cal = pages.calibration_page(meta("Calibration", "calibration", 0, "Calibration"), calibration, in_scope)
-    has_page = set(sessions["session_id"].to_list()) if sessions is not None else set()
-    every = pages.all_sessions_page(meta("All sessions", "sessions", 0, "Sessions", charts=False),
-                                    data.all_sessions(), has_page, links, redactor)
-    return [Page(path, path, ctx) for path, ctx in zip(AGGREGATE_PATHS, (index, cal, every))]
+    inputs = pages.ReportInputs(data, sessions, in_scope, calibration, links, redact_text if redact else identity)
+    meta = _scope_meta(generated_at, redact, links, _scope_text(data.filter, data.scope.sessions))
+    for p in PAGES:
+        yield Page(p.path, p.template, p.context(meta(p.title, p.id, 0, p.nav, p.charts), inputs))
 
 
 def _replay_of(in_scope: pl.DataFrame | None, ids: list[str]) -> pl.DataFrame | None:
@@ -318,8 +340,9 @@ def _code_digest() -> str:
     shapes pages (a development checkout changes these without a new version number), polars (replay digests)."""
     h = hashlib.blake2b(f"{__version__} {pl.__version__}".encode(), digest_size=10)
     root = HERE.parent
-    files = sorted(HERE.glob("*.py")) + sorted((HERE / "templates").glob("*.html")) + [
-        root / "analyzer" / "reporting.py", root / "analyzer" / "calltext.py"]
+    files = (
+        sorted(HERE.glob("*.py")) + sorted((HERE / "templates").glob("*.html")) + [root / "analyzer" / "calltext.py"]
+    )
     for f in files:
         if f.is_file():
             h.update(f.name.encode())
@@ -329,13 +352,14 @@ def _code_digest() -> str:
 
 def _folder_job(out: Path, assets: Assets, redact: bool, generated_at: datetime) -> SessionJob:
     """What a folder report's session pages share: where they go, the options, the assets' links and policy."""
-    return SessionJob(redact, False, generated_at, str(out), {k: "../" + v for k, v in assets.names.items()},
-                      assets.csp(single=False))
+    return SessionJob(
+        redact, False, generated_at, str(out), {k: "../" + v for k, v in assets.names.items()}, assets.csp(single=False)
+    )
 
 
 def kept_report(out: Path, state: str, redact: bool) -> ReportResult | None:
     """The folder report already in ``out``, when it was written from the same ``state`` of its source (a digest of
-    everything its pages read, ``analyzer.reporting.store_state``), under the same options and code, and every file
+    everything its pages read, ``reports.data.store_state``), under the same options and code, and every file
     it lists is still there: writing it again would give the same pages, all but their generation time. None
     otherwise (write it)."""
     old = _read_manifest(out)
@@ -347,8 +371,9 @@ def kept_report(out: Path, state: str, redact: bool) -> ReportResult | None:
         generated_at = datetime.fromisoformat(when) if isinstance(when, str) else None
     except ValueError:
         generated_at = None
-    if generated_at is None or old.get("options") != _options_key(_folder_job(out, Assets.load(), redact,
-                                                                                generated_at)):
+    if generated_at is None or old.get("options") != _options_key(
+        _folder_job(out, Assets.load(), redact, generated_at)
+    ):
         return None
     if not all(isinstance(rel, str) for rel in files):
         return None
@@ -361,9 +386,15 @@ def kept_report(out: Path, state: str, redact: bool) -> ReportResult | None:
         return None
     pages = old.get("pages")
     n_pages = len(pages) if isinstance(pages, dict) else 0
-    return ReportResult(index=out / "index.html", files=paths, bytes=sum(p.stat().st_size for p in paths),
-                        session_pages=n_pages, has_findings=bool(old.get("has_findings")), kept=True,
-                        generated_at=generated_at)
+    return ReportResult(
+        index=out / page_path(HOME),
+        files=paths,
+        bytes=sum(p.stat().st_size for p in paths),
+        session_pages=n_pages,
+        has_findings=bool(old.get("has_findings")),
+        kept=True,
+        generated_at=generated_at,
+    )
 
 
 def _options_key(job: SessionJob) -> str:
@@ -378,8 +409,10 @@ def _replay_digests(in_scope: pl.DataFrame | None) -> dict[str, str]:
         return {}
     hashed = in_scope.select("session_id", in_scope.hash_rows().alias("_h"))
     agg = hashed.group_by("session_id").agg(pl.col("_h").sort())
-    return {sid: hashlib.blake2b(str(hs).encode(), digest_size=8).hexdigest()
-            for sid, hs in zip(agg["session_id"].to_list(), agg["_h"].to_list())}
+    return {
+        sid: hashlib.blake2b(str(hs).encode(), digest_size=8).hexdigest()
+        for sid, hs in zip(agg["session_id"].to_list(), agg["_h"].to_list())
+    }
 
 
 def _read_manifest(out: Path) -> dict[str, Any]:
@@ -412,8 +445,15 @@ POOL_MIN_PAGES = 64
 """Fewer pages to write than this and they are written in this process: starting workers costs about a second."""
 
 
-def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_scope: pl.DataFrame | None,
-                    batch: int, workers: int | None, tick: Callable[[int], None]) -> list[str]:
+def _write_sessions(
+    data: ReportSource,
+    job: SessionJob,
+    todo: list[str],
+    in_scope: pl.DataFrame | None,
+    batch: int,
+    workers: int | None,
+    tick: Callable[[int], None],
+) -> list[str]:
     """Write the pages of ``todo`` a batch at a time: the main process reads each batch's frames from the source,
     a pool of worker processes renders and writes them, with a bounded number of batches in flight so memory stays
     flat however many sessions there are (``run_chunks``)."""
@@ -421,7 +461,7 @@ def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_sco
     # A page depends on its session alone, so which batch renders it changes nothing written; batches of sessions
     # whose rows are neighbours read a few row groups, where batches of the worst sessions read all of them.
     todo = data.read_order(todo)
-    chunks = [todo[i:i + batch] for i in range(0, len(todo), batch)]
+    chunks = [todo[i : i + batch] for i in range(0, len(todo), batch)]
     frames = _grouped_reads(data, chunks)
     written: list[str] = []
 
@@ -436,8 +476,16 @@ def _write_sessions(data: ReportSource, job: SessionJob, todo: list[str], in_sco
         written.extend(write_session_batch(*args(i), tick))  # ticks page by page
 
     # One polars thread per worker: the workers already fill the cores, and a page's frames are small.
-    run_chunks(write_session_batch, args, len(chunks), n, pooled, here, initializer=_warm,
-               worker_env={"POLARS_MAX_THREADS": "1"})
+    run_chunks(
+        write_session_batch,
+        args,
+        len(chunks),
+        n,
+        pooled,
+        here,
+        initializer=_warm,
+        worker_env={"POLARS_MAX_THREADS": "1"},
+    )
     return written
 
 
@@ -469,11 +517,11 @@ def render_report(
     workers: int | None = None,
     state: str | None = None,
 ) -> ReportResult:
-    """Write the report of what ``data`` holds (``analyzer.reporting.ReportData``: the store's sessions that its
+    """Write the report of what ``data`` holds (``reports.data.ReportData``: the store's sessions that its
     filter selects).
 
-    ``out`` is a folder (``index.html``, ``calibration.html``, ``sessions/*.html``, ``assets/``); with
-    ``single_file`` it is the ``.html`` file to write, or a folder that gets one ``index.html``. ``replay`` and
+    ``out`` is a folder (``index.html`` and the other pages of ``site.PAGES``, ``sessions/*.html``, ``assets/``);
+    with ``single_file`` it is the ``.html`` file to write, or a folder that gets one ``index.html``. ``replay`` and
     ``calibration`` are optional: without them the pages say those sections were not computed. ``calibration`` may
     be a function that computes it: a folder report calls it after the session pages are written, so its memory
     (a sweep over every session) never adds to the page workers'. Findings come from
@@ -482,20 +530,20 @@ def render_report(
 
     A folder report is incremental: its manifest records what each session page was made from (the session's
     scan fingerprint, its guard replay, the options and the code), and a page whose inputs did not change is kept
-    as it is. The index, calibration and all-sessions pages are always rebuilt. ``state`` (a digest of the source's
-    state, ``analyzer.reporting.store_state``) is recorded so that ``kept_report`` can tell, next time, that nothing
+    as it is. The pages over the whole scope (``site.PAGES``) are always rebuilt. ``state`` (a digest of the
+    source's state, ``reports.data.store_state``) is recorded so that ``kept_report`` can tell, next time, that nothing
     changed at all. Session pages are written by
     ``workers`` processes (default: one per core when there are enough pages to write; 1: in this process). They
     are spawned, so a script that calls this needs the usual ``if __name__ == "__main__":`` guard (without it the
     workers fail and the pages are written in this process).
     """
     t0 = time.perf_counter()
-    generated_at = generated_at or datetime.now(timezone.utc).replace(microsecond=0)
+    generated_at = generated_at or datetime.now(UTC).replace(microsecond=0)
     assets = Assets.load()
     result = ReportResult(index=out, has_findings=data.scope.has_findings, generated_at=generated_at)
     sessions, in_scope = _paged_sessions(data, replay)
 
-    def aggregate() -> list[Page]:
+    def aggregate() -> Iterator[Page]:
         cal = calibration() if callable(calibration) else calibration
         return _aggregate_pages(data, sessions, in_scope, cal, single_file, redact, generated_at)
 
@@ -503,7 +551,7 @@ def render_report(
     result.session_pages = len(ids)
     written: list[Path] = []
     if single_file:
-        target = out if out.suffix.lower() in (".html", ".htm") else out / "index.html"
+        target = out if out.suffix.lower() in (".html", ".htm") else out / page_path(HOME)
         folder = target.parent
         _mkdir(folder)
         inline = assets.inline()
@@ -513,7 +561,7 @@ def render_report(
         def every_page() -> Iterator[Page]:
             yield from aggregate()
             n = 0
-            chunks = [ids[start:start + batch] for start in range(0, len(ids), batch)]
+            chunks = [ids[start : start + batch] for start in range(0, len(ids), batch)]
             frames = _grouped_reads(data, chunks)
             for i, chunk in enumerate(chunks):
                 for page in _session_pages(job, chunk, frames(i), _replay_of(in_scope, chunk)):
@@ -524,19 +572,20 @@ def render_report(
 
         sections = (Markup(_render(p, "_section.html", {}, "")) for p in every_page())
         with open(target, "w", encoding="utf-8") as fh:
-            for chunk in tpl.generate(sections=sections, assets=inline, csp=inline["csp"],
-                                      generated_at=generated_at, version=__version__):
+            for chunk in tpl.generate(
+                sections=sections, assets=inline, csp=inline["csp"], generated_at=generated_at, version=__version__
+            ):
                 fh.write(chunk)
         result.session_pages_written = len(ids)
         written.append(target)
         index = target
-        if target.name == "index.html":
+        if target.name == page_path(HOME):
             _finish(folder, [target.name], {}, "", _read_manifest(folder))
     else:
         _mkdir(out)
         names = assets.names
         csp = assets.csp(single=False)
-        rels = assets.write(out) + list(AGGREGATE_PATHS)
+        rels = assets.write(out) + [p.path for p in PAGES]
         (out / "sessions").mkdir(exist_ok=True)
         job = _folder_job(out, assets, redact, generated_at)
         options = _options_key(job)
@@ -570,9 +619,15 @@ def render_report(
             hrefs = {k: "../" * page.path.count("/") + v for k, v in names.items()}
             inside(out, page.path).write_text(_render(page, "base.html", hrefs, csp), encoding="utf-8")
         written = [out / r for r in rels]
-        index = out / "index.html"
-        _finish(out, rels, inputs, options, old, {"state": state, "generated_at": generated_at.isoformat(),
-                                                  "has_findings": data.scope.has_findings})
+        index = out / page_path(HOME)
+        _finish(
+            out,
+            rels,
+            inputs,
+            options,
+            old,
+            {"state": state, "generated_at": generated_at.isoformat(), "has_findings": data.scope.has_findings},
+        )
     result.index = index
     result.files = written
     result.bytes = sum(p.stat().st_size for p in written if p.is_file())
@@ -589,12 +644,27 @@ def _mkdir(folder: Path) -> None:
         raise ReportError(f"{folder} is not a folder")
 
 
-def _finish(out: Path, rels: list[str], inputs: dict[str, str], options: str, old: dict[str, Any],
-            made: dict[str, Any] | None = None) -> None:
+def _finish(
+    out: Path,
+    rels: list[str],
+    inputs: dict[str, str],
+    options: str,
+    old: dict[str, Any],
+    made: dict[str, Any] | None = None,
+) -> None:
     """Remove what the last report wrote and this one did not, then record this one: its files, what each session
     page was made from (``pages``) under the options they share, and (``made``) the source state it was written
     from, when and whether it had findings (``kept_report``)."""
     _clean_stale(out, old.get("files"), set(rels))
-    (out / MANIFEST).write_bytes(orjson.dumps({"generator": f"loopscope {__version__}", "files": sorted(rels),
-                                               "options": options, "pages": inputs, **(made or {})},
-                                              option=orjson.OPT_INDENT_2))
+    (out / MANIFEST).write_bytes(
+        orjson.dumps(
+            {
+                "generator": f"loopscope {__version__}",
+                "files": sorted(rels),
+                "options": options,
+                "pages": inputs,
+                **(made or {}),
+            },
+            option=orjson.OPT_INDENT_2,
+        )
+    )

@@ -167,12 +167,13 @@ spec:
               value: info
 """
 SETTINGS = {
-    "services/invoicing/settings.py": 'from billing.config import load_legacy\n\nLEGACY = load_legacy("config/legacy.yaml")\n'
-                                      'INVOICE_PREFIX = LEGACY.get("invoice_prefix", "INV")\nNET_DAYS = 30\n',
-    "services/dunning/settings.py": 'from billing.config import load_legacy\n\nRETRY_SCHEDULE = load_legacy('
-                                    '"config/legacy.yaml")["dunning"]["retries"]\n',
+    "services/invoicing/settings.py": "from billing.config import load_legacy\n\n"
+    'LEGACY = load_legacy("config/legacy.yaml")\n'
+    'INVOICE_PREFIX = LEGACY.get("invoice_prefix", "INV")\nNET_DAYS = 30\n',
+    "services/dunning/settings.py": "from billing.config import load_legacy\n\nRETRY_SCHEDULE = load_legacy("
+    '"config/legacy.yaml")["dunning"]["retries"]\n',
     "services/webhooks/settings.py": 'import os\n\nSIGNING_SECRET = os.environ["WEBHOOK_SIGNING_SECRET"]\n'
-                                     'MAX_ATTEMPTS = 8\n',
+    "MAX_ATTEMPTS = 8\n",
 }
 LEGACY_YAML = """# DEPRECATED: values moved to settings.toml (BILL-2231)
 invoice_prefix: INV
@@ -195,7 +196,8 @@ module.exports = sidebars;
 """
 SIDEBARS_NEW = SIDEBARS_JS.replace(
     "items: ['api/intro', 'api/authentication']",
-    "items: ['api/intro', 'api/authentication', 'api/pagination', 'api/errors', 'api/rate-limits', 'api/webhooks']")
+    "items: ['api/intro', 'api/authentication', 'api/pagination', 'api/errors', 'api/rate-limits', 'api/webhooks']",
+)
 DOCS_CONF = """// @ts-check
 const config = {
   title: 'Acme Billing Docs',
@@ -233,7 +235,7 @@ tests/test_session.py:31: AssertionError
 =========================== short test summary info ============================
 FAILED tests/test_session.py::test_refresh_rotates_token - AssertionError: assert 'r-1' != 'r-1'
 1 failed, 6 passed in 0.38s"""
-CONFTEST = '''import pytest
+CONFTEST = """import pytest
 
 from billing.auth.memory import InMemoryTokenStore
 
@@ -243,7 +245,7 @@ def store():
     s = InMemoryTokenStore(rotate=False)
     s.seed_refresh("r-1", user_id=7)
     return s
-'''
+"""
 PRORATION_PY = '''from decimal import ROUND_HALF_EVEN, Decimal
 
 
@@ -257,7 +259,7 @@ def prorate_upgrade(old_price: Decimal, new_price: Decimal, days_left: int, peri
     charge = (new_price * days_left / period_days).quantize(Decimal("0.01"), ROUND_HALF_EVEN)
     return charge - credit_for_unused(old_price, days_left, period_days)
 '''
-INVOICES_PY = '''from billing.proration import prorate_upgrade
+INVOICES_PY = """from billing.proration import prorate_upgrade
 
 
 def upgrade_invoice(sub, new_plan, today):
@@ -269,7 +271,7 @@ def upgrade_invoice(sub, new_plan, today):
 def line_total(qty, unit_price):
     total = qty*unit_price
     return round(total, 2)
-'''
+"""
 REPORT = """Proration lives in `src/billing/proration.py`:
 
 - `prorate_upgrade(old_price, new_price, days_left, period_days)` charges the new plan for the remaining days and
@@ -304,7 +306,7 @@ class PaymentClient {
     }
 }
 exports.PaymentClient = PaymentClient;
-"""
+"""  # noqa: E501 (file content of a sample session, byte for byte)
 GH_VIEW = """{mark} main Release \u00b7 13877216420
 Triggered via workflow_dispatch about {ago} ago
 
@@ -315,12 +317,22 @@ For more information about a job, try: gh run view --job=<job-id>"""
 GH_POLLS = [
     ("*", "1 minute", "* build (ID 38902211470)\n- test (ID 38902211502)\n- publish (ID 38902211533)"),
     ("*", "2 minutes", "\u2713 build in 1m38s (ID 38902211470)\n* test (ID 38902211502)\n- publish (ID 38902211533)"),
-    ("*", "3 minutes", "\u2713 build in 1m38s (ID 38902211470)\n* test (ID 38902211502)  14/31 steps\n"
-                       "- publish (ID 38902211533)"),
-    ("*", "4 minutes", "\u2713 build in 1m38s (ID 38902211470)\n\u2713 test in 2m51s (ID 38902211502)\n"
-                       "* publish (ID 38902211533)"),
-    ("\u2713", "5 minutes", "\u2713 build in 1m38s (ID 38902211470)\n\u2713 test in 2m51s (ID 38902211502)\n"
-                            "\u2713 publish in 44s (ID 38902211533)"),
+    (
+        "*",
+        "3 minutes",
+        "\u2713 build in 1m38s (ID 38902211470)\n* test (ID 38902211502)  14/31 steps\n- publish (ID 38902211533)",
+    ),
+    (
+        "*",
+        "4 minutes",
+        "\u2713 build in 1m38s (ID 38902211470)\n\u2713 test in 2m51s (ID 38902211502)\n* publish (ID 38902211533)",
+    ),
+    (
+        "\u2713",
+        "5 minutes",
+        "\u2713 build in 1m38s (ID 38902211470)\n\u2713 test in 2m51s (ID 38902211502)\n"
+        "\u2713 publish in 44s (ID 38902211533)",
+    ),
 ]
 RUFF_FAIL = """src/billing/invoices.py:11:16: E225 Missing whitespace around operator
    |
@@ -420,7 +432,7 @@ CMD ["uv", "run", "gunicorn", "acme.wsgi"]
 """
 
 
-# --- SWE-agent (EnIGMA) CTF: repeating-key XOR ---------------------------------------------------------------------------
+# --- SWE-agent (EnIGMA) CTF: repeating-key XOR ------------------------------------------------------------------------
 
 CTF_LS = """total 20
 drwxr-xr-x 2 root root 4096 Mar 10 08:00 .
@@ -445,9 +457,12 @@ if __name__ == "__main__":
     print(xor(flag, KEY).hex())"""
 CTF_KEY4 = "key (from the known prefix 'flag'): b'kfdd'\nflag{rEpeatiNg_kEy_xoR_iS_wEak}"
 CTF_WRONG = "Wrong flag!"
-CTF_KEY5 = "key length 5: b'kfdd{' -> flag{ok}xEl{C_rqzh$hb\\x7fk^ldPeb\nkey length 6: b'kfdd{\\x1e' -> flag{bsRe`kii~E_gv{Q\\x1a"
+CTF_KEY5 = (
+    "key length 5: b'kfdd{' -> flag{ok}xEl{C_rqzh$hb\\x7fk^ldPeb\n"
+    "key length 6: b'kfdd{\\x1e' -> flag{bsRe`kii~E_gv{Q\\x1a"
+)
 
-# --- mini-swe-agent: ISO week parsing -----------------------------------------------------------------------------------
+# --- mini-swe-agent: ISO week parsing ---------------------------------------------------------------------------------
 
 MINI_LS = "__init__.py\nformats.py\nparser.py\ntz.py"
 MINI_FORMATS_PY = '''"""strftime patterns the parser tries, most specific first."""
@@ -488,7 +503,7 @@ index 4be0d1c..9f3a7e2 100644
  PATTERNS = (ISO_WEEK, ISO_DATE, "%d/%m/%Y")
 """
 
-# --- OpenHands: coupon expiry ------------------------------------------------------------------------------------------
+# --- OpenHands: coupon expiry -----------------------------------------------------------------------------------------
 
 OH_LS = "applyCoupon.ts\nexpiry.test.ts\nexpiry.ts\nindex.ts\ntypes.ts"
 OH_GREP = """src/coupons/applyCoupon.ts:3:import { isExpired } from "./expiry";
@@ -516,7 +531,7 @@ OH_TEST_PASS = """ RUN  v2.1.8 /workspace/webshop
  Test Files  2 passed (2)
       Tests  9 passed (9)"""
 
-# --- Inspect: a service's port -----------------------------------------------------------------------------------------
+# --- Inspect: a service's port ----------------------------------------------------------------------------------------
 
 IN_APP_LS = "README.md\nconfig\nlogs\nrun.sh"
 IN_SERVER_TOML = """[server]
@@ -527,7 +542,7 @@ workers = 4
 [tls]
 cert = "/etc/app/tls/cert.pem"
 key = "/etc/app/tls/key.pem\""""
-IN_RUN_SH = "12:exec ./app --config config/server.toml --port \"${PORT:-8443}\""
+IN_RUN_SH = '12:exec ./app --config config/server.toml --port "${PORT:-8443}"'
 IN_LOG = """2026-03-11T09:58:01Z INFO  loading config/server.toml
 2026-03-11T09:58:01Z INFO  tls enabled (cert /etc/app/tls/cert.pem)
 2026-03-11T09:58:02Z INFO  listening on 0.0.0.0:8443"""
@@ -536,7 +551,7 @@ IN_BACKUP_LOG = """2026-03-10T03:00:02Z backup started
 2026-03-10T03:04:47Z uploaded 1.9 GiB to s3://acme-backups/nightly/2026-03-10.tar.zst
 2026-03-10T03:04:48Z backup finished (exit 0)"""
 
-# --- Gemini CLI: reviewing the guides -----------------------------------------------------------------------------------
+# --- Gemini CLI: reviewing the guides ---------------------------------------------------------------------------------
 
 GUIDES_LS = "configure.md\ndeploy.md\ninstall.md\nupgrade.md"
 GUIDE_INSTALL = """# Installing Tidepool
@@ -570,9 +585,9 @@ INFO    -  Cleaning site directory
 INFO    -  Building documentation to directory: /home/dana/src/docs-site/site
 INFO    -  Documentation built in 0.84 seconds"""
 
-# --- opencode: tax rounding ---------------------------------------------------------------------------------------------
+# --- opencode: tax rounding -------------------------------------------------------------------------------------------
 
-TAX_PY = '''from decimal import ROUND_HALF_UP, Decimal
+TAX_PY = """from decimal import ROUND_HALF_UP, Decimal
 
 RATES = {"DE": Decimal("0.19"), "FR": Decimal("0.20"), "NL": Decimal("0.21")}
 
@@ -583,7 +598,7 @@ def tax_for(country: str, net: Decimal) -> Decimal:
 
 
 def gross(country: str, net: Decimal) -> Decimal:
-    return net + tax_for(country, net)'''
+    return net + tax_for(country, net)"""
 TAX_FAIL = """FFF.                                                                     [100%]
 FAILED tests/test_tax.py::test_tax_rounds_to_cents - AssertionError: assert Decimal('3.8') == Decimal('3.80')
 FAILED tests/test_tax.py::test_unknown_country_has_no_tax - KeyError: 'CH'

@@ -1,10 +1,10 @@
 """A deliberately simple reference check of the sample sessions: which loop signals fire, and on which calls.
 
 Why: the README and ``.expected.json`` promise that ``loopscope scan`` finds exactly the listed loops. This check
-recomputes every signal of DETECTORS.md (streak, cycle, window count, drift, failure run, text repeats, nested repeats)
-on the calls as rendered, and ``make_samples.py`` refuses to write the samples when a signal fires outside the episodes
-a scenario declared (or declares and explains as not-a-loop), or when a declared episode does not fire its own kind.
-It is not loopscope's detector; it exists so the sample data cannot drift away from its own description.
+recomputes every signal of docs/detectors.md (streak, cycle, window count, drift, failure run, text repeats, nested
+repeats) on the calls as rendered, and ``make_samples.py`` refuses to write the samples when a signal fires outside the
+episodes a scenario declared (or declares and explains as not-a-loop), or when a declared episode does not fire its own
+kind. It is not loopscope's detector; it exists so the sample data cannot drift away from its own description.
 
 Near-identical arguments are scored two ways, because a detector may tokenise either the canonical JSON of the
 arguments or their string values: a declared drift must clear 0.55 both ways, and any other pair of consecutive calls
@@ -23,13 +23,17 @@ from transcript_writer import CallRec, Recorder, Step, TextRec
 
 SIMILAR = 0.55
 _WORD = re.compile(r"^[a-z0-9_-]{3,}$")
-_VOLATILE = re.compile(r"^(?:Chunk ID|Wall time|Process running with session ID|Original token count|"
-                       r"Total output lines)\b.*$", re.M)
+_VOLATILE = re.compile(
+    r"^(?:Chunk ID|Wall time|Process running with session ID|Original token count|"
+    r"Total output lines)\b.*$",
+    re.M,
+)
 _WS = re.compile(r"\s+")
 
 
 def tokens(text: str) -> frozenset[str]:
-    """DETECTORS.md 2.3: lower-case, split on whitespace, keep words of 3+ chars of ``[a-z0-9_-]`` only."""
+    """The shared-token words (docs/detectors.md#the-shared-token-score): lower-case, split on whitespace, keep
+    words of 3+ chars of ``[a-z0-9_-]`` only."""
     return frozenset(w for w in text.lower().split() if _WORD.match(w))
 
 
@@ -38,8 +42,9 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def canonical(args: Any) -> str:
-    return args if isinstance(args, str) else json.dumps(args, sort_keys=True, separators=(",", ":"),
-                                                         ensure_ascii=False)
+    return (
+        args if isinstance(args, str) else json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    )
 
 
 def _values(args: Any) -> Iterable[str]:
@@ -55,8 +60,10 @@ def _values(args: Any) -> Iterable[str]:
 
 def arg_similarity(a: Any, b: Any) -> tuple[float, float]:
     """(score on canonical JSON, score on string values)."""
-    return (jaccard(tokens(canonical(a)), tokens(canonical(b))),
-            jaccard(tokens(" ".join(_values(a))), tokens(" ".join(_values(b)))))
+    return (
+        jaccard(tokens(canonical(a)), tokens(canonical(b))),
+        jaccard(tokens(" ".join(_values(a))), tokens(" ".join(_values(b)))),
+    )
 
 
 def key(c: CallRec) -> str:
@@ -121,7 +128,7 @@ def signals(rec: Recorder) -> list[Signal]:
             while j + 1 < len(calls) and keys[j + 1] == keys[i]:
                 j += 1
             if j - i + 1 >= 3:
-                out.append(Signal("streak", frozenset(c.seq for c in calls[i:j + 1]), detail=f"{j - i + 1}x"))
+                out.append(Signal("streak", frozenset(c.seq for c in calls[i : j + 1]), detail=f"{j - i + 1}x"))
             i = j + 1
         # cycle: a block of k (2..5) keys, at least 2 distinct, repeated unchanged at least twice in a row
         for k in range(2, 6):
@@ -134,9 +141,14 @@ def signals(rec: Recorder) -> list[Signal]:
                 while j + 1 < len(calls) and keys[j + 1] == keys[j + 1 - k]:
                     j += 1
                 start = i - k
-                if j - start + 1 >= 2 * k and len(set(keys[start:start + k])) >= 2:
-                    out.append(Signal("cycle", frozenset(c.seq for c in calls[start:j + 1]),
-                                      detail=f"period {k}, {(j - start + 1) / k:.1f} reps"))
+                if j - start + 1 >= 2 * k and len(set(keys[start : start + k])) >= 2:
+                    out.append(
+                        Signal(
+                            "cycle",
+                            frozenset(c.seq for c in calls[start : j + 1]),
+                            detail=f"period {k}, {(j - start + 1) / k:.1f} reps",
+                        )
+                    )
                 i = j + 1
         # window: a key seen 3+ times among the last 10 calls
         for i in range(len(calls)):
@@ -160,7 +172,7 @@ def signals(rec: Recorder) -> list[Signal]:
             while j + 1 < len(calls) and calls[j + 1].is_error and calls[j + 1].tool == calls[i].tool:
                 j += 1
             if j - i + 1 >= 3:
-                out.append(Signal("failure", frozenset(c.seq for c in calls[i:j + 1]), detail=f"{j - i + 1}x"))
+                out.append(Signal("failure", frozenset(c.seq for c in calls[i : j + 1]), detail=f"{j - i + 1}x"))
             i = j + 1
         out.extend(_text_signals(rec, [t for t in rec.texts if t.user_turn == ut]))
     # nested: inside one script, any repeated or near-identical call
@@ -198,11 +210,12 @@ def _text_signals(rec: Recorder, texts: list[TextRec]) -> list[Signal]:
         if len(same) >= 3:
             out.append(sig(same, f"same text {len(same)}x in 10"))
         if i >= 2 and all(norm[x] == norm[x - 1] or jaccard(toks[x], toks[x - 1]) >= SIMILAR for x in (i - 1, i)):
-            out.append(sig(texts[i - 2:i + 1], "3 consecutive similar texts"))
+            out.append(sig(texts[i - 2 : i + 1], "3 consecutive similar texts"))
         for a in win:
             for b in win:
-                if a < b < i and all(jaccard(toks[x], toks[y]) >= SIMILAR or norm[x] == norm[y]
-                                     for x, y in ((a, b), (a, i), (b, i))):
+                if a < b < i and all(
+                    jaccard(toks[x], toks[y]) >= SIMILAR or norm[x] == norm[y] for x, y in ((a, b), (a, i), (b, i))
+                ):
                     out.append(sig([texts[a], texts[b], texts[i]], "3 mutually similar texts"))
     return out
 
@@ -250,15 +263,16 @@ def check(rec: Recorder, episodes: list[Episode], benign: list[Benign], where: s
     return result
 
 
-def describe(rec: Recorder, e: Episode, seqs: frozenset[int], steps: frozenset[int], kinds: list[str]
-             ) -> dict[str, Any]:
+def describe(
+    rec: Recorder, e: Episode, seqs: frozenset[int], steps: frozenset[int], kinds: list[str]
+) -> dict[str, Any]:
     calls = [rec.calls[s] for s in sorted(seqs)]
     tools = list(dict.fromkeys(c.tool for c in calls))
     n = len(calls)
     if e.kind == "cycle":
         assert e.period, "a cycle needs its period"
         repeats = n // e.period
-        first = {id(c.step) for c in calls[:e.period]}
+        first = {id(c.step) for c in calls[: e.period]}
     elif e.kind == "text":
         repeats = len(steps)
         first = {id(calls[0].step)} if calls else set()
@@ -272,9 +286,20 @@ def describe(rec: Recorder, e: Episode, seqs: frozenset[int], steps: frozenset[i
             seen.add(id(c.step))
             wasted += c.tokens
     return {
-        "kind": e.kind, "tools": tools, "period": e.period or (1 if e.kind == "streak" else None), "first_seq": calls[0].seq, "last_seq": calls[-1].seq,
-        "calls": n, "repeats": repeats, "stuck": e.stuck, "user_turn": calls[0].user_turn,
-        "seqs": [c.seq for c in calls], "call_ids": [c.call_id for c in calls], "parent_call_id": calls[0].parent_id,
-        "repeat_tokens": wasted, "wasted_tokens": wasted if e.stuck else 0,
-        "also_fires": [k for k in kinds if k != e.kind], "note": e.note,
+        "kind": e.kind,
+        "tools": tools,
+        "period": e.period or (1 if e.kind == "streak" else None),
+        "first_seq": calls[0].seq,
+        "last_seq": calls[-1].seq,
+        "calls": n,
+        "repeats": repeats,
+        "stuck": e.stuck,
+        "user_turn": calls[0].user_turn,
+        "seqs": [c.seq for c in calls],
+        "call_ids": [c.call_id for c in calls],
+        "parent_call_id": calls[0].parent_id,
+        "repeat_tokens": wasted,
+        "wasted_tokens": wasted if e.stuck else 0,
+        "also_fires": [k for k in kinds if k != e.kind],
+        "note": e.note,
     }

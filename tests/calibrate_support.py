@@ -16,19 +16,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analyzer.scan.run import scan
 from helpers import ingest_paths
 from test_replay_support import CYCLE, PYTEST, STATUS, C, T, U, pi_session
 
+from analyzer.scan.run import scan
 
 SESSIONS = {
     "streak": [U] + [PYTEST] * 8 + [T("I could not fix it.")],
-    "poll": [U] + [C("bash", {"command": "gh run view 42 --json status"}, result=f"status: {s}") for s in STATUS]
-            + [T("The run completed.")],
+    "poll": [U]
+    + [C("bash", {"command": "gh run view 42 --json status"}, result=f"status: {s}") for s in STATUS]
+    + [T("The run completed.")],
     "cycle": [U] + CYCLE * 5 + [T("Still failing.")],
-    "repeat": [(U, "run the tests"), C("bash", {"command": "pytest"}, result="3 passed"), T("All tests pass."),
-               (U, "run the tests again"), C("bash", {"command": "pytest"}, result="3 passed"), T("All tests pass."),
-               (U, "and once more"), C("bash", {"command": "pytest"}, result="3 passed"), T("Still passing.")],
+    "repeat": [
+        (U, "run the tests"),
+        C("bash", {"command": "pytest"}, result="3 passed"),
+        T("All tests pass."),
+        (U, "run the tests again"),
+        C("bash", {"command": "pytest"}, result="3 passed"),
+        T("All tests pass."),
+        (U, "and once more"),
+        C("bash", {"command": "pytest"}, result="3 passed"),
+        T("Still passing."),
+    ],
 }
 
 

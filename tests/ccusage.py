@@ -18,8 +18,13 @@ from typing import Any
 import pytest
 
 # Where each agent keeps its sessions, relative to $HOME, as ccusage looks for them.
-_LAYOUT = {"claude": ".claude/projects", "codex": ".codex/sessions", "pi": ".pi/agent/sessions",
-           "gemini": ".gemini/tmp", "opencode": ".local/share/opencode"}
+_LAYOUT = {
+    "claude": ".claude/projects",
+    "codex": ".codex/sessions",
+    "pi": ".pi/agent/sessions",
+    "gemini": ".gemini/tmp",
+    "opencode": ".local/share/opencode",
+}
 
 
 def ccusage_binary() -> str:
@@ -39,12 +44,24 @@ def run_ccusage(agent: str, files: dict[str, Path]) -> list[dict[str, Any]]:
             dst = base / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, dst)
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "GEMINI_DATA_DIR",
-                             "GEMINI_CLI_HOME", "OPENCODE_DATA_DIR", "XDG_DATA_HOME")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k
+            not in (
+                "CLAUDE_CONFIG_DIR",
+                "CODEX_HOME",
+                "PI_CODING_AGENT_DIR",
+                "GEMINI_DATA_DIR",
+                "GEMINI_CLI_HOME",
+                "OPENCODE_DATA_DIR",
+                "XDG_DATA_HOME",
+            )
+        }
         env.update(HOME=home, TZ="UTC", NO_COLOR="1")
-        proc = subprocess.run([exe, agent, "session", "--json", "--offline"], env=env, capture_output=True,
-                              text=True, timeout=120)
+        proc = subprocess.run(
+            [exe, agent, "session", "--json", "--offline"], env=env, capture_output=True, text=True, timeout=120
+        )
         if proc.returncode != 0:
             raise AssertionError(f"ccusage failed: {proc.stderr[-500:]}")
         return json.loads(proc.stdout).get("sessions", [])

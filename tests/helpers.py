@@ -7,9 +7,8 @@ from typing import Any
 
 import orjson
 
-from analyzer.store import db as store
 from analyzer.ingest.pipeline import IngestSummary, ingest
-
+from analyzer.store import connection
 
 # opencode.db's tables as opencode >= 1.2 creates them (anomalyco/opencode session.sql.ts and its migrations: the
 # columns loopscope reads, and the indexes a real database has), for the tests and benchmarks/bench_formats.py.
@@ -32,7 +31,7 @@ def ingest_paths(db: Path, *paths: Path, workers: int | None = 1, full_results: 
 
 
 def query(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple]:
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         return con.execute(sql, params or []).fetchall()
     finally:
@@ -49,16 +48,41 @@ def pi_records(sid: str, n_calls: int = 3, usage: dict | None = None, cwd: str =
     """A small pi v3 session: one prompt, then ``n_calls`` bash calls, each with its result."""
     recs: list[dict] = [
         {"type": "session", "version": 3, "id": sid, "timestamp": "2026-03-01T10:00:00Z", "cwd": cwd},
-        {"type": "message", "id": "u1", "timestamp": "2026-03-01T10:00:01Z",
-         "message": {"role": "user", "content": "run the tests"}},
+        {
+            "type": "message",
+            "id": "u1",
+            "timestamp": "2026-03-01T10:00:01Z",
+            "message": {"role": "user", "content": "run the tests"},
+        },
     ]
     for i in range(n_calls):
-        recs.append({"type": "message", "id": f"a{i}", "timestamp": f"2026-03-01T10:01:{i:02d}Z",
-                     "message": {"role": "assistant", "model": "claude-sonnet-4-5",
-                                 "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash",
-                                              "arguments": {"command": f"pytest -k t{i}"}}],
-                                 "usage": dict(usage or {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0})}})
-        recs.append({"type": "message", "id": f"r{i}", "timestamp": f"2026-03-01T10:01:{i:02d}.5Z",
-                     "message": {"role": "toolResult", "toolCallId": f"c{i}", "toolName": "bash",
-                                 "content": [{"type": "text", "text": f"{i} passed"}], "isError": False}})
+        recs.append(
+            {
+                "type": "message",
+                "id": f"a{i}",
+                "timestamp": f"2026-03-01T10:01:{i:02d}Z",
+                "message": {
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [
+                        {"type": "toolCall", "id": f"c{i}", "name": "bash", "arguments": {"command": f"pytest -k t{i}"}}
+                    ],
+                    "usage": dict(usage or {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0}),
+                },
+            }
+        )
+        recs.append(
+            {
+                "type": "message",
+                "id": f"r{i}",
+                "timestamp": f"2026-03-01T10:01:{i:02d}.5Z",
+                "message": {
+                    "role": "toolResult",
+                    "toolCallId": f"c{i}",
+                    "toolName": "bash",
+                    "content": [{"type": "text", "text": f"{i} passed"}],
+                    "isError": False,
+                },
+            }
+        )
     return recs

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
 from analyzer.store.schema import ALL_TABLES
 
-WHEN = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
 # Columns that say when or where a run happened, not what it found.
 RUN_COLUMNS = {"files": ("ingested_at",), "scan_state": ("fingerprint", "detector", "scanned_at")}
 TABLES = ("files", "ingest_errors", "sessions", "turns", "calls", "signals", "text_signals", "findings", "scan_state")
@@ -21,14 +21,17 @@ def rows(con: duckdb.DuckDBPyConnection, table: str) -> list[tuple]:
     """Every row of ``table``, sorted, without the run columns; doubles rounded to 9 places (sums in another order
     differ in the last bit)."""
     spec = next(t for t in ALL_TABLES if t.name == table)
-    cols = [f"round({c.name}, 9)" if c.sql == "DOUBLE" else f'"{c.name}"' for c in spec.columns
-            if c.name not in RUN_COLUMNS.get(table, ())]
+    cols = [
+        f"round({c.name}, 9)" if c.sql == "DOUBLE" else f'"{c.name}"'
+        for c in spec.columns
+        if c.name not in RUN_COLUMNS.get(table, ())
+    ]
     return con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY ALL").fetchall()
 
 
 def render(con: duckdb.DuckDBPyConnection, out: Path) -> None:
     from analyzer.analyze import report_inputs
-    from analyzer.reporting import ReportData
+    from reports.data import ReportData
     from reports.render import render_report
 
     replay, calibration = report_inputs(con, workers=1)
@@ -81,9 +84,14 @@ def same_report(a: Path, b: Path) -> None:
         if rel.endswith(".html"):
             ta, fa = page(a / rel)
             tb, fb = page(b / rel)
-            assert fa == fb, f"{rel}: figures differ: " + "; ".join(
-                f"{k}: {sorted(set(map(str, fa[k])) ^ set(map(str, fb.get(k) or [])))}" for k in sorted(fa)
-                if fa[k] != fb.get(k))[:3000]
+            assert fa == fb, (
+                f"{rel}: figures differ: "
+                + "; ".join(
+                    f"{k}: {sorted(set(map(str, fa[k])) ^ set(map(str, fb.get(k) or [])))}"
+                    for k in sorted(fa)
+                    if fa[k] != fb.get(k)
+                )[:3000]
+            )
             assert ta == tb, f"{rel}: text differs"
         elif not rel.endswith((".js", ".css")) and rel != MANIFEST:
             assert (a / rel).read_bytes() == (b / rel).read_bytes(), rel

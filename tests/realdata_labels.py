@@ -22,8 +22,18 @@ SOURCES_DIR = REALDATA / "sources"
 
 KINDS = frozenset({"streak", "cycle", "drift", "failure", "text", "window", "nested"})
 LABELS = frozenset({"loop", "not_loop", "unsure"})
-REQUIRED = ("file", "format", "session_id", "kind", "first_call_index", "last_call_index", "message_index",
-            "label", "why", "origin")
+REQUIRED = (
+    "file",
+    "format",
+    "session_id",
+    "kind",
+    "first_call_index",
+    "last_call_index",
+    "message_index",
+    "label",
+    "why",
+    "origin",
+)
 ORIGIN_RE = re.compile(r"^(realdata-dev candidate \d+|loopscope finding|reader)$")
 FORMAT_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -57,7 +67,9 @@ def validate(rec: Any) -> None:
     if not isinstance(rec["why"], str) or not rec["why"].strip():
         raise LabelError("why must be a non-empty string")
     if not isinstance(rec["origin"], str) or not ORIGIN_RE.match(rec["origin"]):
-        raise LabelError(f"origin must be 'realdata-dev candidate N', 'loopscope finding' or 'reader', got {rec['origin']!r}")
+        raise LabelError(
+            f"origin must be 'realdata-dev candidate N', 'loopscope finding' or 'reader', got {rec['origin']!r}"
+        )
     a, b, m = rec["first_call_index"], rec["last_call_index"], rec["message_index"]
     if (a is None) != (b is None):
         raise LabelError("first_call_index and last_call_index are both null or both set")
@@ -165,7 +177,9 @@ def summary(labels: list[dict] | None = None) -> str:
     for p in ("tuning", "held_aside"):
         rs = [r for r in recs if part(r["file"]) == p]
         c = Counter(r["label"] for r in rs)
-        lines.append(f"| {p} | {len({r['file'] for r in rs})} | {len(rs)} | {c['loop']} | {c['not_loop']} | {c['unsure']} |")
+        lines.append(
+            f"| {p} | {len({r['file'] for r in rs})} | {len(rs)} | {c['loop']} | {c['not_loop']} | {c['unsure']} |"
+        )
     lines += ["", "| origin | labels | loop | not_loop | unsure |", "|---|---|---|---|---|"]
     org: dict[str, Counter] = defaultdict(Counter)
     for r in recs:

@@ -27,9 +27,16 @@ from realdata_labels import REALDATA, load_labels, part  # noqa: E402
 FIXTURES = ROOT / "tests" / "fixtures"
 # The fixtures the labellers read in full (labels/fixtures.json; the README of tests/realdata says so). Fixtures added
 # later for the adapters' tests are not labelled, and some duplicate realdata sessions: they stay out of the score.
-LABELLED_FIXTURES = ("pi", "claude_code", "codex", "gemini/session-2025-12-01T21-45-5b959dae.json",
-                     "inspect/inspect_ai_browser.json", "openhands/trajs_basic.json",
-                     "swe_agent/demo_function_calling_simple.traj", "swe_agent/test_swe-agent__test-repo-i1.traj")
+LABELLED_FIXTURES = (
+    "pi",
+    "claude_code",
+    "codex",
+    "gemini/session-2025-12-01T21-45-5b959dae.json",
+    "inspect/inspect_ai_browser.json",
+    "openhands/trajs_basic.json",
+    "swe_agent/demo_function_calling_simple.traj",
+    "swe_agent/test_swe-agent__test-repo-i1.traj",
+)
 
 
 def corpus_paths() -> list[Path]:
@@ -39,8 +46,12 @@ def corpus_paths() -> list[Path]:
 
     real = [p for p in sorted(REALDATA.iterdir()) if p.is_dir() and p.name not in ("labels", "sources", "tools")]
     seen = {hashlib.sha1(f.read_bytes()).digest() for d in real for f in d.rglob("*") if f.is_file()}
-    fixtures = [f for name in LABELLED_FIXTURES for f in sorted((FIXTURES / name).rglob("*"))
-                if f.is_file() and hashlib.sha1(f.read_bytes()).digest() not in seen]
+    fixtures = [
+        f
+        for name in LABELLED_FIXTURES
+        for f in sorted((FIXTURES / name).rglob("*"))
+        if f.is_file() and hashlib.sha1(f.read_bytes()).digest() not in seen
+    ]
     fixtures += [FIXTURES / name for name in LABELLED_FIXTURES if (FIXTURES / name).is_file()]
     return real + fixtures
 
@@ -96,21 +107,25 @@ def _message_key(fmt: str, turn_id: str | None, line: int | None) -> int | None:
 
 def stuck_findings(con: Any) -> list[Finding]:
     """Every stuck finding with 3+ repeats, with the calls (seq) and messages it covers."""
-    rows = con.execute("""
+    rows = con.execute(
+        """
         SELECT f.finding_id, s.source_path, s.format, f.kind, f.repeats, f.first_seq, f.last_seq,
                coalesce(f.why, '') AS why, coalesce(f.repeated, '') AS repeated,
                (SELECT list(c.seq) FROM calls c WHERE c.session_id = f.session_id
                   AND list_contains(f.call_ids, c.call_id)) AS seqs
         FROM findings f JOIN sessions s USING (session_id)
         WHERE f.stuck AND f.repeats >= 3
-    """ if _has_why(con) else """
+    """
+        if _has_why(con)
+        else """
         SELECT f.finding_id, s.source_path, s.format, f.kind, f.repeats, f.first_seq, f.last_seq,
                '' AS why, coalesce(f.repeated, '') AS repeated,
                (SELECT list(c.seq) FROM calls c WHERE c.session_id = f.session_id
                   AND list_contains(f.call_ids, c.call_id)) AS seqs
         FROM findings f JOIN sessions s USING (session_id)
         WHERE f.stuck AND f.repeats >= 3
-    """).fetchall()
+    """
+    ).fetchall()
     msgs: dict[str, set[int]] = defaultdict(set)
     for fid, fmt, turn_id, line in con.execute("""
             SELECT x.finding_id, s.format, t.turn_id, t.line
@@ -120,21 +135,37 @@ def stuck_findings(con: Any) -> list[Finding]:
         if key is not None:
             msgs[fid].add(key)
     # A text loop whose messages issued no call (thoughts between calls) stands for the calls of its span.
-    span = {fid: set(seqs) for fid, seqs in con.execute("""
+    span = {
+        fid: set(seqs)
+        for fid, seqs in con.execute("""
         SELECT f.finding_id, list(c.seq) FROM findings f
         JOIN turns t ON t.session_id = f.session_id AND t.turn_index BETWEEN f.first_turn_index AND f.last_turn_index
         JOIN calls c ON c.session_id = t.session_id AND c.turn_id = t.turn_id
-        WHERE f.kind = 'text' AND len(f.call_ids) = 0 GROUP BY f.finding_id""").fetchall()}
+        WHERE f.kind = 'text' AND len(f.call_ids) = 0 GROUP BY f.finding_id""").fetchall()
+    }
     out = []
-    for fid, path, fmt, kind, repeats, first, last, why, repeated, seqs in rows:
-        out.append(Finding(fid, _rel(path), kind, int(repeats), set(seqs or []) | span.get(fid, set()),
-                           msgs.get(fid, set()), why, repeated))
+    for fid, path, _fmt, kind, repeats, _first, _last, why, repeated, seqs in rows:
+        out.append(
+            Finding(
+                fid,
+                _rel(path),
+                kind,
+                int(repeats),
+                set(seqs or []) | span.get(fid, set()),
+                msgs.get(fid, set()),
+                why,
+                repeated,
+            )
+        )
     return out
 
 
 def _has_why(con: Any) -> bool:
-    return bool(con.execute("SELECT count(*) FROM information_schema.columns "
-                            "WHERE table_name = 'findings' AND column_name = 'why'").fetchone()[0])
+    return bool(
+        con.execute(
+            "SELECT count(*) FROM information_schema.columns WHERE table_name = 'findings' AND column_name = 'why'"
+        ).fetchone()[0]
+    )
 
 
 def _overlaps(f: Finding, label: dict[str, Any]) -> bool:
@@ -146,8 +177,9 @@ def _overlaps(f: Finding, label: dict[str, Any]) -> bool:
     return label["message_index"] is not None and label["message_index"] in f.messages
 
 
-def score(con: Any, labels: list[dict[str, Any]] | None = None, readable: set[str] | None = None
-          ) -> dict[str, PartScore]:
+def score(
+    con: Any, labels: list[dict[str, Any]] | None = None, readable: set[str] | None = None
+) -> dict[str, PartScore]:
     """Scores by part ("tuning", "held_aside") and over "all"."""
     labels = labels if labels is not None else load_labels()
     found = stuck_findings(con)
@@ -208,22 +240,32 @@ def run(verbose: bool = True) -> dict[str, PartScore]:
 
 
 def render(parts: dict[str, PartScore], details: bool = True) -> str:
-    lines = ["| part | stuck findings | matching a loop | precision | loops | found | recall |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| part | stuck findings | matching a loop | precision | loops | found | recall |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name in ("tuning", "held_aside", "all"):
         p = parts[name]
-        lines.append(f"| {name} | {p.stuck - p.unsure_only} | {p.matched} | {p.precision:.2f} | {p.loops} | "
-                     f"{p.loops_found} | {p.recall:.2f} |")
+        lines.append(
+            f"| {name} | {p.stuck - p.unsure_only} | {p.matched} | {p.precision:.2f} | {p.loops} | "
+            f"{p.loops_found} | {p.recall:.2f} |"
+        )
     if details:
         p = parts["all"]
         if p.false:
             lines.append("\nstuck findings that match no loop label:")
-            lines += [f"  {f.file} {f.kind} x{f.repeats} calls {sorted(f.seqs)[:3]}..{sorted(f.seqs)[-1:]} "
-                      f"msgs {sorted(f.messages)[:3]}: {f.why or f.repeated[:100]}" for f in p.false]
+            lines += [
+                f"  {f.file} {f.kind} x{f.repeats} calls {sorted(f.seqs)[:3]}..{sorted(f.seqs)[-1:]} "
+                f"msgs {sorted(f.messages)[:3]}: {f.why or f.repeated[:100]}"
+                for f in p.false
+            ]
         if p.missed:
             lines.append("\nloops no stuck finding matches:")
-            lines += [f"  {m['file']} {m['kind']} calls {m['first_call_index']}-{m['last_call_index']} "
-                      f"msg {m['message_index']}: {m['why']}" for m in p.missed]
+            lines += [
+                f"  {m['file']} {m['kind']} calls {m['first_call_index']}-{m['last_call_index']} "
+                f"msg {m['message_index']}: {m['why']}"
+                for m in p.missed
+            ]
     return "\n".join(lines)
 
 

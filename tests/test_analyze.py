@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT, SAMPLE_DATA
 from helpers import query
 
@@ -18,8 +17,9 @@ START, END = "<!-- sample-findings:start -->", "<!-- sample-findings:end -->"
 
 
 def loopscope(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", *args], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.fixture(scope="module")
@@ -61,14 +61,21 @@ def test_running_it_again_is_incremental(analyzed: tuple[Path, subprocess.Comple
 
 
 def sample_findings_table(db: Path) -> str:
-    rows = query(db, "SELECT f.session_id, s.format, f.kind, f.tools, f.first_seq, f.last_seq, f.repeats, f.stuck, "
-                     "f.wasted_tokens FROM findings f JOIN sessions s USING (session_id) "
-                     "ORDER BY s.format, f.session_id, f.first_seq")
-    lines = ["| session | agent | kind | tools | calls (seq) | repeats | stuck | wasted tokens |",
-             "|---|---|---|---|---|---|---|---|"]
+    rows = query(
+        db,
+        "SELECT f.session_id, s.format, f.kind, f.tools, f.first_seq, f.last_seq, f.repeats, f.stuck, "
+        "f.wasted_tokens FROM findings f JOIN sessions s USING (session_id) "
+        "ORDER BY s.format, f.session_id, f.first_seq",
+    )
+    lines = [
+        "| session | agent | kind | tools | calls (seq) | repeats | stuck | wasted tokens |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for sid, fmt, kind, tools, first, last, repeats, stuck, wasted in rows:
-        lines.append(f"| `{sid[:13]}` | {fmt} | {kind} | {', '.join(tools)} | {first}–{last} | {repeats} | "
-                     f"{'yes' if stuck else 'no'} | {wasted:,} |")
+        lines.append(
+            f"| `{sid[:13]}` | {fmt} | {kind} | {', '.join(tools)} | {first}–{last} | {repeats} | "
+            f"{'yes' if stuck else 'no'} | {wasted:,} |"
+        )
     return "\n".join(lines)
 
 
@@ -76,7 +83,7 @@ def test_readme_shows_the_findings_sample_data_gives(analyzed: tuple[Path, subpr
     work, proc = analyzed
     assert proc.returncode == 0, proc.stderr
     expected = sample_findings_table(work / "loopscope.duckdb")
-    shown = README[README.index(START) + len(START):README.index(END)].strip()
+    shown = README[README.index(START) + len(START) : README.index(END)].strip()
     assert shown == expected, "update the README's sample findings table to:\n" + expected
 
 
@@ -85,9 +92,24 @@ def test_findings_json_contract(analyzed: tuple[Path, subprocess.CompletedProces
     proc = loopscope("findings", "--format", "json", cwd=work)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
-    contract = ["finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq", "repeats",
-                "stuck", "user_turn", "why", "wasted_tokens", "estimated_tokens", "cost_usd"]
-    assert len(rows) == 15 and all(list(r)[:len(contract)] == contract for r in rows)
+    contract = [
+        "finding_id",
+        "session_id",
+        "kind",
+        "period",
+        "tools",
+        "call_ids",
+        "first_seq",
+        "last_seq",
+        "repeats",
+        "stuck",
+        "user_turn",
+        "why",
+        "wasted_tokens",
+        "estimated_tokens",
+        "cost_usd",
+    ]
+    assert len(rows) == 15 and all(list(r)[: len(contract)] == contract for r in rows)
     assert {r["kind"] for r in rows} == {"streak", "cycle", "drift", "failure", "window", "text", "nested"}
     poll = [r for r in rows if not r["stuck"]]
     assert len(poll) == 1 and poll[0]["kind"] == "streak"  # the CI poll whose status changes
@@ -105,16 +127,19 @@ def test_filters_narrow_every_listing_the_same_way(analyzed: tuple[Path, subproc
     assert counts["findings"] and {r["session_id"] for r in counts["findings"]} <= codex_ids
     proc = loopscope("summary", "--project", "webshop", "--since", "2026-03-04", "--format", "json", cwd=work)
     assert proc.returncode == 0, proc.stderr
-    webshop = query(work / "loopscope.duckdb", "SELECT count(*) FROM sessions WHERE cwd LIKE '%webshop%' "
-                                               "AND started_at >= '2026-03-04'")[0][0]
+    webshop = query(
+        work / "loopscope.duckdb",
+        "SELECT count(*) FROM sessions WHERE cwd LIKE '%webshop%' AND started_at >= '2026-03-04'",
+    )[0][0]
     assert json.loads(proc.stdout)["totals"]["sessions"] == webshop
     bad = loopscope("sessions", "--since", "last week", cwd=work)
     assert bad.returncode == 2 and "--since" in bad.stderr and "Traceback" not in bad.stderr
     assert re.search(r"expected a date", bad.stderr)
 
 
-def test_a_cold_analyze_replays_the_report_guards_in_the_calibration_jobs(tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cold_analyze_replays_the_report_guards_in_the_calibration_jobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The calibration's exact replay builds every scanned session; a cold ``analyze`` replays the report's preset
     guards from those same sessions and caches the rows, so the report replays none of them again. The rows are
     those of a fresh replay of every session, and the pages those of a report that replays everything itself."""
@@ -125,18 +150,21 @@ def test_a_cold_analyze_replays_the_report_guards_in_the_calibration_jobs(tmp_pa
     import analyzer.analyze as analyze
     from analyzer.analyze import replay_cache_path, replay_presets
     from analyzer.calibrate import recommend
-    from analyzer.store import db as store
+    from analyzer.store import connection
 
     replayed_by_report: list[int] = []
     chunks = analyze._replay_chunks
-    monkeypatch.setattr(analyze, "_replay_chunks", lambda con, todo, *a: (
-        replayed_by_report.append(len(todo)), chunks(con, todo, *a))[1])
+    monkeypatch.setattr(
+        analyze,
+        "_replay_chunks",
+        lambda con, todo, *a: (replayed_by_report.append(len(todo)), chunks(con, todo, *a))[1],
+    )
     monkeypatch.setattr(recommend, "VERIFY_CHUNK", 4)  # several jobs, each serving both
     db, out = tmp_path / "s.duckdb", tmp_path / "r"
     analyze.analyze([SAMPLE_DATA], db, out, workers=1)
     assert replayed_by_report == [0]
     cached = pl.read_parquet(replay_cache_path(db)).drop("_key", "_fp")
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         fresh = replay_presets(con, workers=1)
     finally:
@@ -145,7 +173,7 @@ def test_a_cold_analyze_replays_the_report_guards_in_the_calibration_jobs(tmp_pa
     assert cached.equals(fresh.frame)
     # a report that replays every session itself writes the same pages
     shutil.copyfile(db, tmp_path / "copy.duckdb")
-    con = store.connect(tmp_path / "copy.duckdb", read_only=True)
+    con = connection.connect(tmp_path / "copy.duckdb", read_only=True)
     try:
         analyze.write_report(con, tmp_path / "r2", workers=1, cache=tmp_path / "none.parquet")
     finally:
@@ -155,5 +183,6 @@ def test_a_cold_analyze_replays_the_report_guards_in_the_calibration_jobs(tmp_pa
     pages = sorted((out / "sessions").glob("*.html"))
     assert len(pages) == 15
     for page in pages:
-        assert footer.sub("", page.read_text()) == footer.sub("", (tmp_path / "r2" / "sessions" / page.name)
-                                                              .read_text()), page.name
+        assert footer.sub("", page.read_text()) == footer.sub(
+            "", (tmp_path / "r2" / "sessions" / page.name).read_text()
+        ), page.name

@@ -4,19 +4,21 @@ lower floors, and no two modules import each other round a circle. Type-only imp
 Layers, lowest first (siblings on one floor must not import each other):
 
     analyzer.errors               the exception tree (and the package's version)
-    analyzer.formats | analyzer.tables | analyzer.results | analyzer.machine
-                                  facts every stage shares: the formats, how tables and types are declared, the
-                                  plain results replay and calibration hand to the report, the cores to use
+    analyzer.tables | analyzer.results | analyzer.machine
+                                  facts every stage shares: how tables and types are declared, the plain results
+                                  replay and calibration hand to the report, the cores to use
     analyzer.detect               the detector core: calls in, signals and findings out; knows no format or DuckDB
-    analyzer.store                the DuckDB store: schema, connection, queries
+    analyzer.store                the DuckDB store: schema, connection, queries (the Store object sits above the
+                                  stages it runs: analyzer.library)
     analyzer.ingest | analyzer.scan | analyzer.guards
                                   files -> store | store -> signals, findings | guards, policies, replay
-    analyzer.calibrate | analyzer.reporting | analyzer.spark | analyzer.hook
-                                  sweeps and recommendations | the report's queries | the pipeline on Spark | the
-                                  live Claude Code hook
-    reports                       rendering only: plain data in, HTML out
+    analyzer.calibrate | reports.data | analyzer.spark | analyzer.hook
+                                  sweeps and recommendations | the report's data layer (its queries) | the pipeline
+                                  on Spark | the live Claude Code hook
+    reports                       rendering only: plain data in, HTML out (reports.data excepted, a floor below)
     analyzer.analyze              the end-to-end job
-    analyzer.commands             the CLI's commands, thin over the library
+    analyzer.library              the Store, the library's one object: each stage above as a method
+    analyzer.commands             the CLI's commands, thin over the Store
     analyzer.cli                  the typer app
 """
 
@@ -29,13 +31,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 LAYERS: list[list[str]] = [
     ["analyzer.errors", "analyzer"],
-    ["analyzer.formats", "analyzer.tables", "analyzer.results", "analyzer.machine"],
+    ["analyzer.tables", "analyzer.results", "analyzer.machine"],
     ["analyzer.detect"],
     ["analyzer.store"],
     ["analyzer.ingest", "analyzer.scan", "analyzer.guards"],
-    ["analyzer.calibrate", "analyzer.reporting", "analyzer.spark", "analyzer.hook"],
+    ["analyzer.calibrate", "reports.data", "analyzer.spark", "analyzer.hook"],
     ["reports"],
     ["analyzer.analyze"],
+    ["analyzer.library"],
     ["analyzer.commands"],
     ["analyzer.cli"],
 ]
@@ -87,6 +90,13 @@ def _graph() -> dict[str, set[str]]:
     return {m: _imports(m, p, known) for m, p in mods.items()}
 
 
+def test_every_layer_names_an_existing_module_or_package() -> None:
+    """A layer naming no module checks nothing and misleads the reader of the table above."""
+    known = set(_modules())
+    missing = [name for group in LAYERS for name in group if name not in known]
+    assert not missing, f"LAYERS names modules that do not exist: {missing}"
+
+
 def test_no_import_runs_up_a_layer_or_across_siblings() -> None:
     bad = []
     for mod, deps in sorted(_graph().items()):
@@ -109,7 +119,7 @@ def test_no_import_circle() -> None:
         stack.append(m)
         for d in sorted(graph[m]):
             if state.get(d) == 1:
-                circles.append(stack[stack.index(d):] + [d])
+                circles.append(stack[stack.index(d) :] + [d])
             elif d not in state:
                 visit(d)
         stack.pop()
@@ -123,8 +133,14 @@ def test_no_import_circle() -> None:
 
 # The hook runs before every tool call: its entry point reaches only the guard engines and what they stand on.
 HOOK_ENTRY = "analyzer.hook.main"
-HOOK_MAY_REACH = ("analyzer", "analyzer.errors", "analyzer.tables", "analyzer.detect", "analyzer.guards",
-                  "analyzer.hook")
+HOOK_MAY_REACH = (
+    "analyzer",
+    "analyzer.errors",
+    "analyzer.tables",
+    "analyzer.detect",
+    "analyzer.guards",
+    "analyzer.hook",
+)
 HEAVY = ("typer", "polars", "duckdb", "plotly", "rich", "pyarrow", "jinja2", "click")
 
 
@@ -137,8 +153,9 @@ def test_the_hook_entry_point_imports_only_the_guard_engines() -> None:
             continue
         seen.add(m)
         todo.extend(graph[m])
-    outside = sorted(m for m in seen if not any(m == p or m.startswith(p + ".") for p in HOOK_MAY_REACH[1:])
-                     and m != "analyzer")
+    outside = sorted(
+        m for m in seen if not any(m == p or m.startswith(p + ".") for p in HOOK_MAY_REACH[1:]) and m != "analyzer"
+    )
     assert not outside, f"{HOOK_ENTRY} reaches {outside}"
     assert "analyzer.hook.install" not in seen
 
@@ -149,11 +166,20 @@ def test_the_hook_process_loads_no_heavy_library(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("import sys, io; from analyzer.hook.main import main; "
-            "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode())); main(['claude-code']); "
-            "print('\\n' + ' '.join(sorted(sys.modules)), file=sys.stderr)")
-    payload = json.dumps({"session_id": "arch", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-                          "tool_input": {"command": "ls"}, "tool_use_id": "t1"})
+    code = (
+        "import sys, io; from analyzer.hook.main import main; "
+        "sys.stdin = io.TextIOWrapper(io.BytesIO(sys.argv[1].encode())); main(['claude-code']); "
+        "print('\\n' + ' '.join(sorted(sys.modules)), file=sys.stderr)"
+    )
+    payload = json.dumps(
+        {
+            "session_id": "arch",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": "ls"},
+            "tool_use_id": "t1",
+        }
+    )
     env = {**os.environ, "LOOPSCOPE_CACHE_DIR": str(tmp_path), "LOOPSCOPE_CONFIG_DIR": str(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", code, payload], capture_output=True, text=True, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr

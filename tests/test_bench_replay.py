@@ -18,8 +18,7 @@ def _run(pi: float, loopscope: float, build: float = 6.0) -> dict[str, float]:
 
 def test_table_gives_medians_and_the_ratio_of_each_pair() -> None:
     # The host slows down over the runs (every figure doubles), yet each pair says the change saves 20% of pi.
-    runs = {"before": [_run(20, 10), _run(40, 20), _run(80, 40)],
-            "after": [_run(16, 10), _run(32, 20), _run(64, 40)]}
+    runs = {"before": [_run(20, 10), _run(40, 20), _run(80, 40)], "after": [_run(16, 10), _run(32, 20), _run(64, 40)]}
     rows = br.table(runs)
     assert rows[0] == "| guard | before: µs a call | after: µs a call | after ÷ before (min–max) |"
     assert "| pi-anti-doom-loop | 40.0 | 32.0 | 0.80x (0.80–0.80) |" in rows
@@ -36,6 +35,9 @@ def test_one_checkout_gives_medians_without_ratios() -> None:
 
 
 def test_a_missing_store_is_refused_without_a_traceback(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_replay.py"), "--store",
-                        str(tmp_path / "none.duckdb")], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_replay.py"), "--store", str(tmp_path / "none.duckdb")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "no store at" in r.stderr and "Traceback" not in r.stderr

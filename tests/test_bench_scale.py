@@ -21,8 +21,11 @@ GEN = ROOT / "benchmarks" / "gen_corpus.py"
 
 def test_sessions_option_writes_that_many_sessions_of_the_asked_total(tmp_path: Path) -> None:
     out = tmp_path / "c"
-    subprocess.run([sys.executable, str(GEN), "--sessions", "12", "--size-mb", "6", "--big-rate", "0.09",
-                    "--out", str(out)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(GEN), "--sessions", "12", "--size-mb", "6", "--big-rate", "0.09", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
     m = json.loads((out / ".manifest.json").read_text())
     assert 12 <= sum(m["sessions"].values()) <= 13  # a Claude session's subagent may be the 13th
     assert 3e6 < m["bytes"] < 12e6
@@ -30,14 +33,29 @@ def test_sessions_option_writes_that_many_sessions_of_the_asked_total(tmp_path: 
 
 
 def test_sessions_option_rejects_zero_without_a_traceback(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, str(GEN), "--sessions", "0", "--out", str(tmp_path / "c")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(GEN), "--sessions", "0", "--out", str(tmp_path / "c")], capture_output=True, text=True
+    )
     assert r.returncode == 2 and "--sessions must be at least 1" in r.stderr and "Traceback" not in r.stderr
 
 
 def _step(seconds: float, rss_mb: float = 100) -> bs.Step:
-    return bs.Step([Run(seconds=seconds, returncode=0, peak_tree_rss=int(rss_mb * 1e6), max_process_rss=0, max_processes=1,
-                        main_rss=0, workers_rss=0, cpu_seconds=seconds, stdout="", stderr="")])
+    return bs.Step(
+        [
+            Run(
+                seconds=seconds,
+                returncode=0,
+                peak_tree_rss=int(rss_mb * 1e6),
+                max_process_rss=0,
+                max_processes=1,
+                main_rss=0,
+                workers_rss=0,
+                cpu_seconds=seconds,
+                stdout="",
+                stderr="",
+            )
+        ]
+    )
 
 
 def _size(n: int, mb: float, calls: int, times: dict[str, float], rss: float) -> bs.Size:
@@ -76,8 +94,11 @@ def test_small_sizes_leave_absolute_targets_and_filed_figures_out() -> None:
 
 @pytest.mark.parametrize("text", ["60,x", "0,240", ""])
 def test_sessions_list_rejects_bad_input_with_a_message(text: str) -> None:
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scale.py"), "--sessions", text],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_scale.py"), "--sessions", text],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "--sessions" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -91,8 +112,23 @@ def test_schedule_times_the_asked_steps_and_runs_what_they_need_once_untimed() -
 
 
 def _runs(pairs: list[tuple[float, float]]) -> bs.Step:
-    return bs.Step([Run(seconds=w, returncode=0, peak_tree_rss=0, max_process_rss=0, max_processes=1, main_rss=0,
-                        workers_rss=0, cpu_seconds=c, stdout="", stderr="") for w, c in pairs])
+    return bs.Step(
+        [
+            Run(
+                seconds=w,
+                returncode=0,
+                peak_tree_rss=0,
+                max_process_rss=0,
+                max_processes=1,
+                main_rss=0,
+                workers_rss=0,
+                cpu_seconds=c,
+                stdout="",
+                stderr="",
+            )
+            for w, c in pairs
+        ]
+    )
 
 
 def test_paired_ratios_divide_each_run_by_the_one_beside_it() -> None:
@@ -108,8 +144,11 @@ def test_paired_ratios_divide_each_run_by_the_one_beside_it() -> None:
 
 
 def test_steps_option_rejects_an_unknown_step_without_a_traceback() -> None:
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_scale.py"), "--steps", "report,nope"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_scale.py"), "--steps", "report,nope"],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and "unknown step(s) nope" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -117,13 +156,24 @@ def test_table_leaves_out_the_rows_of_steps_not_timed() -> None:
     """``--steps report``: the report's rows and its memory, none of the ingest's or the scan's (their stores were
     made untimed)."""
     times = {"report": 15}
-    t = _rows(bs.table([_size(600, 600, 90_000, times, 500), _size(2400, 2400, 360_000, {"report": 18}, 700)],
-                       ["after"], {"report"}))
+    t = _rows(
+        bs.table(
+            [_size(600, 600, 90_000, times, 500), _size(2400, 2400, 360_000, {"report": 18}, 700)],
+            ["after"],
+            {"report"},
+        )
+    )
     labels = {label for label, _ in t}
     assert ("`report`", "2,400") in t and t[("`report`", "2,400")][-1] == "PASS"
     assert ("peak RSS of report", "2,400") in t
-    assert not labels & {"cold `ingest`", "cold ingest ÷ bare parse", "cold `scan`", "peak RSS of ingest",
-                         "ingest s/MB, 2,400 ÷ 600", "cold `analyze`"}
+    assert not labels & {
+        "cold `ingest`",
+        "cold ingest ÷ bare parse",
+        "cold `scan`",
+        "peak RSS of ingest",
+        "ingest s/MB, 2,400 ÷ 600",
+        "cold `analyze`",
+    }
 
 
 def test_report_and_cold_analyze_start_without_the_replays_a_run_before_kept(tmp_path: Path) -> None:
@@ -142,12 +192,20 @@ def test_report_and_cold_analyze_start_without_the_replays_a_run_before_kept(tmp
 def test_budgets_set_each_step_s_cpu_against_its_target_times_the_cores() -> None:
     small = _size(600, 600, 90_000, {"ingest": 6.0, "scan": 3.0, "startup": 0.8}, 500)
     large = _size(2400, 2400, 360_000, {"report": 30.0, "analyze": 50.0}, 700)
-    small.subjects["after"].steps["ingest"].runs[0] = replace(small.subjects["after"].steps["ingest"].runs[0],
-                                                              cpu_seconds=9.0)
+    small.subjects["after"].steps["ingest"].runs[0] = replace(
+        small.subjects["after"].steps["ingest"].runs[0], cpu_seconds=9.0
+    )
     t = _rows(bs.budgets([small, large], cores=2))
     # ingest: target 3 × the 1.0 s bare parse; 9 s of CPU against 6 s the two cores give in 3 s
-    assert t[("cold `ingest`", "600")][2:] == ["3× bare parse = 3.00 s", "6.00 s", "2.00x", "9.0 s", "4.50 s",
-                                               "6.0 s", "1.50x"]
+    assert t[("cold `ingest`", "600")][2:] == [
+        "3× bare parse = 3.00 s",
+        "6.00 s",
+        "2.00x",
+        "9.0 s",
+        "4.50 s",
+        "6.0 s",
+        "1.50x",
+    ]
     # the scan's budget is 0.9 s for 90k calls; its start-up alone takes 0.8 s of it
     assert t[("scan start-up (no-change rescan)", "600")][4] == "0.89x"
     assert t[("`report`", "2,400")][-1] == "0.75x"  # 30 s of CPU in a 40 s budget: only the schedule misses
@@ -156,6 +214,7 @@ def test_budgets_set_each_step_s_cpu_against_its_target_times_the_cores() -> Non
 
 
 def test_budgets_leave_out_steps_not_timed() -> None:
-    t = _rows(bs.budgets([_size(600, 600, 90_000, {"scan": 3.0}, 500), _size(1200, 1200, 1, {"report": 9}, 1)],
-                         cores=2))
+    t = _rows(
+        bs.budgets([_size(600, 600, 90_000, {"scan": 3.0}, 500), _size(1200, 1200, 1, {"report": 9}, 1)], cores=2)
+    )
     assert set(t) == {("cold `scan`", "600")}

@@ -13,18 +13,26 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+from calibrate_support import build_store
 
-from analyzer.store import db as store
 from analyzer.calibrate.recommend import (
-    Grid, calibrate_store, calibration_for_report, latest_calibration, parse_range, parse_similarities,
-    parse_windows, policy_for, rank, verify_setting,
+    Grid,
+    calibrate_store,
+    calibration_for_report,
+    latest_calibration,
+    parse_range,
+    parse_similarities,
+    parse_windows,
+    policy_for,
+    rank,
+    verify_setting,
 )
 from analyzer.calibrate.sweep import load_frames
 from analyzer.errors import UsageError
-from analyzer.store.filters import SessionFilter
 from analyzer.guards.policies import PRESETS
-from calibrate_support import build_store
 from analyzer.results import Calibration, Recommendation
+from analyzer.store import connection
+from analyzer.store.filters import SessionFilter
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +41,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(db: Path, base: str = "open-codesign", **kw):  # type: ignore[no-untyped-def]
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         return calibrate_store(con, base, save=False, enough=False, **kw)
     finally:
@@ -92,7 +100,7 @@ def test_warnings_count_episodes_caught_and_false_warnings(db: Path) -> None:
 
 
 def test_repeated_user_requests_never_warn_or_halt(db: Path) -> None:
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         frames = load_frames(con)
     finally:
@@ -139,27 +147,48 @@ def test_labels_override_the_proxy(db: Path, tmp_path: Path) -> None:
 
 def test_a_benign_span_makes_halts_in_it_false(db: Path, tmp_path: Path) -> None:
     labels = tmp_path / "labels.json"
-    labels.write_text('[{"session_id": "streak", "first_call_id": "streak-c0", "last_call_id": "streak-c3", '
-                      '"label": "benign"}]')
+    labels.write_text(
+        '[{"session_id": "streak", "first_call_id": "streak-c0", "last_call_id": "streak-c3", "label": "benign"}]'
+    )
     res = run(db, labels=labels, verify=False)
     # A halt at seq 3 (h = 4) lies in the benign span; at seq 4 (h = 5) in the rest of the stuck finding.
-    assert (row(res, 2, 4)["halts_benign"], row(res, 2, 4)["halts_stuck"], row(res, 2, 4)["false_halt_sessions"]) \
-        == (1, 1, 2)
+    assert (row(res, 2, 4)["halts_benign"], row(res, 2, 4)["halts_stuck"], row(res, 2, 4)["false_halt_sessions"]) == (
+        1,
+        1,
+        2,
+    )
     assert (row(res, 2, 5)["halts_benign"], row(res, 2, 5)["halts_stuck"]) == (0, 2)
     assert row(res, 2, 5)["stuck_episodes"] == 1  # the label overlaps the streak's finding: it is set aside
 
 
 def test_exact_replay_agrees_with_the_sweep_for_open_codesign(db: Path) -> None:
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
-        res = calibrate_store(con, "open-codesign", enough=False, grid=Grid(warns=(2, 3, 7), halts=(2, 4, 5, 6, 7, 9)),
-                              save=False, verify=False)
+        res = calibrate_store(
+            con,
+            "open-codesign",
+            enough=False,
+            grid=Grid(warns=(2, 3, 7), halts=(2, 4, 5, 6, 7, 9)),
+            save=False,
+            verify=False,
+        )
         frames = load_frames(con)
         base = PRESETS["open-codesign"]
         for r in res.sweep.to_dicts():
             v = verify_setting(con, policy_for(base, r), SessionFilter(), frames)
-            got = {k: getattr(v, k) for k in ("halts", "halts_stuck", "halts_progress", "halts_none",
-                                              "false_halt_sessions", "tokens_saved", "calls_saved", "stuck_caught")}
+            got = {
+                k: getattr(v, k)
+                for k in (
+                    "halts",
+                    "halts_stuck",
+                    "halts_progress",
+                    "halts_none",
+                    "false_halt_sessions",
+                    "tokens_saved",
+                    "calls_saved",
+                    "stuck_caught",
+                )
+            }
             assert got == {k: r[k] for k in got}, (r["warn"], r["halt"])
             assert v.dollars_saved == pytest.approx(r["dollars_saved"])
             assert v.median_calls_to_detect == r["median_calls_to_detect"]
@@ -176,14 +205,17 @@ def test_recommendation_is_verified_and_printed_both_ways(db: Path) -> None:
     assert "Exact replay of this setting: 200 tokens" in res.rationale
 
 
-@pytest.mark.parametrize("base,setting,halt_seq", [
-    ("gitagent", {"halt": 5}, {"streak": 4, "poll": 4}),
-    ("gemini-cli", {"halt": 5}, {"streak": 4, "poll": 4, "cycle": 14}),
-    ("roo-code", {"halt": 4}, {"streak": 3, "poll": 3}),
-    # cline's mistake limit: the failing edit is a mistake, but a failing shell command is not and clears the count
-    ("cline", {"warn": 3, "halt": 5}, {"streak": 4, "poll": 4}),
-    ("pi-anti-doom-loop", {"warn": 3, "window": 10, "similarity": 0.55}, {"streak": 3, "poll": 3, "cycle": 9}),
-])
+@pytest.mark.parametrize(
+    "base,setting,halt_seq",
+    [
+        ("gitagent", {"halt": 5}, {"streak": 4, "poll": 4}),
+        ("gemini-cli", {"halt": 5}, {"streak": 4, "poll": 4, "cycle": 14}),
+        ("roo-code", {"halt": 4}, {"streak": 3, "poll": 3}),
+        # cline's mistake limit: the failing edit is a mistake, but a failing shell command is not and clears the count
+        ("cline", {"warn": 3, "halt": 5}, {"streak": 4, "poll": 4}),
+        ("pi-anti-doom-loop", {"warn": 3, "window": 10, "similarity": 0.55}, {"streak": 3, "poll": 3, "cycle": 9}),
+    ],
+)
 def test_other_bases_match_their_exact_replay(db: Path, base: str, setting: dict, halt_seq: dict) -> None:
     res = run(db, base, verify=False)
     cond = pl.col("halt") == setting.get("halt", setting.get("warn"))
@@ -191,13 +223,12 @@ def test_other_bases_match_their_exact_replay(db: Path, base: str, setting: dict
         if k in setting:
             cond &= pl.col(k) == setting[k]
     (r,) = res.sweep.filter(cond).to_dicts()
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         v = verify_setting(con, policy_for(PRESETS[base], r), SessionFilter(), load_frames(con, texts=True))
     finally:
         con.close()
-    assert (v.halts, v.tokens_saved, v.false_halt_sessions) == (r["halts"], r["tokens_saved"],
-                                                                  r["false_halt_sessions"])
+    assert (v.halts, v.tokens_saved, v.false_halt_sessions) == (r["halts"], r["tokens_saved"], r["false_halt_sessions"])
     tokens = {"streak": 900, "poll": 700, "cycle": 1600}
     expected = sum(tokens[s] - 100 * (seq + 1) for s, seq in halt_seq.items())  # messages after the halting one
     assert r["tokens_saved"] == expected
@@ -208,8 +239,12 @@ def test_pi_grid_sweeps_window_and_similarity(db: Path) -> None:
     assert res.base == "pi-anti-doom-loop"
     assert res.sweep.height == 14 * 3 * 4
     assert set(res.sweep["window"].unique().to_list()) == {5, 10, 20}
-    assert sorted(res.sweep["similarity"].unique().to_list(), key=lambda v: -1 if v is None else v) == \
-        [None, 0.55, 0.7, 0.85]
+    assert sorted(res.sweep["similarity"].unique().to_list(), key=lambda v: -1 if v is None else v) == [
+        None,
+        0.55,
+        0.7,
+        0.85,
+    ]
     assert (res.sweep["warn"] == res.sweep["halt"]).all()
     r = res.recommended
     assert f"PI_ANTI_LOOP_REPEATS={r['warn']}" in res.settings["pi-anti-doom-loop"]
@@ -218,7 +253,7 @@ def test_pi_grid_sweeps_window_and_similarity(db: Path) -> None:
 
 def test_result_converts_to_the_report_and_round_trips_through_the_store(tmp_path: Path) -> None:
     db = build_store(tmp_path)
-    con = store.connect(db)
+    con = connection.connect(db)
     try:
         assert latest_calibration(con) is None
         res = calibrate_store(con, "open-codesign", enough=False)
@@ -276,10 +311,23 @@ def test_parsers() -> None:
 
 
 def test_rank_breaks_ties_toward_the_gentler_setting() -> None:
-    base = dict(tokens_saved=100, false_halt_rate=0.0, false_warn_rate=0.0, stuck_caught=1, false_warn_sessions=0,
-                median_calls_to_detect=3.0, window=None, similarity=None)
-    sweep = pl.DataFrame([{**base, "warn": 3, "halt": 5}, {**base, "warn": 4, "halt": 5},
-                          {**base, "warn": 2, "halt": 6, "tokens_saved": 50}])
+    base = dict(
+        tokens_saved=100,
+        false_halt_rate=0.0,
+        false_warn_rate=0.0,
+        stuck_caught=1,
+        false_warn_sessions=0,
+        median_calls_to_detect=3.0,
+        window=None,
+        similarity=None,
+    )
+    sweep = pl.DataFrame(
+        [
+            {**base, "warn": 3, "halt": 5},
+            {**base, "warn": 4, "halt": 5},
+            {**base, "warn": 2, "halt": 6, "tokens_saved": 50},
+        ]
+    )
     out, ok = rank(sweep, 0.01, PRESETS["open-codesign"].params, "open-codesign")
     assert ok
     assert out.filter(pl.col("recommended")).select("warn", "halt").row(0) == (4, 5)
@@ -297,7 +345,7 @@ def test_sweep_is_read_only_without_save(db: Path) -> None:
 
 def test_report_gets_the_stored_run_of_its_scope_or_a_fresh_sweep(tmp_path: Path) -> None:
     db = build_store(tmp_path)
-    con = store.connect(db)
+    con = connection.connect(db)
     try:
         fresh = calibration_for_report(con)  # never calibrated: a fresh, unsaved sweep of open-codesign
         # 4 sessions and 2 stuck loops: too few to calibrate, so the shipped defaults (warn 3, halt 5) are kept
@@ -314,7 +362,9 @@ def test_report_gets_the_stored_run_of_its_scope_or_a_fresh_sweep(tmp_path: Path
     assert stored.recommendation.settings == res.settings and "gitagent" in stored.recommendation.settings
     assert other_scope is not None and other_scope.recommendation is not None
     assert "open-codesign" in other_scope.recommendation.settings  # a different filter: not the stored run
-    assert res.headline().startswith("gitagent: warn 2, halt 2 saves 1,200 tokens ($0.12) at 25.00% sessions")  # no cycles
+    assert res.headline().startswith(
+        "gitagent: warn 2, halt 2 saves 1,200 tokens ($0.12) at 25.00% sessions"
+    )  # no cycles
     assert "exact replay 1,200 tokens" in res.headline()
 
 
@@ -333,10 +383,9 @@ def test_batches_of_one_session_add_up_to_one_pass(db: Path, base: str, monkeypa
     assert batched.sweep.equals(one_pass.sweep)
     assert batched.recommended == one_pass.recommended
     assert batched.verification is not None and one_pass.verification is not None
-    assert dataclasses.replace(batched.verification, seconds=0) == dataclasses.replace(one_pass.verification,
-                                                                                       seconds=0)
+    assert dataclasses.replace(batched.verification, seconds=0) == dataclasses.replace(one_pass.verification, seconds=0)
     # and both are what the one-load sweep of the frames gives
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         pol = rec.base_policy(base)
         frames = load_frames(con, texts=rec.BASES[pol.engine].text_rules)
@@ -346,8 +395,7 @@ def test_batches_of_one_session_add_up_to_one_pass(db: Path, base: str, monkeypa
     assert whole.equals(one_pass.sweep.drop("on_frontier", "recommended"))
 
 
-def test_exact_replay_in_worker_processes_equals_one_pass_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-                                                                ) -> None:
+def test_exact_replay_in_worker_processes_equals_one_pass_here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The exact replay of the recommended setting runs in chunks of sessions that lie next to each other in the
     store, in spawned worker processes (``verify_parts``), and each sweep batch's halts are put back in session
     order. With the store's rows in the reverse order of the session ids (the files named the other way round),
@@ -355,11 +403,12 @@ def test_exact_replay_in_worker_processes_equals_one_pass_here(tmp_path: Path, m
     session in this process."""
     import dataclasses
 
-    import analyzer.calibrate.recommend as rec
-    from analyzer.scan.run import scan
-    from analyzer.store.db import in_place_order, record_places
     from calibrate_support import SESSIONS, pi_session
     from helpers import ingest_paths
+
+    import analyzer.calibrate.recommend as rec
+    from analyzer.scan.run import scan
+    from analyzer.store.connection import in_place_order, record_places
 
     sids = sorted(SESSIONS)
     files = [pi_session(tmp_path / f"{len(sids) - i:02d}.jsonl", sid, SESSIONS[sid]) for i, sid in enumerate(sids)]
@@ -371,9 +420,10 @@ def test_exact_replay_in_worker_processes_equals_one_pass_here(tmp_path: Path, m
     pooled = run(db, "pi-anti-doom-loop", workers=2)
     v = pooled.verification
     assert v is not None and v.halts > 0 and v.stuck_caught > 0
-    (chosen,) = [p for p in (policy_for(PRESETS["pi-anti-doom-loop"], r) for r in pooled.sweep.to_dicts())
-                 if p.name == v.policy]
-    con = store.connect(db, read_only=True)
+    (chosen,) = [
+        p for p in (policy_for(PRESETS["pi-anti-doom-loop"], r) for r in pooled.sweep.to_dicts()) if p.name == v.policy
+    ]
+    con = connection.connect(db, read_only=True)
     try:
         record_places(con)
         assert in_place_order(con, sids) == sids[::-1]

@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from analyzer.store import db as store
-from analyzer.calibrate.recommend import Grid, calibrate_store, policy_for, verify_setting
-from analyzer.calibrate.sweep import load_frames
-from analyzer.store.filters import SessionFilter
-from analyzer.guards.policies import PRESETS
 from calibrate_support import build_store
 from test_replay_support import C, T, U
+
+from analyzer.calibrate.recommend import Grid, calibrate_store, policy_for, verify_setting
+from analyzer.calibrate.sweep import load_frames
+from analyzer.guards.policies import PRESETS
+from analyzer.store import connection
+from analyzer.store.filters import SessionFilter
 
 READ = C("read", {"path": "src/app.py"}, result="def login(): ...")
 SAY = "Let me check the build status before going on."
@@ -24,11 +24,16 @@ SESSIONS = {
     # the same, but no batch follows the trip: the run is never stopped.
     "last": [U, READ, READ, READ, T(None, [READ, READ]), T("Done reading.")],
     # cline: three failing edits in a row (different arguments) are three mistakes.
-    "edits": [U] + [C("edit", {"path": "a.py", "old": f"x{i}", "new": "y"}, result="old text not found", error=True)
-                    for i in range(4)] + [T("The edit does not apply.")],
+    "edits": [U]
+    + [
+        C("edit", {"path": "a.py", "old": f"x{i}", "new": "y"}, result="old text not found", error=True)
+        for i in range(4)
+    ]
+    + [T("The edit does not apply.")],
     # pi: the same sentence in every message; the 3rd steers, the 4th aborts (before its call runs).
-    "chant": [U] + [T(SAY, [C("read", {"path": f"f{i}.py"}, result=f"file {i}")]) for i in range(6)]
-             + [T("All files read.")],
+    "chant": [U]
+    + [T(SAY, [C("read", {"path": f"f{i}.py"}, result=f"file {i}")]) for i in range(6)]
+    + [T("All files read.")],
 }
 
 
@@ -38,11 +43,20 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def sweep_row(db: Path, base: str, **setting: object) -> tuple[dict, object]:
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
-        res = calibrate_store(con, base, save=False, verify=False, grid=Grid(
-            warns=(setting.get("warn", setting.get("halt")),), halts=(setting.get("halt", setting.get("warn")),),
-            windows=(10,), similarities=(0.55,)))
+        res = calibrate_store(
+            con,
+            base,
+            save=False,
+            verify=False,
+            grid=Grid(
+                warns=(setting.get("warn", setting.get("halt")),),
+                halts=(setting.get("halt", setting.get("warn")),),
+                windows=(10,),
+                similarities=(0.55,),
+            ),
+        )
         (row,) = res.sweep.to_dicts()
         exact = verify_setting(con, policy_for(PRESETS[base], row), SessionFilter(), load_frames(con, texts=True))
     finally:
@@ -53,7 +67,7 @@ def sweep_row(db: Path, base: str, **setting: object) -> tuple[dict, object]:
 def halts_by_session(db: Path, base: str, **settings: object) -> dict[str, int]:
     from analyzer.guards.replay import replay_store
 
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         rep = replay_store(con, [PRESETS[base].with_settings(settings)])
     finally:
@@ -88,7 +102,7 @@ def test_pi_text_rules_abort_whatever_the_repeat_threshold(db: Path) -> None:
 
 
 def test_pi_note_when_text_rules_alone_miss_the_target(db: Path) -> None:
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         res = calibrate_store(con, "pi", save=False, verify=False, grid=Grid(windows=(10,), similarities=(None,)))
     finally:

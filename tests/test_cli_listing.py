@@ -8,11 +8,11 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import SAMPLE_DATA
+from helpers import ingest_paths
 from typer.testing import CliRunner
 
 from analyzer.cli import app
-from conftest import SAMPLE_DATA
-from helpers import ingest_paths
 
 runner = CliRunner()
 
@@ -33,10 +33,13 @@ def run(*args: str, columns: int = 100) -> str:
     return res.stdout
 
 
-@pytest.mark.parametrize("command,heads", [
-    ("sessions", ["session_id", "format", "project", "cost_usd", "wasted_usd", "loops", "loop"]),
-    ("findings", ["session_id", "kind", "calls", "repeats", "stuck", "cost_usd", "loop"]),
-])
+@pytest.mark.parametrize(
+    "command,heads",
+    [
+        ("sessions", ["session_id", "format", "project", "cost_usd", "wasted_usd", "loops", "loop"]),
+        ("findings", ["session_id", "kind", "calls", "repeats", "stuck", "cost_usd", "loop"]),
+    ],
+)
 def test_listings_fit_100_columns_and_show_money(sample_db: Path, command: str, heads: list[str]) -> None:
     text = run(command, "--db", str(sample_db))
     lines = text.splitlines()
@@ -52,11 +55,23 @@ def test_listings_fit_100_columns_and_show_money(sample_db: Path, command: str, 
 
 
 def test_sort_order_columns_json(sample_db: Path) -> None:
-    rows = orjson.loads(run("sessions", "--db", str(sample_db), "--json", "--sort", "wasted_usd", "--limit", "3",
-                            "--columns", "session_id,wasted_usd,input_tokens,output_tokens,cache_read_tokens,"
-                                         "cache_write_tokens"))
-    assert [list(r) for r in rows] == [["session_id", "wasted_usd", "input_tokens", "output_tokens",
-                                         "cache_read_tokens", "cache_write_tokens"]] * 3
+    rows = orjson.loads(
+        run(
+            "sessions",
+            "--db",
+            str(sample_db),
+            "--json",
+            "--sort",
+            "wasted_usd",
+            "--limit",
+            "3",
+            "--columns",
+            "session_id,wasted_usd,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens",
+        )
+    )
+    assert [list(r) for r in rows] == [
+        ["session_id", "wasted_usd", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+    ] * 3
     wasted = [r["wasted_usd"] for r in rows]
     assert wasted == sorted(wasted, reverse=True) and wasted[0] > 0
     asc = orjson.loads(run("findings", "--db", str(sample_db), "--json", "--sort", "repeats", "--order", "asc"))
@@ -65,12 +80,15 @@ def test_sort_order_columns_json(sample_db: Path) -> None:
     assert "cache_read_tokens" in wide and "user_turns" in wide
 
 
-@pytest.mark.parametrize("args,message", [
-    (["sessions", "--format", "xml"], "'xml' is not one of 'table', 'json'"),
-    (["sessions", "--limit", "abc"], "'abc' is not a whole number"),
-    (["sessions", "--sort", "nope"], "--sort: no column 'nope'; choose from"),
-    (["sessions", "--columns", "session_id,nope"], "--columns: no column 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["sessions", "--format", "xml"], "'xml' is not one of 'table', 'json'"),
+        (["sessions", "--limit", "abc"], "'abc' is not a whole number"),
+        (["sessions", "--sort", "nope"], "--sort: no column 'nope'; choose from"),
+        (["sessions", "--columns", "session_id,nope"], "--columns: no column 'nope'"),
+    ],
+)
 def test_errors_are_written_for_people(sample_db: Path, args: list[str], message: str) -> None:
     res = runner.invoke(app, [*args, "--db", str(sample_db)])
     assert res.exit_code != 0
@@ -98,9 +116,12 @@ def test_an_inexact_or_unknown_price_is_never_silent(sample_db: Path, tmp_path: 
     db = tmp_path / "copy.duckdb"
     shutil.copyfile(sample_db, db)
     con = duckdb.connect(str(db))
-    sid = con.execute("SELECT session_id FROM sessions WHERE format = 'codex' ORDER BY session_id LIMIT 1").fetchone()[0]
-    con.execute("UPDATE turns SET cost_source = 'genai-prices~openai/gpt-5' WHERE session_id = ? AND usage_counted",
-                [sid])
+    sid = con.execute("SELECT session_id FROM sessions WHERE format = 'codex' ORDER BY session_id LIMIT 1").fetchone()[
+        0
+    ]
+    con.execute(
+        "UPDATE turns SET cost_source = 'genai-prices~openai/gpt-5' WHERE session_id = ? AND usage_counted", [sid]
+    )
     con.close()
     res = CliRunner().invoke(app, ["sessions", "--db", str(db)], env={"COLUMNS": "100"})
     assert res.exit_code == 0

@@ -1,4 +1,5 @@
-"""The detector core against DETECTORS.md section 2: each seed guard's vectors as a test of the signal it rests on."""
+"""The detector core against docs/detectors.md#the-seed-guards: each seed guard's vectors as a test of the signal it
+rests on."""
 
 from __future__ import annotations
 
@@ -36,16 +37,20 @@ def codesign_verdicts(seq: list[Any]) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("seq, expected", [
-    ([A] * 7, "ok ok warn warn halt halt halt"),
-    ([A, A2, A, A2, A], "ok ok warn warn halt"),
-    ([A, B] * 6, "ok ok ok ok ok warn warn warn warn halt halt halt"),
-    ([A, B, C] * 5, " ".join(["ok"] * 8 + ["warn"] * 6 + ["halt"])),
-    ([A, D, A, D, A, D, A, D, A], "ok ok ok ok warn ok warn ok halt"),
-    ([A, A, A, A, U, A, A], "ok ok warn warn · ok ok"),
-    ([A] * 4 + [B] + [A] * 4, "ok ok warn warn ok ok ok warn warn"),
-    ([A, B, B, A, C, A, B, C, B, A], " ".join(["ok"] * 10)),
-], ids=["A x7", "key order", "AB x6", "ABC x5", "done between", "user resets", "streak broken", "no pattern"])
+@pytest.mark.parametrize(
+    "seq, expected",
+    [
+        ([A] * 7, "ok ok warn warn halt halt halt"),
+        ([A, A2, A, A2, A], "ok ok warn warn halt"),
+        ([A, B] * 6, "ok ok ok ok ok warn warn warn warn halt halt halt"),
+        ([A, B, C] * 5, " ".join(["ok"] * 8 + ["warn"] * 6 + ["halt"])),
+        ([A, D, A, D, A, D, A, D, A], "ok ok ok ok warn ok warn ok halt"),
+        ([A, A, A, A, U, A, A], "ok ok warn warn · ok ok"),
+        ([A] * 4 + [B] + [A] * 4, "ok ok warn warn ok ok ok warn warn"),
+        ([A, B, B, A, C, A, B, C, B, A], " ".join(["ok"] * 10)),
+    ],
+    ids=["A x7", "key order", "AB x6", "ABC x5", "done between", "user resets", "streak broken", "no pattern"],
+)
 def test_open_codesign_vectors(seq: list[Any], expected: str) -> None:
     assert " ".join(codesign_verdicts(seq)) == expected
 
@@ -59,10 +64,13 @@ def test_open_codesign_does_not_see_4_cycles_but_the_core_counts_them() -> None:
 
 
 # gitagent: maxRepeats consecutive identical calls -> the streak signal.
-@pytest.mark.parametrize("calls, max_repeats, first_terminate", [
-    ([("write", {"path": "a", "content": ""})] * 10, 5, 5),
-    ([("x", {"p": 1}), ("x", {"p": 1}), ("x", {"p": 2}), ("x", {"p": 2})], 3, None),
-])
+@pytest.mark.parametrize(
+    "calls, max_repeats, first_terminate",
+    [
+        ([("write", {"path": "a", "content": ""})] * 10, 5, 5),
+        ([("x", {"p": 1}), ("x", {"p": 1}), ("x", {"p": 2}), ("x", {"p": 2})], 3, None),
+    ],
+)
 def test_gitagent_max_repeats_vectors(calls: list[Any], max_repeats: int, first_terminate: int | None) -> None:
     g = Detector()
     streaks = [g.observe_call(*c).signals.streak for c in calls]
@@ -76,14 +84,28 @@ def window_counts(calls: list[Any], config: Config | None = None) -> list[int]:
     return [g.observe_call(*c).signals.window_count for c in calls]
 
 
-@pytest.mark.parametrize("calls, blocked", [
-    ([("bash", {"command": "grep foo"})] * 4, [False, False, True, True]),
-    ([("read", {"path": p}) for p in "abcdaa"], [False] * 5 + [True]),
-    ([("read", {"q": {"a": 1, "b": [1, 2]}}), ("read", {"q": {"b": [1, 2], "a": 1}}),
-      ("read", {"q": {"b": [1, 2], "a": 1}})], [False, False, True]),
-    ([("bash", {"command": "cmd 0"})] + [("bash", {"command": f"cmd {i}"}) for i in range(1, 11)]
-     + [("bash", {"command": "cmd 0"})] * 2, [False] * 13),
-], ids=["grep x4", "abcdaa", "key order at depth", "pushed out of the window"])
+@pytest.mark.parametrize(
+    "calls, blocked",
+    [
+        ([("bash", {"command": "grep foo"})] * 4, [False, False, True, True]),
+        ([("read", {"path": p}) for p in "abcdaa"], [False] * 5 + [True]),
+        (
+            [
+                ("read", {"q": {"a": 1, "b": [1, 2]}}),
+                ("read", {"q": {"b": [1, 2], "a": 1}}),
+                ("read", {"q": {"b": [1, 2], "a": 1}}),
+            ],
+            [False, False, True],
+        ),
+        (
+            [("bash", {"command": "cmd 0"})]
+            + [("bash", {"command": f"cmd {i}"}) for i in range(1, 11)]
+            + [("bash", {"command": "cmd 0"})] * 2,
+            [False] * 13,
+        ),
+    ],
+    ids=["grep x4", "abcdaa", "key order at depth", "pushed out of the window"],
+)
 def test_pi_repeat_vectors(calls: list[Any], blocked: list[bool]) -> None:
     assert [c >= 3 for c in window_counts(calls)] == blocked
 
@@ -108,11 +130,15 @@ def fail_runs(results: list[tuple[str, bool]]) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("results, runs, blocks_next", [
-    ([("bash", True)] * 3, [1, 2, 3], True),
-    ([("bash", True), ("bash", False), ("bash", True), ("bash", True)], [1, 0, 1, 2], False),
-    ([("bash", True), ("read", True), ("bash", True)], [1, 1, 1], False),
-], ids=["err x3", "success breaks", "other tool breaks"])
+@pytest.mark.parametrize(
+    "results, runs, blocks_next",
+    [
+        ([("bash", True)] * 3, [1, 2, 3], True),
+        ([("bash", True), ("bash", False), ("bash", True), ("bash", True)], [1, 0, 1, 2], False),
+        ([("bash", True), ("read", True), ("bash", True)], [1, 1, 1], False),
+    ],
+    ids=["err x3", "success breaks", "other tool breaks"],
+)
 def test_pi_repeated_failure_vectors(results: list[tuple[str, bool]], runs: list[int], blocks_next: bool) -> None:
     got = fail_runs(results)
     assert got == runs
@@ -128,13 +154,17 @@ def text_hits(texts: list[str]) -> list[bool]:
     return out
 
 
-@pytest.mark.parametrize("texts, hits", [
-    (["Let me fetch the merge ref:"] * 5, [False, False, True, True, True]),
-    (["Read the region:", "Read  the   region:", " Read the region: "], [False, False, True]),
-    (["A", "B", "A", "C", "A"], [False, False, False, False, True]),
-    (["", "   ", ""], [False, False, False]),
-    (["Error. Error. Error."], [False]),
-], ids=["identical x5", "whitespace drift", "ABACA", "blank", "short sentences"])
+@pytest.mark.parametrize(
+    "texts, hits",
+    [
+        (["Let me fetch the merge ref:"] * 5, [False, False, True, True, True]),
+        (["Read the region:", "Read  the   region:", " Read the region: "], [False, False, True]),
+        (["A", "B", "A", "C", "A"], [False, False, False, False, True]),
+        (["", "   ", ""], [False, False, False]),
+        (["Error. Error. Error."], [False]),
+    ],
+    ids=["identical x5", "whitespace drift", "ABACA", "blank", "short sentences"],
+)
 def test_pi_text_vectors(texts: list[str], hits: list[bool]) -> None:
     assert text_hits(texts) == hits
 
@@ -152,9 +182,11 @@ def test_text_rules_each_count() -> None:
     chant = g.observe_text(" ".join([sentence] * 4))
     assert chant is not None and chant.signals.sentence_repeats == 4
     g2 = Detector()
-    similar = ["Let me re-download the log and inspect the failing test",
-               "Let me re-download the log and examine the failing assertion",
-               "Let me re-download the log and inspect the failing assertion"]
+    similar = [
+        "Let me re-download the log and inspect the failing test",
+        "Let me re-download the log and examine the failing assertion",
+        "Let me re-download the log and inspect the failing assertion",
+    ]
     sigs = [g2.observe_text(t).signals for t in similar]  # type: ignore[union-attr]
     assert [s.same_count for s in sigs] == [1, 1, 1]
     assert [s.similar_run for s in sigs] == [1, 2, 3]
@@ -200,11 +232,15 @@ def test_no_reset_keeps_counting_across_prompts() -> None:
     assert g.observe_call("bash", {"command": "make"}).signals.streak == 4
 
 
-@pytest.mark.parametrize("first, second, same", [
-    ({"path": "a", "n": 1}, {"n": 1, "path": "a"}, True),
-    ({"o": {"x": 1, "y": {"b": 2, "a": 1}}}, {"o": {"y": {"a": 1, "b": 2}, "x": 1}}, True),
-    ({"paths": ["a", "b"]}, {"paths": ["b", "a"]}, False),
-], ids=["top-level keys", "nested keys", "array order"])
+@pytest.mark.parametrize(
+    "first, second, same",
+    [
+        ({"path": "a", "n": 1}, {"n": 1, "path": "a"}, True),
+        ({"o": {"x": 1, "y": {"b": 2, "a": 1}}}, {"o": {"y": {"a": 1, "b": 2}, "x": 1}}, True),
+        ({"paths": ["a", "b"]}, {"paths": ["b", "a"]}, False),
+    ],
+    ids=["top-level keys", "nested keys", "array order"],
+)
 def test_key_order_is_irrelevant_array_order_is_not(first: dict, second: dict, same: bool) -> None:
     g = Detector()
     g.observe_call("read", first)
@@ -223,13 +259,23 @@ def drift_runs(commands: list[str]) -> list[int]:
     return [g.observe_call("bash", {"command": c}).signals.drift_run for c in commands]
 
 
-@pytest.mark.parametrize("commands", [
-    ["sleep 5 && curl -s http://ci/status", "sleep 10 && curl -s http://ci/status",
-     "sleep 120 && curl -s http://ci/status"],
-    ["npm test 2>&1 | tail -20", "npm test 2>&1 | tail -50", "npm test 2>&1 | tail -100"],
-    ["python -m pytest tests unit", "python -m pytest tests unit --verbose",
-     "python -m pytest tests unit --verbose --color"],
-], ids=["sleep wrapper", "tail -N", "extra flag"])
+@pytest.mark.parametrize(
+    "commands",
+    [
+        [
+            "sleep 5 && curl -s http://ci/status",
+            "sleep 10 && curl -s http://ci/status",
+            "sleep 120 && curl -s http://ci/status",
+        ],
+        ["npm test 2>&1 | tail -20", "npm test 2>&1 | tail -50", "npm test 2>&1 | tail -100"],
+        [
+            "python -m pytest tests unit",
+            "python -m pytest tests unit --verbose",
+            "python -m pytest tests unit --verbose --color",
+        ],
+    ],
+    ids=["sleep wrapper", "tail -N", "extra flag"],
+)
 def test_drift_by_small_argument_changes(commands: list[str]) -> None:
     assert drift_runs(commands) == [1, 2, 3]
 
@@ -278,8 +324,10 @@ def test_nested_calls_inside_one_script() -> None:
 
 def test_nested_near_identical_and_script_memory() -> None:
     g = Detector()
-    sig = [g.observe_call("bash", {"command": c}, parent_call_id="s").signals.nested_repeat
-           for c in ("sleep 5 && curl -s http://x/status", "sleep 10 && curl -s http://x/status")]
+    sig = [
+        g.observe_call("bash", {"command": c}, parent_call_id="s").signals.nested_repeat
+        for c in ("sleep 5 && curl -s http://x/status", "sleep 10 && curl -s http://x/status")
+    ]
     assert sig == [1, 2]
     g2 = Detector(config=Config(script_memory=3))
     for c in ("x1", "x2", "x3", "x4"):
@@ -318,8 +366,10 @@ def test_thresholds_choose_their_signals() -> None:
     assert {plain.observe_call(*c).verdict for c in calls} == {Level.ok}
     assert [windowed.observe_call(*c).verdict.value for c in calls][-1] == "halt"
     drifting = Detector(Thresholds(warn=3, halt=None, drift=True))
-    last = [drifting.observe_call("bash", {"command": f"sleep {s} && curl -s http://ci/status"}).verdict
-            for s in (30, 60, 90)]
+    last = [
+        drifting.observe_call("bash", {"command": f"sleep {s} && curl -s http://ci/status"}).verdict
+        for s in (30, 60, 90)
+    ]
     assert last[-1] is Level.warn
     nested = Detector()
     nested.observe_call("read", {"path": "x"}, parent_call_id="s")

@@ -15,27 +15,62 @@ import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analyzer.detect.keys import (
+    args_text,
+    args_token_set,
+    call_key,
+    canonical_json,
+    estimate_tokens,
+    estimate_tokens_sql,
+    fast_token_set,
+    result_key,
+    token_set,
+)
+from analyzer.detect.rules import CHUNK
 from analyzer.detect.stream.calls import Config
 from analyzer.detect.stream.live import Detector, Thresholds
-from analyzer.detect.keys import (args_text, args_token_set, call_key, canonical_json, estimate_tokens,
-                                  estimate_tokens_sql, fast_token_set, result_key, token_set)
 from analyzer.detect.stream.text import chunk_repeats
-from analyzer.detect.rules import CHUNK
 from analyzer.detect.vector.calls import call_signals
 from analyzer.detect.vector.text import text_signals
 
 TOOLS = ["bash", "read", "edit"]
-ARGS = [{"command": "make test"}, {"command": "make test --verbose"}, {"path": "a.py"}, {"path": "b.py", "n": 2},
-        {"command": "sleep 10 && curl -s http://ci/status"}, {"command": "sleep 120 && curl -s http://ci/status"},
-        {"command": "sleep 300 && curl -s http://ci/status"}, {}]
-RESULTS = [("ok", False), ("ok", False), ("pending", False), ("error: no rule", True), ("error: no rule", True),
-           (None, None)]
-TEXTS = ["", "Let me check the build again:", "Let me check the build once more:", "Done.", "Read the region:",
-         "Read  the   region:", "one two three four five", "three four five six seven",
-         "one two three four five six seven", "I will run it. I will run it again now. I will run it again now."]
+ARGS = [
+    {"command": "make test"},
+    {"command": "make test --verbose"},
+    {"path": "a.py"},
+    {"path": "b.py", "n": 2},
+    {"command": "sleep 10 && curl -s http://ci/status"},
+    {"command": "sleep 120 && curl -s http://ci/status"},
+    {"command": "sleep 300 && curl -s http://ci/status"},
+    {},
+]
+RESULTS = [
+    ("ok", False),
+    ("ok", False),
+    ("pending", False),
+    ("error: no rule", True),
+    ("error: no rule", True),
+    (None, None),
+]
+TEXTS = [
+    "",
+    "Let me check the build again:",
+    "Let me check the build once more:",
+    "Done.",
+    "Read the region:",
+    "Read  the   region:",
+    "one two three four five",
+    "three four five six seven",
+    "one two three four five six seven",
+    "I will run it. I will run it again now. I will run it again now.",
+]
 
-call_st = st.tuples(st.sampled_from(TOOLS), st.sampled_from(ARGS), st.sampled_from(RESULTS),
-                    st.sampled_from([None, None, None, "s1", "s2"]))
+call_st = st.tuples(
+    st.sampled_from(TOOLS),
+    st.sampled_from(ARGS),
+    st.sampled_from(RESULTS),
+    st.sampled_from([None, None, None, "s1", "s2"]),
+)
 event_st = st.one_of(
     call_st.map(lambda c: ("call", c)),
     st.tuples(st.lists(call_st, min_size=2, max_size=4), st.integers(2, 4)).map(lambda b: ("cycle", b)),
@@ -44,9 +79,12 @@ event_st = st.one_of(
     st.sampled_from(TEXTS).map(lambda t: ("text", t)),
 )
 config_st = st.builds(
-    Config, reset_on_user=st.booleans(), similarity=st.sampled_from([0.55, 0.55, 0.3, 0.9]),
+    Config,
+    reset_on_user=st.booleans(),
+    similarity=st.sampled_from([0.55, 0.55, 0.3, 0.9]),
     script_memory=st.sampled_from([100, 100, 1, 2]),
-    exempt_tools=st.sampled_from([frozenset(), frozenset(), frozenset({"read"})]))
+    exempt_tools=st.sampled_from([frozenset(), frozenset(), frozenset({"read"})]),
+)
 
 
 def flatten(events: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
@@ -77,8 +115,16 @@ def live(events: list[tuple[str, Any]], config: Config) -> tuple[list[tuple], li
     return calls, texts
 
 
-CALL_SCHEMA = {"session_id": pl.String, "user_turn": pl.Int32, "tool": pl.String, "k": pl.UInt64, "args": pl.String,
-               "result_key": pl.UInt64, "is_error": pl.Boolean, "parent_call_id": pl.String}
+CALL_SCHEMA = {
+    "session_id": pl.String,
+    "user_turn": pl.Int32,
+    "tool": pl.String,
+    "k": pl.UInt64,
+    "args": pl.String,
+    "result_key": pl.UInt64,
+    "is_error": pl.Boolean,
+    "parent_call_id": pl.String,
+}
 TEXT_SCHEMA = {"session_id": pl.String, "user_turn": pl.Int32, "text": pl.String}
 
 
@@ -98,9 +144,18 @@ def frames(sessions: list[list[tuple[str, Any]]]) -> tuple[pl.DataFrame, pl.Data
                 tool, args, (text, err), parent = payload
                 canon = canonical_json(args)
                 res = result_key(text, err)
-                calls.append({"session_id": f"s{sid}", "user_turn": ut, "tool": tool,
-                              "k": int(call_key(tool, canon), 16), "args": canon, "result_key": int(res, 16) if res else None, "is_error": err,
-                              "parent_call_id": parent})
+                calls.append(
+                    {
+                        "session_id": f"s{sid}",
+                        "user_turn": ut,
+                        "tool": tool,
+                        "k": int(call_key(tool, canon), 16),
+                        "args": canon,
+                        "result_key": int(res, 16) if res else None,
+                        "is_error": err,
+                        "parent_call_id": parent,
+                    }
+                )
     return pl.DataFrame(calls, schema=CALL_SCHEMA), pl.DataFrame(texts, schema=TEXT_SCHEMA)
 
 
@@ -138,8 +193,10 @@ def test_signals_never_depend_on_later_calls(events: list[tuple[str, Any]], data
 
 words = st.text(alphabet=st.sampled_from("abcXYZ019_-.:/ \t\n\u00a0\u2003é"), max_size=40)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False, allow_infinity=False) | words,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(words, inner, max_size=3), max_leaves=8)
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=False, allow_infinity=False) | words,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(words, inner, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=300)
@@ -195,5 +252,5 @@ def test_estimate_tokens_sql_equals_estimate_tokens() -> None:
 def test_chunk_repeats_is_exact(periodic: str, noise: str) -> None:
     for text in (periodic, noise + periodic * 3, noise):
         n = len(text) - CHUNK + 1
-        expected = max(Counter(text[i:i + CHUNK] for i in range(n)).values()) if n > 0 else 0
+        expected = max(Counter(text[i : i + CHUNK] for i in range(n)).values()) if n > 0 else 0
         assert chunk_repeats(text) == expected

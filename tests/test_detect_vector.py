@@ -1,6 +1,7 @@
 """The vectorised batch scan against the streaming reference, piece by piece: argument and text words, the
-per-message text rules, and whole findings (``detect.vector.episodes`` against ``detect.stream.episodes.build_findings``) on
-random sessions with loops of every kind, scripts, usage and user turns."""
+per-message text rules, and whole findings (``detect.vector.episodes`` against
+``detect.stream.episodes.build_findings``) on random sessions with loops of every kind, scripts, usage and user
+turns."""
 
 from __future__ import annotations
 
@@ -12,34 +13,41 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from analyzer.detect.keys import args_token_set, call_key, canonical_json, estimate_tokens, fast_token_set, result_key
+from analyzer.detect.rules import FINDINGS, RESULT_HEAD, SIGNAL_FIELDS, TEXT_FIELDS
 from analyzer.detect.stream.calls import Config, scan_calls
-from analyzer.detect.rules import SIGNAL_FIELDS
 from analyzer.detect.stream.episodes import SessionData, build_findings
-from analyzer.detect.rules import RESULT_HEAD
-from analyzer.detect.keys import (args_token_set, call_key, canonical_json, estimate_tokens, fast_token_set,
-                                  result_key)
 from analyzer.detect.stream.text import chunk_repeats, scan_texts, sentence_repeats
-from analyzer.detect.rules import TEXT_FIELDS
 from analyzer.detect.vector.text import text_signals
 from analyzer.detect.vector.words import args_words_series, normalize, words
 from analyzer.scan.batch import scan_group
-from analyzer.detect.rules import FINDINGS
 
 # -- words -----------------------------------------------------------------------------------------------------------
 
 _CHARS = 'abcXYZK019_-.:/"\\{}[], \t\n\r\x0b\x0c\x1c\x1f\x85\xa0\u2003\u3000\u212a\u0130é\x00\x01\x08nulltrufase'
 text_st = st.text(alphabet=st.sampled_from(_CHARS), max_size=30)
 json_st = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**25, 10**25) | st.floats() | text_st,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_st, inner, max_size=3), max_leaves=10)
+    st.none() | st.booleans() | st.integers(-(10**25), 10**25) | st.floats() | text_st,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text_st, inner, max_size=3),
+    max_leaves=10,
+)
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(json_st, min_size=1, max_size=6))
 def test_argument_words_equal_the_reference(values: list[Any]) -> None:
     canon = [canonical_json(v) for v in values] + [
-        "", "not json {", '"a string"', "[1e-05, 12345]", '["",false,":"]', '["a,",":"]', '{":":1,"k":"a,"}',
-        '{"a":"x\\\\","b":"y \\"z\\" w"}', '{"a":"line one\\nline two\\ttab"}', '{"u":"\\u0041bc"}']
+        "",
+        "not json {",
+        '"a string"',
+        "[1e-05, 12345]",
+        '["",false,":"]',
+        '["a,",":"]',
+        '{":":1,"k":"a,"}',
+        '{"a":"x\\\\","b":"y \\"z\\" w"}',
+        '{"a":"line one\\nline two\\ttab"}',
+        '{"u":"\\u0041bc"}',
+    ]
     got = args_words_series(pl.Series(canon, dtype=pl.String)).to_list()
     assert [frozenset(g) for g in got] == [args_token_set(c) if c else frozenset() for c in canon]
 
@@ -57,8 +65,10 @@ def test_the_character_classes_match_this_python() -> None:
     # vwords spells out Python's whitespace and lower-cases words after filtering them: check every code point
     chars = [chr(c) for c in range(sys.maxunicode + 1) if not 0xD800 <= c <= 0xDFFF]
     s = pl.Series(chars, dtype=pl.String)
-    spaces = s.str.contains(r"^[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
-                            r"\x{202f}\x{205f}\x{3000}]$").to_list()
+    spaces = s.str.contains(
+        r"^[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}"
+        r"\x{202f}\x{205f}\x{3000}]$"
+    ).to_list()
     assert [c for c, sp in zip(chars, spaces) if sp != c.isspace()] == []
     word = set("abcdefghijklmnopqrstuvwxyz0123456789_-")
     lowers_to_word = [c for c in chars if c.lower() and set(c.lower()) <= word and c not in word]
@@ -73,8 +83,11 @@ message_st = st.one_of(
     st.text(alphabet=st.sampled_from("ab .:!?\n`x"), max_size=200),
     st.builds(lambda a, n, b: a + _LINE * n + b, st.text(max_size=20), st.integers(0, 12), st.text(max_size=20)),
     st.builds(lambda n: "```\n" + _LINE * n + "\n```" + _LINE, st.integers(0, 4)),
-    st.builds(lambda s, n: " ".join([s] * n),
-              st.sampled_from(["I will now fix it.", "Error.", "Checking the log now!"]), st.integers(1, 5)),
+    st.builds(
+        lambda s, n: " ".join([s] * n),
+        st.sampled_from(["I will now fix it.", "Error.", "Checking the log now!"]),
+        st.integers(1, 5),
+    ),
     st.builds(lambda n: "x" * n, st.integers(0, 6000)),
     st.builds(lambda a, n: a + _LINE * n, st.text(alphabet="éab ", max_size=30), st.integers(1, 4)),
 )
@@ -93,24 +106,55 @@ def test_sentence_and_chunk_rules_equal_the_reference(texts: list[str]) -> None:
 # -- whole findings --------------------------------------------------------------------------------------------------
 
 TOOLS = ["bash", "read", "edit"]
-ARGS = [{"command": "make test"}, {"command": "make test --verbose"}, {"command": "make test --verbose --color"},
-        {"path": "a.py"}, {"path": "b.py"}, {"command": "sleep 10 && curl -s http://ci/status"},
-        {"command": "sleep 120 && curl -s http://ci/status"}, {"command": "sed -n '1,200p' src/a_1.py"}]
-RESULTS = [("ok", False), ("pending", False), ("status: pending again now", False),
-           ("status: pending again later", False), ("error: no rule to make target", True),
-           ("Chunk ID: 1\nWall time: 2\nsame output", False), (None, None)]
-TEXTS = ["", "Let me check the build again now:", "Let me check the build once more now:", "Done.",
-         "Let me look.", "one two three four five", "three four five six seven",
-         "one two three four five six seven", "I will run it. I will run it again now. I will run it again now.",
-         "I will run it again now. " * 4]
+ARGS = [
+    {"command": "make test"},
+    {"command": "make test --verbose"},
+    {"command": "make test --verbose --color"},
+    {"path": "a.py"},
+    {"path": "b.py"},
+    {"command": "sleep 10 && curl -s http://ci/status"},
+    {"command": "sleep 120 && curl -s http://ci/status"},
+    {"command": "sed -n '1,200p' src/a_1.py"},
+]
+RESULTS = [
+    ("ok", False),
+    ("pending", False),
+    ("status: pending again now", False),
+    ("status: pending again later", False),
+    ("error: no rule to make target", True),
+    ("Chunk ID: 1\nWall time: 2\nsame output", False),
+    (None, None),
+]
+TEXTS = [
+    "",
+    "Let me check the build again now:",
+    "Let me check the build once more now:",
+    "Done.",
+    "Let me look.",
+    "one two three four five",
+    "three four five six seven",
+    "one two three four five six seven",
+    "I will run it. I will run it again now. I will run it again now.",
+    "I will run it again now. " * 4,
+]
 
 call_st = st.tuples(st.sampled_from(TOOLS), st.sampled_from(ARGS), st.sampled_from(RESULTS))
-script_st = st.tuples(st.just("codemode"), st.sampled_from([{"code": "a"}, {"code": "b"}]),
-                      st.sampled_from(RESULTS), st.lists(call_st, min_size=1, max_size=4))
-message_item_st = st.tuples(st.sampled_from(TEXTS), st.lists(st.one_of(call_st, call_st, script_st), max_size=3),
-                            st.integers(0, 3000), st.sampled_from([0.1, 0.2, 0.3, 0.0]))
-DRIFTS = [[{"command": f"sleep {n} && curl -s http://ci/api/status"} for n in (5, 10, 30, 60, 120)],
-          [{"command": "python -m pytest tests unit" + " --verbose" * n} for n in range(5)]]
+script_st = st.tuples(
+    st.just("codemode"),
+    st.sampled_from([{"code": "a"}, {"code": "b"}]),
+    st.sampled_from(RESULTS),
+    st.lists(call_st, min_size=1, max_size=4),
+)
+message_item_st = st.tuples(
+    st.sampled_from(TEXTS),
+    st.lists(st.one_of(call_st, call_st, script_st), max_size=3),
+    st.integers(0, 3000),
+    st.sampled_from([0.1, 0.2, 0.3, 0.0]),
+)
+DRIFTS = [
+    [{"command": f"sleep {n} && curl -s http://ci/api/status"} for n in (5, 10, 30, 60, 120)],
+    [{"command": "python -m pytest tests unit" + " --verbose" * n} for n in range(5)],
+]
 
 
 def _drift(family: list[dict[str, str]], n: int, result: tuple, text: str) -> tuple:
@@ -119,24 +163,33 @@ def _drift(family: list[dict[str, str]], n: int, result: tuple, text: str) -> tu
 
 # Failing commands: five different build tools (exploration, not a loop), or one target with drifting flags (a
 # failure loop when three or more fail the same way).
-FAILING = [["npm run build", "yarn build", "pnpm build", "npx vite build", "make all"],
-           ["make all", "make -j2 all", "make -j4 all", "make -k all", "make -B all"]]
+FAILING = [
+    ["npm run build", "yarn build", "pnpm build", "npx vite build", "make all"],
+    ["make all", "make -j2 all", "make -j4 all", "make -k all", "make -B all"],
+]
 
 
 def _failures(commands: list[str], n: int) -> tuple:
-    return ("block", [("", [("bash", {"command": commands[i]}, ("error: exit 1", True))], 50, 0.2)
-                      for i in range(n)], 1)
+    return (
+        "block",
+        [("", [("bash", {"command": commands[i]}, ("error: exit 1", True))], 50, 0.2) for i in range(n)],
+        1,
+    )
 
 
-session_st = st.lists(st.one_of(
-    st.just(("user",)),
-    st.builds(_drift, st.sampled_from(DRIFTS), st.integers(2, 5), st.sampled_from(RESULTS), st.sampled_from(TEXTS)),
-    st.builds(_failures, st.sampled_from(FAILING), st.integers(2, 5)),
-    message_item_st.map(lambda m: ("msg", m, 1)),
-    st.tuples(message_item_st, st.integers(2, 5)).map(lambda m: ("msg", m[0], m[1])),
-    st.tuples(st.lists(message_item_st, min_size=2, max_size=3), st.integers(2, 4))
-    .map(lambda b: ("block", b[0], b[1])),
-), max_size=25)
+session_st = st.lists(
+    st.one_of(
+        st.just(("user",)),
+        st.builds(_drift, st.sampled_from(DRIFTS), st.integers(2, 5), st.sampled_from(RESULTS), st.sampled_from(TEXTS)),
+        st.builds(_failures, st.sampled_from(FAILING), st.integers(2, 5)),
+        message_item_st.map(lambda m: ("msg", m, 1)),
+        st.tuples(message_item_st, st.integers(2, 5)).map(lambda m: ("msg", m[0], m[1])),
+        st.tuples(st.lists(message_item_st, min_size=2, max_size=3), st.integers(2, 4)).map(
+            lambda b: ("block", b[0], b[1])
+        ),
+    ),
+    max_size=25,
+)
 
 
 def build(sessions: list[list[tuple]]) -> dict[str, Any]:
@@ -162,20 +215,41 @@ def build(sessions: list[list[tuple]]) -> dict[str, Any]:
                 continue
             text, items, tokens, cost = e[1]
             tid = f"m{turn}"
-            msgs.append({"session_id": sid, "turn_id": tid, "turn_index": turn, "user_turn": max(ut, 0), "text": text,
-                         "est_tokens": estimate_tokens(text)})
+            msgs.append(
+                {
+                    "session_id": sid,
+                    "turn_id": tid,
+                    "turn_index": turn,
+                    "user_turn": max(ut, 0),
+                    "text": text,
+                    "est_tokens": estimate_tokens(text),
+                }
+            )
             usage[(sid, tid)] = (tokens, cost)
             for item in items:
                 children = item[3] if len(item) > 3 else []
                 parent_id = f"c{seq}"
                 for tool, args, (res, err), parent in [(item[0], item[1], item[2], None)] + [
-                        (c[0], c[1], c[2], parent_id) for c in children]:
+                    (c[0], c[1], c[2], parent_id) for c in children
+                ]:
                     canon = canonical_json(args)
-                    calls.append({"session_id": sid, "seq": seq, "call_id": f"c{seq}", "turn_id": tid,
-                                  "user_turn": max(ut, 0), "tool": tool, "args": canon, "text": res, "is_error": err,
-                                  "parent_call_id": parent, "key": call_key(tool, canon),
-                                  "result_key": result_key(res, err),
-                                  "est_tokens": estimate_tokens(canon) + estimate_tokens(res)})
+                    calls.append(
+                        {
+                            "session_id": sid,
+                            "seq": seq,
+                            "call_id": f"c{seq}",
+                            "turn_id": tid,
+                            "user_turn": max(ut, 0),
+                            "tool": tool,
+                            "args": canon,
+                            "text": res,
+                            "is_error": err,
+                            "parent_call_id": parent,
+                            "key": call_key(tool, canon),
+                            "result_key": result_key(res, err),
+                            "est_tokens": estimate_tokens(canon) + estimate_tokens(res),
+                        }
+                    )
                     seq += 1
             turn += 1
     return {"calls": calls, "msgs": msgs, "usage": usage}
@@ -191,24 +265,48 @@ def reference(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[t
         cs = [c for c in data["calls"] if c["session_id"] == sid]
         ms = [m for m in data["msgs"] if m["session_id"] == sid]
         keys = [int(c["key"], 16) for c in cs]
-        sig, links = scan_calls(keys, [c["tool"] for c in cs], [c["args"] for c in cs],
-                                [c["result_key"] for c in cs], [c["is_error"] for c in cs],
-                                [c["parent_call_id"] for c in cs], [c["user_turn"] for c in cs], config)
-        tsig, tlinks = scan_texts([m["text"] for m in ms], [m["user_turn"] for m in ms], config.similarity,
-                                  config.reset_on_user)
+        sig, links = scan_calls(
+            keys,
+            [c["tool"] for c in cs],
+            [c["args"] for c in cs],
+            [c["result_key"] for c in cs],
+            [c["is_error"] for c in cs],
+            [c["parent_call_id"] for c in cs],
+            [c["user_turn"] for c in cs],
+            config,
+        )
+        tsig, tlinks = scan_texts(
+            [m["text"] for m in ms], [m["user_turn"] for m in ms], config.similarity, config.reset_on_user
+        )
         heads = [c["text"][:RESULT_HEAD] if c["text"] is not None else None for c in cs]
-        fs = build_findings(SessionData(
-            session_id=sid, seq=[c["seq"] for c in cs], call_id=[c["call_id"] for c in cs],
-            turn_id=[c["turn_id"] for c in cs], user_turn=[c["user_turn"] for c in cs], tool=[c["tool"] for c in cs],
-            key=keys, args=[c["args"] for c in cs], parent=[c["parent_call_id"] for c in cs],
-            est_tokens=[c["est_tokens"] for c in cs], signals=sig, nested_links=links,
-            m_turn_id=[m["turn_id"] for m in ms], m_turn_index=[m["turn_index"] for m in ms],
-            m_user_turn=[m["user_turn"] for m in ms], m_text=[m["text"] for m in ms],
-            m_est_tokens=[m["est_tokens"] for m in ms], m_signals=tsig, text_links=tlinks,
-            usage={t: u for (s, t), u in data["usage"].items() if s == sid},
-            tokens={k: args_token_set(c["args"]) for k, c in zip(keys, cs)},
-            result_key=[c["result_key"] for c in cs], is_error=[c["is_error"] for c in cs],
-            result_head=heads.__getitem__))
+        fs = build_findings(
+            SessionData(
+                session_id=sid,
+                seq=[c["seq"] for c in cs],
+                call_id=[c["call_id"] for c in cs],
+                turn_id=[c["turn_id"] for c in cs],
+                user_turn=[c["user_turn"] for c in cs],
+                tool=[c["tool"] for c in cs],
+                key=keys,
+                args=[c["args"] for c in cs],
+                parent=[c["parent_call_id"] for c in cs],
+                est_tokens=[c["est_tokens"] for c in cs],
+                signals=sig,
+                nested_links=links,
+                m_turn_id=[m["turn_id"] for m in ms],
+                m_turn_index=[m["turn_index"] for m in ms],
+                m_user_turn=[m["user_turn"] for m in ms],
+                m_text=[m["text"] for m in ms],
+                m_est_tokens=[m["est_tokens"] for m in ms],
+                m_signals=tsig,
+                text_links=tlinks,
+                usage={t: u for (s, t), u in data["usage"].items() if s == sid},
+                tokens={k: args_token_set(c["args"]) for k, c in zip(keys, cs)},
+                result_key=[c["result_key"] for c in cs],
+                is_error=[c["is_error"] for c in cs],
+                result_head=heads.__getitem__,
+            )
+        )
         cf: list[str | None] = [None] * len(cs)
         tf: list[str | None] = [None] * len(ms)
         for f in fs:
@@ -216,40 +314,88 @@ def reference(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[t
                 cf[i] = cf[i] or f.finding_id
             for m in f.messages:
                 tf[m] = f.finding_id
-            found.add(tuple(getattr(f, c) if not isinstance(getattr(f, c), list) else tuple(getattr(f, c))
-                            for c in FINDINGS.names))
+            found.add(
+                tuple(
+                    getattr(f, c) if not isinstance(getattr(f, c), list) else tuple(getattr(f, c))
+                    for c in FINDINGS.names
+                )
+            )
         sig_rows += [(sid, c["seq"]) + s + (f,) for c, s, f in zip(cs, sig, cf)]
         text_rows += [(sid, m["turn_index"]) + s + (f,) for m, s, f in zip(ms, tsig, tf) if s is not None]
     return sig_rows, text_rows, found
 
 
 def vectorised(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[tuple], set[tuple]]:
-    calls = pl.DataFrame([{**c, "k": int(c["key"], 16), "result_key": int(c["result_key"], 16)
-                           if c["result_key"] else None} for c in data["calls"]],
-                         schema={"session_id": pl.String, "seq": pl.Int32, "call_id": pl.String, "turn_id": pl.String,
-                                 "user_turn": pl.Int32, "tool": pl.String, "args": pl.String, "text": pl.String,
-                                 "is_error": pl.Boolean, "parent_call_id": pl.String, "key": pl.String,
-                                 "result_key": pl.UInt64, "est_tokens": pl.Int32, "k": pl.UInt64})
-    turns = pl.DataFrame(data["msgs"], schema={"session_id": pl.String, "turn_id": pl.String, "turn_index": pl.Int32,
-                                               "user_turn": pl.Int32, "text": pl.String, "est_tokens": pl.Int32})
+    calls = pl.DataFrame(
+        [
+            {**c, "k": int(c["key"], 16), "result_key": int(c["result_key"], 16) if c["result_key"] else None}
+            for c in data["calls"]
+        ],
+        schema={
+            "session_id": pl.String,
+            "seq": pl.Int32,
+            "call_id": pl.String,
+            "turn_id": pl.String,
+            "user_turn": pl.Int32,
+            "tool": pl.String,
+            "args": pl.String,
+            "text": pl.String,
+            "is_error": pl.Boolean,
+            "parent_call_id": pl.String,
+            "key": pl.String,
+            "result_key": pl.UInt64,
+            "est_tokens": pl.Int32,
+            "k": pl.UInt64,
+        },
+    )
+    turns = pl.DataFrame(
+        data["msgs"],
+        schema={
+            "session_id": pl.String,
+            "turn_id": pl.String,
+            "turn_index": pl.Int32,
+            "user_turn": pl.Int32,
+            "text": pl.String,
+            "est_tokens": pl.Int32,
+        },
+    )
     text_of = {(c["session_id"], c["seq"]): c["text"] for c in data["calls"]}
     asked = []
 
     def heads(keys: pl.DataFrame) -> pl.DataFrame:
         asked.append(keys.height)
-        return keys.with_columns(pl.Series("head", [(text_of[k] or "")[:RESULT_HEAD] if text_of[k] is not None
-                                                    else None for k in keys.iter_rows()], dtype=pl.String))
+        return keys.with_columns(
+            pl.Series(
+                "head",
+                [(text_of[k] or "")[:RESULT_HEAD] if text_of[k] is not None else None for k in keys.iter_rows()],
+                dtype=pl.String,
+            )
+        )
 
     def turn_info(keys: pl.DataFrame) -> pl.DataFrame:
         index = {(m["session_id"], m["turn_id"]): m["turn_index"] for m in data["msgs"]}
-        rows = [(s, t, index[(s, t)]) + data["usage"].get((s, t), (None, None))
-                for s, t in keys.iter_rows() if (s, t) in index]
-        return pl.DataFrame(rows, schema={"session_id": pl.String, "turn_id": pl.String, "turn_index": pl.Int32,
-                                          "tokens": pl.Int64, "cost": pl.Float64}, orient="row")
+        rows = [
+            (s, t, index[(s, t)]) + data["usage"].get((s, t), (None, None))
+            for s, t in keys.iter_rows()
+            if (s, t) in index
+        ]
+        return pl.DataFrame(
+            rows,
+            schema={
+                "session_id": pl.String,
+                "turn_id": pl.String,
+                "turn_index": pl.Int32,
+                "tokens": pl.Int64,
+                "cost": pl.Float64,
+            },
+            orient="row",
+        )
 
     sids = sorted({c["session_id"] for c in data["calls"]} | {m["session_id"] for m in data["msgs"]})
-    sessions = pl.DataFrame({"session_id": sids, "fingerprint": ["x"] * len(sids)},
-                            schema={"session_id": pl.String, "fingerprint": pl.String})
+    sessions = pl.DataFrame(
+        {"session_id": sids, "fingerprint": ["x"] * len(sids)},
+        schema={"session_id": pl.String, "fingerprint": pl.String},
+    )
     out = scan_group(sessions, calls.drop("text", "key"), turns, config, heads, turn_info)
     assert len(asked) <= 1, asked  # the group's heads are read once (a lookup scans the result texts)
     sig = out["signals"].select("session_id", "seq", *SIGNAL_FIELDS, "finding_id").rows()
@@ -258,8 +404,11 @@ def vectorised(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[
     return sig, txt, found
 
 
-@pytest.mark.parametrize("config", [Config(), Config(reset_on_user=False), Config(script_memory=2)],
-                         ids=["default", "no-reset", "short-script-memory"])
+@pytest.mark.parametrize(
+    "config",
+    [Config(), Config(reset_on_user=False), Config(script_memory=2)],
+    ids=["default", "no-reset", "short-script-memory"],
+)
 def test_findings_equal_the_reference(config: Config) -> None:
     @settings(max_examples=100, deadline=None)
     @given(st.lists(session_st, min_size=1, max_size=3))

@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from conftest import FIXTURES, ROOT, SAMPLE_DATA
+from helpers import ingest_paths
 
 from analyzer.detect.keys import call_key, canonical_json
 from analyzer.guards import Message, UserPrompt
@@ -22,9 +24,7 @@ from analyzer.guards.replay import Session, load_corpus, replay
 from analyzer.hook import install as inst
 from analyzer.hook.main import run
 from analyzer.hook.settings import hook_policy, write_settings
-from analyzer.store import db as store
-from conftest import FIXTURES, ROOT, SAMPLE_DATA
-from helpers import ingest_paths
+from analyzer.store import connection
 
 CLAUDE_DIRS = (FIXTURES / "claude_code", ROOT / "tests" / "realdata" / "claude_code", SAMPLE_DATA / "claude_code")
 HOOK = [sys.executable, "-m", "analyzer.hook", "claude-code"]
@@ -40,14 +40,26 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def pre(sid: str, tid: str, command: str, transcript: str | None = None) -> dict[str, Any]:
-    return {"session_id": sid, "transcript_path": transcript or "/nonexistent/transcript.jsonl", "cwd": "/tmp",
-            "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": command},
-            "tool_use_id": tid}
+    return {
+        "session_id": sid,
+        "transcript_path": transcript or "/nonexistent/transcript.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": tid,
+    }
 
 
 def post(sid: str, tid: str, command: str, output: str, failed: bool = False) -> dict[str, Any]:
-    p: dict[str, Any] = {"session_id": sid, "transcript_path": "/nonexistent", "cwd": "/tmp", "tool_name": "Bash",
-                         "tool_input": {"command": command}, "tool_use_id": tid}
+    p: dict[str, Any] = {
+        "session_id": sid,
+        "transcript_path": "/nonexistent",
+        "cwd": "/tmp",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": tid,
+    }
     if failed:
         p.update(hook_event_name="PostToolUseFailure", error=output)
     else:
@@ -55,13 +67,14 @@ def post(sid: str, tid: str, command: str, output: str, failed: bool = False) ->
     return p
 
 
-def call_hook(payload: Any, args: list[str] | None = None, env: dict[str, str] | None = None,
-              raw: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def call_hook(
+    payload: Any, args: list[str] | None = None, env: dict[str, str] | None = None, raw: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     data = raw if raw is not None else orjson.dumps(payload)
     return subprocess.run(HOOK + (args or []), input=data, capture_output=True, env=env, cwd=ROOT, timeout=60)
 
 
-# -- protocol round trips -----------------------------------------------------------------------------------------------
+# -- protocol round trips ----------------------------------------------------------------------------------------------
 def test_allow_warn_block_json(env: dict[str, str]) -> None:
     """Allow prints nothing; a warning lets the call run with additionalContext; a halt denies with a reason the
     model reads; a repeat of the halted call is denied again, another call runs."""
@@ -72,18 +85,27 @@ def test_allow_warn_block_json(env: dict[str, str]) -> None:
         assert r.returncode == 0 and r.stderr == b""
         answers.append(json.loads(r.stdout) if r.stdout.strip() else None)
         if answers[-1] is None or "permissionDecision" not in answers[-1]["hookSpecificOutput"]:
-            assert call_hook(post("s1", f"t{i}", cmd, "E   assert 1 == 2\nFAILED tests/test_x.py::test_a", True),
-                             env=env).stdout == b""
+            assert (
+                call_hook(
+                    post("s1", f"t{i}", cmd, "E   assert 1 == 2\nFAILED tests/test_x.py::test_a", True), env=env
+                ).stdout
+                == b""
+            )
     assert answers[0] is None and answers[1] is None
     for a in answers[2:4]:
         out = a["hookSpecificOutput"]
         assert out["hookEventName"] == "PreToolUse" and "permissionDecision" not in out
         assert "pytest tests/test_x.py" in out["additionalContext"]
     deny = answers[4]["hookSpecificOutput"]
-    assert deny == {"hookEventName": "PreToolUse", "permissionDecision": "deny",
-                    "permissionDecisionReason": deny["permissionDecisionReason"]}
-    assert "the same `pytest tests/test_x.py` failed 4 times in a row with the same error" in \
-        deny["permissionDecisionReason"]
+    assert deny == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "deny",
+        "permissionDecisionReason": deny["permissionDecisionReason"],
+    }
+    assert (
+        "the same `pytest tests/test_x.py` failed 4 times in a row with the same error"
+        in deny["permissionDecisionReason"]
+    )
     assert deny["permissionDecisionReason"].endswith("change approach or ask the user.")
     assert answers[5]["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert call_hook(pre("s1", "t9", "git diff"), env=env).stdout == b""
@@ -107,8 +129,18 @@ def test_user_prompt_resets_the_counters(env: dict[str, str]) -> None:
         return got
 
     assert loop("u", 4, 0)[-1] is not None  # warned
-    run(["claude-code"], orjson.dumps({"session_id": "u", "hook_event_name": "UserPromptSubmit",
-                                       "prompt": "try again", "transcript_path": "/x", "cwd": "/"}))
+    run(
+        ["claude-code"],
+        orjson.dumps(
+            {
+                "session_id": "u",
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": "try again",
+                "transcript_path": "/x",
+                "cwd": "/",
+            }
+        ),
+    )
     assert loop("u", 2, 10) == [None, None]
 
 
@@ -128,22 +160,45 @@ def test_text_rules_read_the_transcript(env: dict[str, str], tmp_path: Path) -> 
     text = "Let me fetch the merge ref and look at the failing test again:"
     answers = []
     for i in range(4):
-        line = {"type": "assistant", "sessionId": "x", "message": {"id": f"msg_{i}", "role": "assistant", "content": [
-            {"type": "text", "text": text}, {"type": "tool_use", "id": f"x{i}", "name": "Bash",
-                                              "input": {"command": f"git show {i}"}}]}}
+        line = {
+            "type": "assistant",
+            "sessionId": "x",
+            "message": {
+                "id": f"msg_{i}",
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": text},
+                    {"type": "tool_use", "id": f"x{i}", "name": "Bash", "input": {"command": f"git show {i}"}},
+                ],
+            },
+        }
         with tr.open("ab") as f:
             f.write(orjson.dumps(line) + b"\n")
-        answers.append(run(["claude-code", "--policy", "pi-anti-doom-loop"],
-                           orjson.dumps(pre("x", f"x{i}", f"git show {i}", str(tr)))))
-        run(["claude-code", "--policy", "pi-anti-doom-loop"],
-            orjson.dumps(post("x", f"x{i}", f"git show {i}", f"commit {i}")))
+        answers.append(
+            run(
+                ["claude-code", "--policy", "pi-anti-doom-loop"],
+                orjson.dumps(pre("x", f"x{i}", f"git show {i}", str(tr))),
+            )
+        )
+        run(
+            ["claude-code", "--policy", "pi-anti-doom-loop"],
+            orjson.dumps(post("x", f"x{i}", f"git show {i}", f"commit {i}")),
+        )
     assert answers[:2] == [None, None]
     assert answers[2] is not None and "text" in json.dumps(answers[2]).lower()
 
 
-# -- fail open ----------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("raw", [b"", b"not json", b"[1,2]", b'{"hook_event_name": "PreToolUse"}',
-                                 b'{"session_id": "s", "hook_event_name": "PreToolUse", "tool_input": {}}'])
+# -- fail open ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"not json",
+        b"[1,2]",
+        b'{"hook_event_name": "PreToolUse"}',
+        b'{"session_id": "s", "hook_event_name": "PreToolUse", "tool_input": {}}',
+    ],
+)
 def test_bad_input_fails_open(raw: bytes, env: dict[str, str]) -> None:
     r = call_hook(None, env=env, raw=raw)
     assert r.returncode == 0 and r.stdout == b""
@@ -188,7 +243,7 @@ def test_parallel_calls_do_not_corrupt_the_state(env: dict[str, str]) -> None:
         assert box.value.n == 25
 
 
-# -- settings -----------------------------------------------------------------------------------------------------------
+# -- settings ----------------------------------------------------------------------------------------------------------
 def test_settings_file_chooses_the_thresholds(env: dict[str, str]) -> None:
     assert hook_policy().params["halt"] == 5 and hook_policy().name == "loopscope"
     write_settings("loopscope", {"warn": 2, "halt": 3}, "test")
@@ -197,13 +252,17 @@ def test_settings_file_chooses_the_thresholds(env: dict[str, str]) -> None:
     assert hook_policy(overrides={"halt": "7"}).params["halt"] == 7
 
 
-# -- install / uninstall ------------------------------------------------------------------------------------------------
+# -- install / uninstall -----------------------------------------------------------------------------------------------
 def test_install_merges_and_uninstall_removes_only_its_own(tmp_path: Path) -> None:
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
-    theirs = {"model": "opus", "hooks": {
-        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard-rm.sh"}]}],
-        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}
+    theirs = {
+        "model": "opus",
+        "hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./guard-rm.sh"}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+        },
+    }
     path.write_text(json.dumps(theirs))
     cmd = "/opt/venv/bin/loopscope-hook claude-code"
     removed, added = inst.install(path, cmd)
@@ -211,8 +270,10 @@ def test_install_merges_and_uninstall_removes_only_its_own(tmp_path: Path) -> No
     data = json.loads(path.read_text())
     assert data["model"] == "opus" and data["hooks"]["Stop"] == theirs["hooks"]["Stop"]
     assert data["hooks"]["PreToolUse"][0] == theirs["hooks"]["PreToolUse"][0]
-    assert data["hooks"]["PreToolUse"][1] == {"matcher": "*", "hooks": [
-        {"type": "command", "command": cmd, "timeout": inst.TIMEOUT}]}
+    assert data["hooks"]["PreToolUse"][1] == {
+        "matcher": "*",
+        "hooks": [{"type": "command", "command": cmd, "timeout": inst.TIMEOUT}],
+    }
     assert set(data["hooks"]) == {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop"}
     removed, _ = inst.install(path, cmd + " --policy open-codesign")  # again: replaced, not doubled
     assert len(removed) == 4 and len(json.loads(path.read_text())["hooks"]["PreToolUse"]) == 2
@@ -240,30 +301,37 @@ def test_install_command_prints_what_changed(tmp_path: Path, env: dict[str, str]
     bad = tmp_path / "b" / ".claude" / "settings.json"
     bad.parent.mkdir(parents=True)
     bad.write_text("{oops")
-    res = CliRunner().invoke(app, ["hook", "install", "claude-code", "--project", "--project-dir",
-                                   str(tmp_path / "b")])
+    res = CliRunner().invoke(app, ["hook", "install", "claude-code", "--project", "--project-dir", str(tmp_path / "b")])
     assert res.exit_code != 0 and bad.read_text() == "{oops"
 
 
-# -- the proof: the hook decides as the replay does ----------------------------------------------------------------------
+# -- the proof: the hook decides as the replay does --------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[Session], dict[tuple[str, str], tuple]]:
     """Every real Claude Code transcript in the repository, in a store: the replay's sessions, and each call's full
     arguments and recorded result."""
     db = tmp_path_factory.mktemp("hookstore") / "s.duckdb"
     ingest_paths(db, *CLAUDE_DIRS)
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         c = load_corpus(con)
-        rows = {(sid, cid): (tool, args, key, text, err) for sid, cid, tool, args, key, text, err in con.execute(
-            "SELECT session_id, call_id, tool, args, call_key, result_text, is_error FROM calls").fetchall()}
+        rows = {
+            (sid, cid): (tool, args, key, text, err)
+            for sid, cid, tool, args, key, text, err in con.execute(
+                "SELECT session_id, call_id, tool, args, call_key, result_text, is_error FROM calls"
+            ).fetchall()
+        }
     finally:
         con.close()
     return c.sessions, rows
 
 
-def drive(s: Session, rows: dict[tuple[str, str], tuple], hook: Callable[[dict[str, Any]], dict[str, Any] | None],
-          transcript: Path) -> tuple[set[str], set[str]]:
+def drive(
+    s: Session,
+    rows: dict[tuple[str, str], tuple],
+    hook: Callable[[dict[str, Any]], dict[str, Any] | None],
+    transcript: Path,
+) -> tuple[set[str], set[str]]:
     """Replay one session through ``hook`` as Claude Code would send it: a UserPromptSubmit per prompt, and for each
     assistant message (written to ``transcript`` first) each call's PreToolUse, then, unless it was denied, its
     PostToolUse (or PostToolUseFailure) with the recorded result. Returns the denied and the warned call ids."""
@@ -281,14 +349,29 @@ def drive(s: Session, rows: dict[tuple[str, str], tuple], hook: Callable[[dict[s
         content: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text else []
         content += [{"type": "tool_use", "id": c.call_id, "name": c.tool, "input": {}} for c in calls]
         with transcript.open("ab") as f:
-            f.write(orjson.dumps({"type": "assistant", "sessionId": s.session_id, "message": {
-                "id": f"msg_{step.turn}", "role": "assistant", "content": content}}) + b"\n")
+            f.write(
+                orjson.dumps(
+                    {
+                        "type": "assistant",
+                        "sessionId": s.session_id,
+                        "message": {"id": f"msg_{step.turn}", "role": "assistant", "content": content},
+                    }
+                )
+                + b"\n"
+            )
         for c in calls:
             tool, args, key, text, err = rows[(s.session_id, c.call_id)]
             tool_input = orjson.loads(args)
             assert call_key(tool, canonical_json(tool_input)) == key  # the hook's key is the store's
-            out = hook({**base, "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
-                        "tool_use_id": c.call_id})
+            out = hook(
+                {
+                    **base,
+                    "hook_event_name": "PreToolUse",
+                    "tool_name": tool,
+                    "tool_input": tool_input,
+                    "tool_use_id": c.call_id,
+                }
+            )
             spec = (out or {}).get("hookSpecificOutput", {})
             if spec.get("permissionDecision") == "deny":
                 denied.add(c.call_id)
@@ -298,11 +381,27 @@ def drive(s: Session, rows: dict[tuple[str, str], tuple], hook: Callable[[dict[s
             if c.result_key is None:
                 continue
             if err:
-                hook({**base, "hook_event_name": "PostToolUseFailure", "tool_name": tool, "tool_input": tool_input,
-                      "tool_use_id": c.call_id, "error": text or ""})
+                hook(
+                    {
+                        **base,
+                        "hook_event_name": "PostToolUseFailure",
+                        "tool_name": tool,
+                        "tool_input": tool_input,
+                        "tool_use_id": c.call_id,
+                        "error": text or "",
+                    }
+                )
             else:
-                hook({**base, "hook_event_name": "PostToolUse", "tool_name": tool, "tool_input": tool_input,
-                      "tool_use_id": c.call_id, "tool_response": text or ""})
+                hook(
+                    {
+                        **base,
+                        "hook_event_name": "PostToolUse",
+                        "tool_name": tool,
+                        "tool_input": tool_input,
+                        "tool_use_id": c.call_id,
+                        "tool_response": text or "",
+                    }
+                )
     return denied, warned
 
 
@@ -321,20 +420,29 @@ def load_corpus_like(sessions: list[Session]) -> Any:
     return Corpus(sessions)
 
 
-def _check(sessions: list[Session], rows: dict[tuple[str, str], tuple], policy: Policy, tmp: Path,
-           subprocess_env: dict[str, str] | None) -> tuple[int, int, int]:
+def _check(
+    sessions: list[Session],
+    rows: dict[tuple[str, str], tuple],
+    policy: Policy,
+    tmp: Path,
+    subprocess_env: dict[str, str] | None,
+) -> tuple[int, int, int]:
     halts, warns = replay_marks(sessions, policy)
 
     def one(s: Session) -> tuple[str, set[str], set[str]]:
         tr = tmp / f"{abs(hash(s.session_id))}.jsonl"
         if subprocess_env is None:
-            hook = lambda p: run(["claude-code", "--policy", policy.name, *sum(  # noqa: E731
-                (["--set", f"{k}={v}"] for k, v in policy.changed().items()), [])], orjson.dumps(p))
+
+            def hook(p: dict[str, Any]) -> dict[str, Any] | None:
+                sets = sum((["--set", f"{k}={v}"] for k, v in policy.changed().items()), [])
+                return run(["claude-code", "--policy", policy.name, *sets], orjson.dumps(p))
         else:
+
             def hook(p: dict[str, Any]) -> dict[str, Any] | None:
                 r = call_hook(p, env=subprocess_env)
                 assert r.returncode == 0 and r.stderr == b"", r.stderr
                 return json.loads(r.stdout) if r.stdout.strip() else None
+
         d, w = drive(s, rows, hook, tr)
         return s.session_id, d, w
 
@@ -364,10 +472,18 @@ def test_hook_process_denies_exactly_where_the_replay_halts(corpus: Any, tmp_pat
     assert len(sessions) == 26 and n_sessions >= 4 and n_halts >= 5, (n_sessions, n_calls, n_halts)
 
 
-@pytest.mark.parametrize("name,sets", [("loopscope", {}), ("loopscope", {"warn": 2, "halt": 4}),
-                                       ("open-codesign", {}), ("open-codesign", {"warn": 2, "halt": 3})])
-def test_hook_decides_as_the_replay_in_process(corpus: Any, tmp_path: Path, env: dict[str, str], name: str,
-                                               sets: dict[str, int]) -> None:
+@pytest.mark.parametrize(
+    "name,sets",
+    [
+        ("loopscope", {}),
+        ("loopscope", {"warn": 2, "halt": 4}),
+        ("open-codesign", {}),
+        ("open-codesign", {"warn": 2, "halt": 3}),
+    ],
+)
+def test_hook_decides_as_the_replay_in_process(
+    corpus: Any, tmp_path: Path, env: dict[str, str], name: str, sets: dict[str, int]
+) -> None:
     sessions, rows = corpus
     policy = PRESETS[name].with_settings(sets, name=name)
     _check(sessions, rows, policy, tmp_path, None)

@@ -18,11 +18,11 @@ from pathlib import Path
 import duckdb
 import orjson
 import pytest
+from helpers import ingest_paths, pi_records, query
 from typer.testing import CliRunner
 
 from analyzer.cli import app
 from analyzer.errors import NothingToIngestError, UsageError
-from helpers import ingest_paths, pi_records, query
 
 RUNNER = CliRunner()
 
@@ -75,10 +75,11 @@ def test_huge_token_count_is_one_bad_value(tmp_path: Path, db: Path, value: obje
     ingest_paths(db, tmp_path / "c")
     ingest_paths(db, tmp_path / "c")  # and every re-run works too
     assert calls_of(db, "big") == ["c0", "c1", "c2"] and calls_of(db, "ok") == ["c0", "c1"]
-    (path, line, reason, _), = ingest_errors(db)
+    ((path, line, reason, _),) = ingest_errors(db)
     assert path.endswith("big.jsonl") and line == 3 and "input" in reason
-    row = query(db, "SELECT input_tokens, output_tokens, total_tokens FROM turns WHERE session_id = 'big' "
-                    "AND turn_id = 'a0'")
+    row = query(
+        db, "SELECT input_tokens, output_tokens, total_tokens FROM turns WHERE session_id = 'big' AND turn_id = 'a0'"
+    )
     assert row == [(None, 5, None)]
     assert query(db, "SELECT total_tokens FROM sessions WHERE session_id = 'big'") == [(30,)]
 
@@ -86,13 +87,15 @@ def test_huge_token_count_is_one_bad_value(tmp_path: Path, db: Path, value: obje
 def test_huge_claude_count(tmp_path: Path, db: Path) -> None:
     from test_ingest_claude import assistant, tool_use, usage, user
 
-    recs = [user(0, "go"),
-            assistant(1, "m1", "r1", [tool_use("t1", "Bash", {"command": "ls"})], usage(2**63 - 1, 5)),
-            assistant(2, "m2", "r2", [tool_use("t2", "Bash", {"command": "pwd"})], usage(10, 5))]
+    recs = [
+        user(0, "go"),
+        assistant(1, "m1", "r1", [tool_use("t1", "Bash", {"command": "ls"})], usage(2**63 - 1, 5)),
+        assistant(2, "m2", "r2", [tool_use("t2", "Bash", {"command": "pwd"})], usage(10, 5)),
+    ]
     write(tmp_path / "claude.jsonl", [orjson.dumps(r) for r in recs])
     ingest_paths(db, tmp_path)
     assert [r[0] for r in query(db, "SELECT call_id FROM calls ORDER BY seq")] == ["t1", "t2"]
-    (_, line, reason, _), = ingest_errors(db)
+    ((_, line, reason, _),) = ingest_errors(db)
     assert line == 2 and "input" in reason
     assert query(db, "SELECT input_tokens FROM turns WHERE role = 'assistant' ORDER BY turn_index") == [(None,), (10,)]
 
@@ -111,20 +114,20 @@ def test_huge_codex_count(tmp_path: Path, db: Path, count: object) -> None:
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT count(*) FROM sessions") == [(1,)]
     assert any("output" in r[2] for r in ingest_errors(db))
-    (tokens,), = query(db, "SELECT total_tokens FROM sessions")
+    ((tokens,),) = query(db, "SELECT total_tokens FROM sessions")
     assert tokens is not None and 0 <= tokens < 10**12
 
 
 @pytest.mark.parametrize("cost", ["NaN", "Infinity", "-Infinity", "1e400"])
 def test_non_finite_cost_is_an_invalid_value(tmp_path: Path, db: Path, cost: str) -> None:
     lines = pi_lines("nan", 2)
-    lines[2] = lines[2].replace(b'"cacheWrite":0}', b'"cacheWrite":0,"cost":{"total":' + cost.encode() + b'}}')
+    lines[2] = lines[2].replace(b'"cacheWrite":0}', b'"cacheWrite":0,"cost":{"total":' + cost.encode() + b"}}")
     write(tmp_path / "nan.jsonl", lines)
     ingest_paths(db, tmp_path)
     assert calls_of(db, "nan") == ["c0", "c1"]
-    (_, line, reason, _), = ingest_errors(db)
+    ((_, line, reason, _),) = ingest_errors(db)
     assert line == 3 and "cost" in reason
-    (cost_usd,), = query(db, "SELECT cost_usd FROM sessions")
+    ((cost_usd,),) = query(db, "SELECT cost_usd FROM sessions")
     assert cost_usd is not None and cost_usd == cost_usd and abs(cost_usd) < 1e6  # finite
     code, output = cli("summary", "--db", str(db))
     assert code == 0 and "nan" not in output.lower().replace("nan)", "")
@@ -148,13 +151,19 @@ def test_file_name_that_is_not_utf8(tmp_path: Path, db: Path) -> None:
 
 
 # -- 3. one line a parser chokes on costs that line ------------------------------------------------------------------
-@pytest.mark.parametrize("bad", [
-    b"[" * 100_000 + b"]" * 100_000,
-    b'{"a": ' + b"9" * 5000 + b"}",
-    b'{"type": "message", "id": "x", "message": {"role": "assistant", "content": [], "usage": {"input": 1e400}}}',
-    b'{"type": "message", "id": "y", "message": {"role": "assistant", "content": ['
-    + b'{"type": "toolCall", "id": "deep", "name": "bash", "arguments": ' + b"[" * 5000 + b"]" * 5000 + b"}]}}",
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"a": ' + b"9" * 5000 + b"}",
+        b'{"type": "message", "id": "x", "message": {"role": "assistant", "content": [], "usage": {"input": 1e400}}}',
+        b'{"type": "message", "id": "y", "message": {"role": "assistant", "content": ['
+        + b'{"type": "toolCall", "id": "deep", "name": "bash", "arguments": '
+        + b"[" * 5000
+        + b"]" * 5000
+        + b"}]}}",
+    ],
+)
 def test_a_line_the_parser_chokes_on_costs_only_that_line(tmp_path: Path, db: Path, bad: bytes) -> None:
     lines = pi_lines("s", 3)
     lines.insert(3, bad)
@@ -214,8 +223,9 @@ def test_empty_binary_truncated_invalid_utf8_glued(tmp_path: Path, db: Path) -> 
     assert calls_of(db, "trunc") == ["c0", "c1"]
     assert calls_of(db, "utf8") == ["c0", "c1"]
     assert calls_of(db, "glued") == ["c0", "c1"]
-    reasons = dict(query(db, "SELECT regexp_extract(path, '[a-z0-9]+\\.jsonl$'), reason FROM files "
-                             "WHERE status = 'skipped'"))
+    reasons = dict(
+        query(db, "SELECT regexp_extract(path, '[a-z0-9]+\\.jsonl$'), reason FROM files WHERE status = 'skipped'")
+    )
     assert reasons["empty.jsonl"] == "empty file" and "binary" in reasons["binary.jsonl"]
 
 
@@ -306,8 +316,7 @@ def _damaged(kind: str, good: Path, tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["truncated", "garbage", "foreign", "text"])
-@pytest.mark.parametrize("command", STORE_COMMANDS + [["ingest", "IN"], ["report", "--out", "OUT"]],
-                         ids=lambda c: c[0])
+@pytest.mark.parametrize("command", STORE_COMMANDS + [["ingest", "IN"], ["report", "--out", "OUT"]], ids=lambda c: c[0])
 def test_a_store_that_is_not_one_is_one_line(good_store: Path, tmp_path: Path, kind: str, command: list[str]) -> None:
     db = _damaged(kind, good_store, tmp_path)
     write(tmp_path / "in" / "s.jsonl", pi_lines("s", 1))
@@ -339,15 +348,22 @@ def test_output_that_cannot_be_written_fails_first(good_store: Path, tmp_path: P
         one_line_error(code, output, 2, "--output" if target != "/proc/x.json" else "cannot write")
 
 
-@pytest.mark.parametrize("args", [["--out", "/proc/report"], ["--single-file", "--out", "/proc/r.html"],
-                                  ["--single-file", "--out", "/etc/hostname/x/r.html"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--out", "/proc/report"],
+        ["--single-file", "--out", "/proc/r.html"],
+        ["--single-file", "--out", "/etc/hostname/x/r.html"],
+    ],
+)
 def test_report_to_a_place_that_cannot_be_written(good_store: Path, args: list[str]) -> None:
     code, output = cli("report", "--db", str(good_store), *args)
     assert code == 2 and "Traceback" not in output and output.startswith("error:"), output
 
 
-def test_read_only_folder_is_found_before_any_work(good_store: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_only_folder_is_found_before_any_work(
+    good_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import tempfile
 
     ro = tmp_path / "ro"
@@ -371,8 +387,9 @@ def test_read_only_folder_is_found_before_any_work(good_store: Path, tmp_path: P
     assert not db.exists()  # nothing was ingested before finding out
 
 
-def test_report_refuses_the_current_folder_and_foreign_folders(good_store: Path, tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_report_refuses_the_current_folder_and_foreign_folders(
+    good_store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(tmp_path)
     code, output = cli("report", "--db", str(good_store), "--out", "")
     one_line_error(code, output, 2, "current folder")
@@ -388,18 +405,27 @@ def test_report_refuses_the_current_folder_and_foreign_folders(good_store: Path,
     assert code == 0, output
 
 
-@pytest.mark.parametrize("args", [["findings", "--min-repeats", "-3"], ["findings", "--limit", "-1"],
-                                  ["sessions", "--limit", "-5"], ["scan", "--workers", "0"],
-                                  ["replay", "--policy", "cline", "--halt", "-1"],
-                                  ["calibrate", "--target-false-halt-rate", "2"], ["ingest", "--workers", "-2"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["findings", "--min-repeats", "-3"],
+        ["findings", "--limit", "-1"],
+        ["sessions", "--limit", "-5"],
+        ["scan", "--workers", "0"],
+        ["replay", "--policy", "cline", "--halt", "-1"],
+        ["calibrate", "--target-false-halt-rate", "2"],
+        ["ingest", "--workers", "-2"],
+    ],
+)
 def test_out_of_range_option_values_are_rejected(good_store: Path, args: list[str]) -> None:
     code, output = cli(*args, "--db", str(good_store))
     assert code == 2 and "Traceback" not in output, output
     assert "Invalid value" in output or "between" in output, output
 
 
-def test_disk_full_while_ingesting_is_one_line_and_the_store_stays(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disk_full_while_ingesting_is_one_line_and_the_store_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from analyzer.ingest import land
 
     db = tmp_path / "s.duckdb"
@@ -452,18 +478,28 @@ GHP = "ghp_" + "R8sK2mQ7vX1nT4bY9cW3eZ6aF0hJ5uL8dP2g"
 SECRET_FAMILIES = {
     "cloud (AWS)": (f"aws_access_key_id {AWS} here", AWS),
     "cloud (Azure)": ("AccountKey=" + "a" * 86 + "==;", "a" * 86),
-    "cloud (Google)": ("key AIza" + "SyD3x9Zq1WvB7nC5mK2jH8gF4dS6aP0oL1u" + " end", "SyD3x9Zq1WvB7nC5mK2jH8gF4dS6aP0oL1u"),
+    "cloud (Google)": (
+        "key AIza" + "SyD3x9Zq1WvB7nC5mK2jH8gF4dS6aP0oL1u" + " end",
+        "SyD3x9Zq1WvB7nC5mK2jH8gF4dS6aP0oL1u",
+    ),
     "vcs (GitHub)": (f"git clone https://{GHP}@github.com/x", GHP[4:]),
     "vcs (GitLab)": ("glpat-" + "Zx8Kp2Qm7Vn4Tb9Rc3We" + " x", "Zx8Kp2Qm7Vn4Tb9Rc3We"),
     "chat (Slack)": ("xoxb-" + "123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx", "AbCdEfGhIjKlMnOpQrStUvWx"),
     "chat (Discord)": ("MTk4NjIyNDgzNDcxOTI1MjQ4.Cl2FMQ.ZnCjm1XVW7vRze4b7Cq4se7kKWs x", "ZnCjm1XVW7vRze4b7Cq4se7kKWs"),
-    "chat (Telegram)": ("bot 123456789:" + "AAHk2Jd8sQ1vX4nB7mC0pL5rT9wZ3yF6eGu" + " x", "AAHk2Jd8sQ1vX4nB7mC0pL5rT9wZ3yF6eGu"),
+    "chat (Telegram)": (
+        "bot 123456789:" + "AAHk2Jd8sQ1vX4nB7mC0pL5rT9wZ3yF6eGu" + " x",
+        "AAHk2Jd8sQ1vX4nB7mC0pL5rT9wZ3yF6eGu",
+    ),
     "payment (Stripe)": ("sk_live_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
     "payment (Square)": ("sq0csp-" + "A" * 43, "A" * 43),
-    "jwt": ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-            "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
-    "private key": ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7b9Q\nZmFrZWtleWJvZHk=\n-----END RSA PRIVATE KEY-----",
-                    "MIIEowIBAAKCAQEA7b9Q"),
+    "jwt": (
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    "private key": (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7b9Q\nZmFrZWtleWJvZHk=\n-----END RSA PRIVATE KEY-----",
+        "MIIEowIBAAKCAQEA7b9Q",
+    ),
     "password=": ("password=hunter2", "hunter2"),
     "json password": ('{"password": "correct horse battery"}', "correct horse"),
     "passwd": ("passwd: 'Tr0ub4dor&3'", "Tr0ub4dor"),
@@ -508,7 +544,7 @@ def test_ingest_error_excerpt_keeps_a_secret_whole_for_redaction(tmp_path: Path,
     lines.insert(2, b"{not json " + b"x" * 178 + b" " + AWS.encode() + b" more}")  # the key straddles char 200
     write(tmp_path / "s.jsonl", lines)
     ingest_paths(db, tmp_path)
-    (_, _, _, excerpt), = ingest_errors(db)
+    ((_, _, _, excerpt),) = ingest_errors(db)
     shown = (redact(excerpt) or "")[:200]
     assert AWS[:10] not in shown
 
@@ -569,13 +605,17 @@ def _big_corpus(folder: Path, n_files: int = 700, result_chars: int = 20_000) ->
 def test_workers_exit_when_the_ingest_is_killed(tmp_path: Path) -> None:
     corpus = _big_corpus(tmp_path / "c")
     db = tmp_path / "s.duckdb"
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db),
-                             "--workers", "2", "--quiet"])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db), "--workers", "2", "--quiet"]
+    )
     workers: set[int] = set()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        workers = {k for k in _children(proc.pid) if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text()} \
-            if _children(proc.pid) else set()
+        workers = (
+            {k for k in _children(proc.pid) if "spawn_main" in Path(f"/proc/{k}/cmdline").read_text()}
+            if _children(proc.pid)
+            else set()
+        )
         if len(workers) >= 1:
             break
         time.sleep(0.02)
@@ -617,8 +657,10 @@ def test_kill_mid_ingest_then_reingest_equals_a_clean_ingest(tmp_path: Path) -> 
     snap = "SELECT session_id, calls, turns, total_tokens FROM sessions ORDER BY session_id"
     expected = query(clean, snap)
     db = tmp_path / "killed.duckdb"
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db),
-                             "--workers", "2", "--quiet"], start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db), "--workers", "2", "--quiet"],
+        start_new_session=True,
+    )
     time.sleep(1.5)
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -21,16 +21,32 @@ from analyzer.ingest.reader import ReadStats, iter_records
 from analyzer.ingest.rows import RowSink
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                           HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 
 # Raw JSON text no Python value serialises to: what broke the ingest before.
-RAW = ["1e400", "-1e400", "NaN", "Infinity", "9" * 5000, "[" * 3000 + "]" * 3000, "9223372036854775808",
-       "18446744073709551616", '"18446744073709551616"', "-9223372036854775809", '"\\ud800"']
+RAW = [
+    "1e400",
+    "-1e400",
+    "NaN",
+    "Infinity",
+    "9" * 5000,
+    "[" * 3000 + "]" * 3000,
+    "9223372036854775808",
+    "18446744073709551616",
+    '"18446744073709551616"',
+    "-9223372036854775809",
+    '"\\ud800"',
+]
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.sampled_from([2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30])
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=40),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([2**63 - 1, 2**63, 2**64, -(2**63) - 1, 10**30])
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=40),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12,
 )
@@ -51,10 +67,17 @@ def test_reader_never_raises_on_arbitrary_bytes(data: bytes) -> None:
     list(iter_records(io.BytesIO(data), ReadStats(), lambda *a: errors.append(a)))
 
 
-@given(st.lists(st.one_of(st.binary(max_size=60).filter(lambda b: b"\n" not in b).map(lambda b: ("junk", b)),
-                          st.dictionaries(st.text(max_size=8), st.integers(-1000, 1000) | st.text(max_size=8),
-                                          min_size=1, max_size=4).map(lambda d: ("good", d))),
-                max_size=30))
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=60).filter(lambda b: b"\n" not in b).map(lambda b: ("junk", b)),
+            st.dictionaries(
+                st.text(max_size=8), st.integers(-1000, 1000) | st.text(max_size=8), min_size=1, max_size=4
+            ).map(lambda d: ("good", d)),
+        ),
+        max_size=30,
+    )
+)
 @settings(max_examples=200, deadline=None)
 def test_reader_keeps_every_well_formed_line(items: list[tuple[str, Any]]) -> None:
     lines = [orjson.dumps(v) if kind == "good" else v for kind, v in items]
@@ -132,8 +155,9 @@ def _parse(tmp: Path, name: str, text: bytes) -> tuple[Any, set[int]]:
     written = sink.close()
     lines: set[int] = set()
     if "calls" in written:
-        lines = {v for v in pq.read_table(written["calls"], columns=["line"]).column("line").to_pylist()
-                 if v is not None}
+        lines = {
+            v for v in pq.read_table(written["calls"], columns=["line"]).column("line").to_pylist() if v is not None
+        }
     return outcome, lines
 
 

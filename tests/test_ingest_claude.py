@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ingest_paths, query, write_jsonl
 
 from analyzer.ingest import parse
 from analyzer.ingest.formats import claude
-from helpers import ingest_paths, query, write_jsonl
 
 TRUNK = "0d5e6a4c-1111-4222-8333-444455556666"
 OTHER = "1e6f7b5d-2222-4333-8444-555566667777"
@@ -25,8 +25,17 @@ def ts(second: int) -> str:
 
 def env(kind: str, second: int, **kw: Any) -> dict[str, Any]:
     """The envelope Claude Code writes on user/assistant lines."""
-    rec = {"parentUuid": None, "isSidechain": False, "userType": "external", "cwd": "/repo", "sessionId": TRUNK,
-           "version": "2.1.7", "type": kind, "uuid": f"uuid-{next(_uuid)}", "timestamp": ts(second)}
+    rec = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "userType": "external",
+        "cwd": "/repo",
+        "sessionId": TRUNK,
+        "version": "2.1.7",
+        "type": kind,
+        "uuid": f"uuid-{next(_uuid)}",
+        "timestamp": ts(second),
+    }
     rec.update(kw)
     return rec
 
@@ -36,14 +45,33 @@ def user(second: int, content: Any, **kw: Any) -> dict[str, Any]:
 
 
 def usage(inp: int, out: int, cache_read: int = 0, cache_write: int = 0, **kw: Any) -> dict[str, Any]:
-    return {"input_tokens": inp, "output_tokens": out, "cache_read_input_tokens": cache_read,
-            "cache_creation_input_tokens": cache_write, **kw}
+    return {
+        "input_tokens": inp,
+        "output_tokens": out,
+        "cache_read_input_tokens": cache_read,
+        "cache_creation_input_tokens": cache_write,
+        **kw,
+    }
 
 
-def assistant(second: int, mid: str | None, rid: str | None, blocks: list[dict[str, Any]], use: dict[str, Any] | None,
-              model: str = MODEL, **kw: Any) -> dict[str, Any]:
-    msg: dict[str, Any] = {"model": model, "id": mid, "type": "message", "role": "assistant", "content": blocks,
-                           "stop_reason": None, "stop_sequence": None}
+def assistant(
+    second: int,
+    mid: str | None,
+    rid: str | None,
+    blocks: list[dict[str, Any]],
+    use: dict[str, Any] | None,
+    model: str = MODEL,
+    **kw: Any,
+) -> dict[str, Any]:
+    msg: dict[str, Any] = {
+        "model": model,
+        "id": mid,
+        "type": "message",
+        "role": "assistant",
+        "content": blocks,
+        "stop_reason": None,
+        "stop_sequence": None,
+    }
     if mid is None:
         del msg["id"]
     if use is not None:
@@ -70,8 +98,11 @@ def tool_result(cid: str, content: Any, is_error: bool | None = None) -> dict[st
 
 
 def session_tokens(db: Path) -> dict[str, tuple[int, int, int, int, int]]:
-    rows = query(db, "SELECT session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
-                     "total_tokens FROM sessions")
+    rows = query(
+        db,
+        "SELECT session_id, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+        "total_tokens FROM sessions",
+    )
     return {sid: tuple(rest) for sid, *rest in rows}
 
 
@@ -79,8 +110,11 @@ def by_ccusage_session(db: Path) -> dict[str, tuple[int, int, int, int, int]]:
     """Our sessions summed the way ccusage groups files: a session is its file stem, and a file under
     ``<session>/subagents/`` belongs to ``<session>``."""
     out: dict[str, list[int]] = {}
-    for path, *tokens in query(db, "SELECT source_path, input_tokens, output_tokens, cache_read_tokens, "
-                                   "cache_write_tokens, total_tokens FROM sessions"):
+    for path, *tokens in query(
+        db,
+        "SELECT source_path, input_tokens, output_tokens, cache_read_tokens, "
+        "cache_write_tokens, total_tokens FROM sessions",
+    ):
         p = Path(path)
         name = p.parent.parent.name if p.parent.name == "subagents" else p.stem
         acc = out.setdefault(name, [0, 0, 0, 0, 0])
@@ -92,11 +126,20 @@ def by_ccusage_session(db: Path) -> dict[str, tuple[int, int, int, int, int]]:
 def ccusage_tokens(files: dict[str, Path]) -> dict[str, tuple[int, int, int, int, int]]:
     from ccusage import run_ccusage
 
-    return {s["sessionId"]: (s["inputTokens"], s["outputTokens"], s["cacheReadTokens"], s["cacheCreationTokens"],
-                             s["totalTokens"]) for s in run_ccusage("claude", files)}
+    return {
+        s["sessionId"]: (
+            s["inputTokens"],
+            s["outputTokens"],
+            s["cacheReadTokens"],
+            s["cacheCreationTokens"],
+            s["totalTokens"],
+        )
+        for s in run_ccusage("claude", files)
+    }
 
 
 # -- detection -----------------------------------------------------------------------------------------------------
+
 
 def test_sniff_claims_claude_records_and_leaves_other_formats_alone() -> None:
     assert claude.sniff({"type": "summary", "summary": "x", "leafUuid": "u"})
@@ -128,53 +171,86 @@ FIXTURE_SESSIONS = {
 def test_every_fixture_file_ingests_with_the_counts_read_off_it(fixtures: Path, db: Path) -> None:
     summary = ingest_paths(db, fixtures / "claude_code")
     assert summary.skipped == [] and summary.errors == 0
-    rows = query(db, """
+    rows = query(
+        db,
+        """
         SELECT s.session_id, s.user_turns, s.turns, s.calls,
                (SELECT count(*) FROM calls c WHERE c.session_id = s.session_id AND c.result_text IS NOT NULL),
                s.error_calls, s.input_tokens, s.output_tokens, s.cache_read_tokens, s.cache_write_tokens,
                s.total_tokens
-        FROM sessions s""")
+        FROM sessions s""",
+    )
     assert {sid: tuple(rest) for sid, *rest in rows} == FIXTURE_SESSIONS
     files = dict(query(db, "SELECT regexp_extract(path, '[^/]+$'), sessions FROM files WHERE format = 'claude_code'"))
-    assert files == {"d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl": 1, "ba79134d-b6e9-4867-af0c-6941038c9e4b.jsonl": 1,
-                     "ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl": 0, "turn-2.jsonl": 1, "agent-a485154.jsonl": 1,
-                     "sample_session.jsonl": 1}
+    assert files == {
+        "d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl": 1,
+        "ba79134d-b6e9-4867-af0c-6941038c9e4b.jsonl": 1,
+        "ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl": 0,
+        "turn-2.jsonl": 1,
+        "agent-a485154.jsonl": 1,
+        "sample_session.jsonl": 1,
+    }
     # The subagent hangs off the trunk; cwd, version and model come from the records.
-    meta = {sid: rest for sid, *rest in query(
-        db, "SELECT session_id, parent_session_id, agent_version, cwd, models FROM sessions")}
-    assert meta["agent-a485154"] == ["e9fb405b-169f-40eb-9396-7e75076f045d", "2.1.7",
-                                     "/Users/User/repo/codemie-ai/codemie-code", ["claude-sonnet-4-5-20250929"]]
+    meta = {
+        sid: rest
+        for sid, *rest in query(db, "SELECT session_id, parent_session_id, agent_version, cwd, models FROM sessions")
+    }
+    assert meta["agent-a485154"] == [
+        "e9fb405b-169f-40eb-9396-7e75076f045d",
+        "2.1.7",
+        "/Users/User/repo/codemie-ai/codemie-code",
+        ["claude-sonnet-4-5-20250929"],
+    ]
     assert meta["ba79134d-b6e9-4867-af0c-6941038c9e4b"] == [None, "1.0.17", "/Users/chip/dev/ai-music", [MODEL]]
     # The sniffly file with the 9-line response: one turn, eight calls pointing at it, its usage counted once.
-    (turn_id, n_calls, out), = query(db, """
+    ((turn_id, n_calls, out),) = query(
+        db,
+        """
         SELECT c.turn_id, count(*), any_value(t.output_tokens) FROM calls c JOIN turns t
           ON t.session_id = c.session_id AND t.turn_id = c.turn_id
-        WHERE c.session_id = 'ba79134d-b6e9-4867-af0c-6941038c9e4b' GROUP BY 1 ORDER BY 2 DESC LIMIT 1""")
+        WHERE c.session_id = 'ba79134d-b6e9-4867-af0c-6941038c9e4b' GROUP BY 1 ORDER BY 2 DESC LIMIT 1""",
+    )
     assert (turn_id, n_calls, out) == ("msg_012sQGakUhELhhykRHa4Dypy", 8, 4)
     # /init in CC 1.0.17 is a prompt, stored as the command.
-    first_prompt, = query(db, "SELECT text FROM turns WHERE session_id = 'ba79134d-b6e9-4867-af0c-6941038c9e4b' "
-                              "AND role = 'user' ORDER BY turn_index LIMIT 1")
+    (first_prompt,) = query(
+        db,
+        "SELECT text FROM turns WHERE session_id = 'ba79134d-b6e9-4867-af0c-6941038c9e4b' "
+        "AND role = 'user' ORDER BY turn_index LIMIT 1",
+    )
     assert first_prompt == ("/init",)
 
 
 def test_summary_only_file_is_a_claude_file_with_nothing_to_load(fixtures: Path, db: Path) -> None:
-    summary = ingest_paths(db, fixtures / "claude_code" / "-Users-chip-dev-ai-music" /
-                           "ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl")
+    summary = ingest_paths(
+        db, fixtures / "claude_code" / "-Users-chip-dev-ai-music" / "ff71dbed-a4f2-4284-a4fc-fe2fb90de929.jsonl"
+    )
     assert summary.skipped == [] and summary.files_ingested == 1 and summary.sessions == 0
     assert query(db, "SELECT format, status, reason, sessions, errors FROM files") == [
-        ("claude_code", "ingested", None, 0, 0)]
+        ("claude_code", "ingested", None, 0, 0)
+    ]
     assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
 
 
-@pytest.mark.parametrize("records", [
-    [{"type": "summary", "summary": "Refactor the parser", "leafUuid": "uuid-in-another-session"}],
-    [{"type": "file-history-snapshot", "messageId": "m1", "isSnapshotUpdate": False,
-      "snapshot": {"messageId": "m1", "trackedFileBackups": {}, "timestamp": ts(0)}},
-     {"type": "queue-operation", "operation": "dequeue", "sessionId": TRUNK, "timestamp": ts(1)}],
-    [{"agentType": "Explore", "toolUseId": "toolu_01"}],
-], ids=["summaries", "bookkeeping", "subagent-meta"])
-def test_files_without_messages_load_nothing_and_are_not_unknown(tmp_path: Path, db: Path,
-                                                                    records: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize(
+    "records",
+    [
+        [{"type": "summary", "summary": "Refactor the parser", "leafUuid": "uuid-in-another-session"}],
+        [
+            {
+                "type": "file-history-snapshot",
+                "messageId": "m1",
+                "isSnapshotUpdate": False,
+                "snapshot": {"messageId": "m1", "trackedFileBackups": {}, "timestamp": ts(0)},
+            },
+            {"type": "queue-operation", "operation": "dequeue", "sessionId": TRUNK, "timestamp": ts(1)},
+        ],
+        [{"agentType": "Explore", "toolUseId": "toolu_01"}],
+    ],
+    ids=["summaries", "bookkeeping", "subagent-meta"],
+)
+def test_files_without_messages_load_nothing_and_are_not_unknown(
+    tmp_path: Path, db: Path, records: list[dict[str, Any]]
+) -> None:
     name = "agent-a1.meta.json" if "agentType" in records[0] else f"{TRUNK}.jsonl"
     f = write_jsonl(tmp_path / name, records)
     summary = ingest_paths(db, f)
@@ -211,37 +287,61 @@ def test_fixture_tokens_agree_with_ccusage_live(fixtures: Path, db: Path) -> Non
 
 # -- one response over several lines ---------------------------------------------------------------------------------
 
+
 def test_split_response_is_one_turn_with_its_usage_counted_once(tmp_path: Path, db: Path) -> None:
     # CC 2.x: each content block on its own line, usage repeated, output growing until the last line.
-    f = write_jsonl(tmp_path / f"{TRUNK}.jsonl", [
-        user(0, "fix the build"),
-        assistant(1, "msg_A", "req_A", [{"type": "thinking", "thinking": "hmm", "signature": "s"}],
-                  usage(10, 1, 1000, 200)),
-        assistant(2, "msg_A", "req_A", [text("Looking.")], usage(10, 2, 1000, 200)),
-        assistant(3, "msg_A", "req_A", [tool_use("toolu_1", "Bash", {"command": "make"})], usage(10, 2, 1000, 200)),
-        assistant(4, "msg_A", "req_A", [tool_use("toolu_2", "Read", {"file_path": "Makefile"})],
-                  usage(10, 85, 1000, 200)),
-        user(5, [tool_result("toolu_1", "make: *** no rule", True)]),
-        user(6, [tool_result("toolu_2", [{"type": "text", "text": "all: build"}])]),
-    ])
+    f = write_jsonl(
+        tmp_path / f"{TRUNK}.jsonl",
+        [
+            user(0, "fix the build"),
+            assistant(
+                1,
+                "msg_A",
+                "req_A",
+                [{"type": "thinking", "thinking": "hmm", "signature": "s"}],
+                usage(10, 1, 1000, 200),
+            ),
+            assistant(2, "msg_A", "req_A", [text("Looking.")], usage(10, 2, 1000, 200)),
+            assistant(3, "msg_A", "req_A", [tool_use("toolu_1", "Bash", {"command": "make"})], usage(10, 2, 1000, 200)),
+            assistant(
+                4, "msg_A", "req_A", [tool_use("toolu_2", "Read", {"file_path": "Makefile"})], usage(10, 85, 1000, 200)
+            ),
+            user(5, [tool_result("toolu_1", "make: *** no rule", True)]),
+            user(6, [tool_result("toolu_2", [{"type": "text", "text": "all: build"}])]),
+        ],
+    )
     ingest_paths(db, f)
-    turns = query(db, "SELECT role, turn_id, text, input_tokens, output_tokens, usage_key, usage_counted FROM turns "
-                      "ORDER BY turn_index")
+    turns = query(
+        db,
+        "SELECT role, turn_id, text, input_tokens, output_tokens, usage_key, usage_counted FROM turns "
+        "ORDER BY turn_index",
+    )
     assert turns[1:] == [("assistant", "msg_A", "Looking.", 10, 85, "msg_A", True)]
-    calls = query(db, "SELECT seq, call_id, tool, turn_id, user_turn, result_text, is_error, error_kind FROM calls "
-                      "ORDER BY seq")
-    assert calls == [(0, "toolu_1", "Bash", "msg_A", 0, "make: *** no rule", True, "flag"),
-                     (1, "toolu_2", "Read", "msg_A", 0, "all: build", False, None)]
+    calls = query(
+        db, "SELECT seq, call_id, tool, turn_id, user_turn, result_text, is_error, error_kind FROM calls ORDER BY seq"
+    )
+    assert calls == [
+        (0, "toolu_1", "Bash", "msg_A", 0, "make: *** no rule", True, "flag"),
+        (1, "toolu_2", "Read", "msg_A", 0, "all: build", False, None),
+    ]
     assert session_tokens(db) == {TRUNK: (10, 85, 1000, 200, 1295)}
 
 
 # -- subagents -------------------------------------------------------------------------------------------------------
 
+
 def _subagent_records(agent: str) -> list[dict[str, Any]]:
     return [
         user(10, "Survey the CLI.", isSidechain=True, agentId=agent),
-        assistant(11, f"msg_{agent}", f"req_{agent}", [tool_use(f"toolu_{agent}", "Glob", {"pattern": "*.ts"})],
-                  usage(5, 7), isSidechain=True, agentId=agent),
+        assistant(
+            11,
+            f"msg_{agent}",
+            f"req_{agent}",
+            [tool_use(f"toolu_{agent}", "Glob", {"pattern": "*.ts"})],
+            usage(5, 7),
+            isSidechain=True,
+            agentId=agent,
+        ),
         user(12, [tool_result(f"toolu_{agent}", "a.ts")], isSidechain=True, agentId=agent),
         # progress lines never create calls, in the subagent or in the trunk
         env("progress", 13, isSidechain=True, agentId=agent, data={"type": "hook_progress", "hookName": "Stop"}),
@@ -256,11 +356,28 @@ def _trunk_records() -> list[dict[str, Any]]:
         assistant(1, "msg_T", "req_T", [tool_use("toolu_task", "Task", {"prompt": "Survey the CLI."})], usage(3, 4)),
         {"type": "queue-operation", "operation": "enqueue", "sessionId": TRUNK, "timestamp": ts(2), "content": "x"},
         # The trunk's copy of the subagent's messages: its tool_use and usage must not count a second time.
-        env("progress", 11, parentToolUseID="toolu_task", toolUseID="agent_msg_1", data={
-            "type": "agent_progress", "agentId": "a1", "message": {
-                "type": "assistant", "timestamp": ts(11), "requestId": "req_a1", "message": {
-                    "id": "msg_a1", "model": MODEL, "role": "assistant", "usage": usage(5, 7),
-                    "content": [tool_use("toolu_a1", "Glob", {"pattern": "*.ts"})]}}}),
+        env(
+            "progress",
+            11,
+            parentToolUseID="toolu_task",
+            toolUseID="agent_msg_1",
+            data={
+                "type": "agent_progress",
+                "agentId": "a1",
+                "message": {
+                    "type": "assistant",
+                    "timestamp": ts(11),
+                    "requestId": "req_a1",
+                    "message": {
+                        "id": "msg_a1",
+                        "model": MODEL,
+                        "role": "assistant",
+                        "usage": usage(5, 7),
+                        "content": [tool_use("toolu_a1", "Glob", {"pattern": "*.ts"})],
+                    },
+                },
+            },
+        ),
         user(20, [tool_result("toolu_task", [text("Found a.ts")])]),
     ]
 
@@ -277,8 +394,9 @@ def test_subagent_files_are_their_own_sessions_under_the_trunk(tmp_path: Path, d
     assert sessions == [(TRUNK, None, 1, 1), ("agent-a1", TRUNK, 1, 1)]
     calls = query(db, "SELECT session_id, call_id, tool, result_text FROM calls ORDER BY 1")
     assert calls == [(TRUNK, "toolu_task", "Task", "Found a.ts"), ("agent-a1", "toolu_a1", "Glob", "a.ts")]
-    sidechain = dict(query(db, "SELECT session_id, bool_and(is_sidechain) FROM turns WHERE role = 'assistant' "
-                               "GROUP BY 1"))
+    sidechain = dict(
+        query(db, "SELECT session_id, bool_and(is_sidechain) FROM turns WHERE role = 'assistant' GROUP BY 1")
+    )
     assert sidechain == {TRUNK: False, "agent-a1": True}
     # tokens: the trunk's response and the subagent's, each once (the agent_progress copy is ignored)
     assert session_tokens(db) == {TRUNK: (3, 4, 0, 0, 7), "agent-a1": (5, 7, 0, 0, 12)}
@@ -288,16 +406,22 @@ def test_sidechain_lines_inside_the_trunk_file_are_routed_to_their_agent(tmp_pat
     f = write_jsonl(tmp_path / f"{TRUNK}.jsonl", [user(0, "go"), *_subagent_records("b2")])
     ingest_paths(db, f)
     assert query(db, "SELECT session_id, parent_session_id, calls FROM sessions ORDER BY 1") == [
-        (TRUNK, None, 0), ("agent-b2", TRUNK, 1)]
+        (TRUNK, None, 0),
+        ("agent-b2", TRUNK, 1),
+    ]
 
 
 def test_inline_sidechain_without_agent_id_is_not_the_users_prompt(tmp_path: Path, db: Path) -> None:
-    f = write_jsonl(tmp_path / f"{TRUNK}.jsonl", [
-        user(0, "go"),
-        user(1, "Task prompt written by the model", isSidechain=True),
-        assistant(2, "msg_s", "req_s", [tool_use("toolu_s", "Grep", {"pattern": "x"})], usage(1, 1),
-                  isSidechain=True),
-    ])
+    f = write_jsonl(
+        tmp_path / f"{TRUNK}.jsonl",
+        [
+            user(0, "go"),
+            user(1, "Task prompt written by the model", isSidechain=True),
+            assistant(
+                2, "msg_s", "req_s", [tool_use("toolu_s", "Grep", {"pattern": "x"})], usage(1, 1), isSidechain=True
+            ),
+        ],
+    )
     ingest_paths(db, f)
     assert query(db, "SELECT session_id, user_turns, calls FROM sessions") == [(TRUNK, 1, 1)]
     assert query(db, "SELECT user_turn FROM calls") == [(0,)]
@@ -305,27 +429,44 @@ def test_inline_sidechain_without_agent_id_is_not_the_users_prompt(tmp_path: Pat
 
 # -- prompts ---------------------------------------------------------------------------------------------------------
 
+
 def test_what_counts_as_a_user_prompt(tmp_path: Path, db: Path) -> None:
-    f = write_jsonl(tmp_path / f"{TRUNK}.jsonl", [
-        user(0, "Caveat: The messages below were generated by the user while running local commands.", isMeta=True),
-        user(1, "<command-name>/model</command-name>\n<command-message>model</command-message>\n"
-                "<command-args>opus</command-args>"),
-        user(2, "<local-command-stdout>Set model to opus</local-command-stdout>"),
-        user(3, [text("add a test"), {"type": "image", "source": {"type": "base64", "data": "AAAA"}}]),
-        assistant(4, "msg_1", "req_1", [tool_use("toolu_1", "Bash", {"command": "pytest"})], usage(1, 1)),
-        user(5, [tool_result("toolu_1", "1 passed")]),
-        user(6, "[Request interrupted by user]"),
-        user(7, "<bash-input>git status</bash-input>"),
-        user(8, "<bash-stdout>clean</bash-stdout><bash-stderr></bash-stderr>"),
-        env("system", 9, subtype="compact_boundary", compactMetadata={"trigger": "auto", "preTokens": 1}),
-        user(10, "This session is being continued from a previous conversation…", isCompactSummary=True),
-        {"type": "attachment", "sessionId": TRUNK, "uuid": "att-1", "timestamp": ts(11),
-         "attachment": {"type": "queued_command", "prompt": "also lint it", "origin": {"kind": "human"}}},
-        {"type": "attachment", "sessionId": TRUNK, "uuid": "att-2", "timestamp": ts(12),
-         "attachment": {"type": "queued_command", "prompt": "<task-notification>", "origin": {"kind": "task"}}},
-        assistant(13, "msg_2", "req_2", [tool_use("toolu_2", "Bash", {"command": "ruff ."})], usage(1, 1)),
-        user(14, [tool_result("toolu_2", "ok")]),
-    ])
+    f = write_jsonl(
+        tmp_path / f"{TRUNK}.jsonl",
+        [
+            user(0, "Caveat: The messages below were generated by the user while running local commands.", isMeta=True),
+            user(
+                1,
+                "<command-name>/model</command-name>\n<command-message>model</command-message>\n"
+                "<command-args>opus</command-args>",
+            ),
+            user(2, "<local-command-stdout>Set model to opus</local-command-stdout>"),
+            user(3, [text("add a test"), {"type": "image", "source": {"type": "base64", "data": "AAAA"}}]),
+            assistant(4, "msg_1", "req_1", [tool_use("toolu_1", "Bash", {"command": "pytest"})], usage(1, 1)),
+            user(5, [tool_result("toolu_1", "1 passed")]),
+            user(6, "[Request interrupted by user]"),
+            user(7, "<bash-input>git status</bash-input>"),
+            user(8, "<bash-stdout>clean</bash-stdout><bash-stderr></bash-stderr>"),
+            env("system", 9, subtype="compact_boundary", compactMetadata={"trigger": "auto", "preTokens": 1}),
+            user(10, "This session is being continued from a previous conversation…", isCompactSummary=True),
+            {
+                "type": "attachment",
+                "sessionId": TRUNK,
+                "uuid": "att-1",
+                "timestamp": ts(11),
+                "attachment": {"type": "queued_command", "prompt": "also lint it", "origin": {"kind": "human"}},
+            },
+            {
+                "type": "attachment",
+                "sessionId": TRUNK,
+                "uuid": "att-2",
+                "timestamp": ts(12),
+                "attachment": {"type": "queued_command", "prompt": "<task-notification>", "origin": {"kind": "task"}},
+            },
+            assistant(13, "msg_2", "req_2", [tool_use("toolu_2", "Bash", {"command": "ruff ."})], usage(1, 1)),
+            user(14, [tool_result("toolu_2", "ok")]),
+        ],
+    )
     ingest_paths(db, f)
     prompts = query(db, "SELECT user_turn, text FROM turns WHERE role = 'user' ORDER BY turn_index")
     assert prompts == [(0, "/model opus"), (1, "add a test"), (2, "also lint it")]
@@ -333,18 +474,23 @@ def test_what_counts_as_a_user_prompt(tmp_path: Path, db: Path) -> None:
 
 
 def test_a_rejected_call_is_an_error_of_kind_rejected(tmp_path: Path, db: Path) -> None:
-    reject = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
-              "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
-              "tell you how to proceed.")
-    f = write_jsonl(tmp_path / f"{TRUNK}.jsonl", [
-        user(0, "clean up"),
-        assistant(1, "msg_1", "req_1", [tool_use("toolu_1", "Bash", {"command": "rm -rf build"})], usage(1, 1)),
-        user(2, [tool_result("toolu_1", reject, True)]),
-        assistant(3, "msg_2", "req_2", [tool_use("toolu_2", "Bash", {"command": "sleep 100"})], usage(1, 1)),
-        user(4, [tool_result("toolu_2", [text("[Request interrupted by user for tool use]")], True)]),
-        assistant(5, "msg_3", "req_3", [tool_use("toolu_3", "Read", {"file_path": "x"})], usage(1, 1)),
-        user(6, [tool_result("toolu_3", "File does not exist.", True)]),
-    ])
+    reject = (
+        "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file "
+        "edit, the new_string was NOT written to the file). STOP what you are doing and wait for the user to "
+        "tell you how to proceed."
+    )
+    f = write_jsonl(
+        tmp_path / f"{TRUNK}.jsonl",
+        [
+            user(0, "clean up"),
+            assistant(1, "msg_1", "req_1", [tool_use("toolu_1", "Bash", {"command": "rm -rf build"})], usage(1, 1)),
+            user(2, [tool_result("toolu_1", reject, True)]),
+            assistant(3, "msg_2", "req_2", [tool_use("toolu_2", "Bash", {"command": "sleep 100"})], usage(1, 1)),
+            user(4, [tool_result("toolu_2", [text("[Request interrupted by user for tool use]")], True)]),
+            assistant(5, "msg_3", "req_3", [tool_use("toolu_3", "Read", {"file_path": "x"})], usage(1, 1)),
+            user(6, [tool_result("toolu_3", "File does not exist.", True)]),
+        ],
+    )
     ingest_paths(db, f)
     rows = query(db, "SELECT call_id, is_error, error_kind FROM calls ORDER BY seq")
     assert rows == [("toolu_1", True, "rejected"), ("toolu_2", True, "rejected"), ("toolu_3", True, "flag")]
@@ -352,50 +498,86 @@ def test_a_rejected_call_is_an_error_of_kind_rejected(tmp_path: Path, db: Path) 
 
 
 def test_server_tool_calls_get_their_result_from_the_same_message(tmp_path: Path, db: Path) -> None:
-    f = write_jsonl(tmp_path / f"{TRUNK}.jsonl", [
-        user(0, "what changed in duckdb 1.4?"),
-        assistant(1, "msg_1", "req_1", [
-            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "duckdb 1.4"}},
-            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
-             "content": [{"type": "web_search_result", "url": "https://duckdb.org/1.4", "title": "1.4"}]},
-            {"type": "server_tool_use", "id": "srvtoolu_2", "name": "web_search", "input": {"query": "duckdb 1.4"}},
-            {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_2",
-             "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"}},
-            text("Here is what changed.")], usage(1, 1)),
-    ])
+    f = write_jsonl(
+        tmp_path / f"{TRUNK}.jsonl",
+        [
+            user(0, "what changed in duckdb 1.4?"),
+            assistant(
+                1,
+                "msg_1",
+                "req_1",
+                [
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_1",
+                        "name": "web_search",
+                        "input": {"query": "duckdb 1.4"},
+                    },
+                    {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": "srvtoolu_1",
+                        "content": [{"type": "web_search_result", "url": "https://duckdb.org/1.4", "title": "1.4"}],
+                    },
+                    {
+                        "type": "server_tool_use",
+                        "id": "srvtoolu_2",
+                        "name": "web_search",
+                        "input": {"query": "duckdb 1.4"},
+                    },
+                    {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": "srvtoolu_2",
+                        "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
+                    },
+                    text("Here is what changed."),
+                ],
+                usage(1, 1),
+            ),
+        ],
+    )
     ingest_paths(db, f)
     assert query(db, "SELECT call_id, tool, result_text, is_error FROM calls ORDER BY seq") == [
         ("srvtoolu_1", "web_search", "https://duckdb.org/1.4", False),
-        ("srvtoolu_2", "web_search", "max_uses_exceeded", True)]
+        ("srvtoolu_2", "web_search", "max_uses_exceeded", True),
+    ]
 
 
 # -- bad input -------------------------------------------------------------------------------------------------------
 
+
 def test_unusable_records_are_reported_and_the_rest_is_loaded(tmp_path: Path, db: Path) -> None:
-    f = write_jsonl(tmp_path / f"{TRUNK}.jsonl", [
-        user(0, "go"),
-        ["a", "list"],
-        {**env("assistant", 1), "message": "not an object"},
-        {**env("user", 2), "message": None},
-        user(3, [tool_result("toolu_unknown", "orphan")]),
-        assistant(4, "msg_1", "req_1", ["junk", tool_use("toolu_1", "Bash", {"command": "ls"})], usage(1, 1)),
-        user(5, [tool_result("toolu_1", None)]),
-    ])
+    f = write_jsonl(
+        tmp_path / f"{TRUNK}.jsonl",
+        [
+            user(0, "go"),
+            ["a", "list"],
+            {**env("assistant", 1), "message": "not an object"},
+            {**env("user", 2), "message": None},
+            user(3, [tool_result("toolu_unknown", "orphan")]),
+            assistant(4, "msg_1", "req_1", ["junk", tool_use("toolu_1", "Bash", {"command": "ls"})], usage(1, 1)),
+            user(5, [tool_result("toolu_1", None)]),
+        ],
+    )
     summary = ingest_paths(db, f)
-    reasons = [r for r, in query(db, "SELECT reason FROM ingest_errors ORDER BY line")]
-    assert reasons == ["not a JSON object", "assistant line without a message object",
-                       "user line without a message object",
-                       "tool result for a call not in this session (toolu_unknown)"]
+    reasons = [r for (r,) in query(db, "SELECT reason FROM ingest_errors ORDER BY line")]
+    assert reasons == [
+        "not a JSON object",
+        "assistant line without a message object",
+        "user line without a message object",
+        "tool result for a call not in this session (toolu_unknown)",
+    ]
     assert summary.errors == 4
     assert query(db, "SELECT call_id, result_text, is_error FROM calls") == [("toolu_1", "", False)]
 
 
 # -- tokens: ccusage's rules -----------------------------------------------------------------------------------------
 
+
 def _ccusage_rule_corpus(root: Path) -> dict[str, Path]:
     """Small files, each line exercising one of ccusage's rules; returns path-under-projects -> file."""
-    bad_null = assistant(19, "msg_nul", "req_nul", [tool_use("toolu_n", "TodoWrite", {"todos": [{"id": None}]})],
-                         usage(1, 1000))  # a null `id` anywhere in the line: ccusage skips the line's usage
+    bad_null = assistant(
+        19, "msg_nul", "req_nul", [tool_use("toolu_n", "TodoWrite", {"todos": [{"id": None}]})], usage(1, 1000)
+    )  # a null `id` anywhere in the line: ccusage skips the line's usage
     trunk = [
         user(0, "go"),
         # split response: the largest line counts (1000 + 50 + 100 + 40)
@@ -411,16 +593,37 @@ def _ccusage_rule_corpus(root: Path) -> dict[str, Path]:
         assistant(7, None, None, [text("g")], usage(1, 1)),
         assistant(8, None, None, [text("h")], usage(1, 1)),
         # cache_creation's 5m + 1h parts (10 + 5) win over cache_creation_input_tokens (99)
-        assistant(9, "msg_eph", "req_eph", [text("i")],
-                  usage(1, 1, 0, 99, cache_creation={"ephemeral_5m_input_tokens": 10,
-                                                     "ephemeral_1h_input_tokens": 5})),
+        assistant(
+            9,
+            "msg_eph",
+            "req_eph",
+            [text("i")],
+            usage(1, 1, 0, 99, cache_creation={"ephemeral_5m_input_tokens": 10, "ephemeral_1h_input_tokens": 5}),
+        ),
         # an advisor's usage is added in (1 + 1, plus 30 + 3 + 300 read)
-        assistant(10, "msg_adv", "req_adv", [text("j")],
-                  usage(1, 1, iterations=[{"type": "advisor_message", "model": "claude-opus-4-1", "input_tokens": 30,
-                                           "output_tokens": 3, "cache_read_input_tokens": 300}])),
+        assistant(
+            10,
+            "msg_adv",
+            "req_adv",
+            [text("j")],
+            usage(
+                1,
+                1,
+                iterations=[
+                    {
+                        "type": "advisor_message",
+                        "model": "claude-opus-4-1",
+                        "input_tokens": 30,
+                        "output_tokens": 3,
+                        "cache_read_input_tokens": 300,
+                    }
+                ],
+            ),
+        ),
         # synthetic and API-error messages count like any other (2 + 3)
-        assistant(11, "msg_syn", None, [text("API Error: 529")], usage(2, 3), model="<synthetic>",
-                  isApiErrorMessage=True),
+        assistant(
+            11, "msg_syn", None, [text("API Error: 529")], usage(2, 3), model="<synthetic>", isApiErrorMessage=True
+        ),
         # lines ccusage does not count: a timestamp without a zone, a version that is not semver, a fractional token
         # count, an unknown speed, and the null field above (the first line of that response still counts: 1 + 1)
         {**assistant(12, "msg_tz", "req_tz", [text("k")], usage(1000, 1)), "timestamp": "2026-01-01T00:00:12"},
@@ -460,8 +663,12 @@ def _ccusage_rule_corpus(root: Path) -> dict[str, Path]:
         assistant(1, "msg_split", "req_split", [text("b")], usage(100, 40, 1000, 50), sessionId=OTHER),
         assistant(51, "msg_bdrk_1", None, [text("s")], usage(5, 9), sessionId=OTHER),
     ]
-    files = {f"-repo/{TRUNK}.jsonl": trunk, f"-repo/{TRUNK}/subagents/agent-aside_question-1.jsonl": aside,
-             "-repo/agent-old.jsonl": old, f"-repo/{OTHER}.jsonl": other}
+    files = {
+        f"-repo/{TRUNK}.jsonl": trunk,
+        f"-repo/{TRUNK}/subagents/agent-aside_question-1.jsonl": aside,
+        "-repo/agent-old.jsonl": old,
+        f"-repo/{OTHER}.jsonl": other,
+    }
     return {rel: write_jsonl(root / rel, recs) for rel, recs in files.items()}
 
 
@@ -480,16 +687,20 @@ def test_usage_follows_ccusage_rules(tmp_path: Path, db: Path) -> None:
     summary = ingest_paths(db, tmp_path / "projects")
     assert summary.errors == 0
     assert by_ccusage_session(db) == CCUSAGE_RULES
-    assert session_tokens(db) == {TRUNK: (152, 131, 1300, 65, 1648), "agent-aside_question-1": (7, 66, 5000, 0, 5073),
-                                  "agent-old": (8, 9, 70, 0, 87), OTHER: (5, 9, 0, 0, 14)}
+    assert session_tokens(db) == {
+        TRUNK: (152, 131, 1300, 65, 1648),
+        "agent-aside_question-1": (7, 66, 5000, 0, 5073),
+        "agent-old": (8, 9, 70, 0, 87),
+        OTHER: (5, 9, 0, 0, 14),
+    }
     # The replayed copy is a row of the aside session but its usage is not counted.
     split = query(db, "SELECT session_id, usage_counted FROM turns WHERE turn_id = 'msg_split' ORDER BY 1")
     assert split == [(TRUNK, True), (OTHER, False), ("agent-aside_question-1", False)]
-    keys = [k for k, in query(db, "SELECT usage_key FROM turns WHERE usage_key LIKE 'msg_two%' ORDER BY 1")]
+    keys = [k for (k,) in query(db, "SELECT usage_key FROM turns WHERE usage_key LIKE 'msg_two%' ORDER BY 1")]
     assert keys == ["msg_two", "msg_two:req_two_b"]
     models = query(db, f"SELECT models FROM sessions WHERE session_id = '{TRUNK}'")
     assert models == [([MODEL],)]  # <synthetic> is not a model that answered
-    cost, = query(db, "SELECT cost_usd, cost_source FROM turns WHERE turn_id = 'msg_cost'")
+    (cost,) = query(db, "SELECT cost_usd, cost_source FROM turns WHERE turn_id = 'msg_cost'")
     assert cost == (0.25, "transcript")
 
 

@@ -31,47 +31,68 @@ def test_workflow_agents_are_read_and_the_journal_is_skipped_with_its_reason(tmp
     root = tmp_path / "proj"
     write_jsonl(root / f"{TRUNK}.jsonl", session())
     run = root / TRUNK / "subagents" / "workflows" / "wf_abc123"
-    write_jsonl(run / "agent-a1.jsonl", [
-        user(10, "step one", isSidechain=True, agentId="a1"),
-        assistant(11, "msg_w1", "req_w1", [tool_use("toolu_w1")], usage(3, 2), isSidechain=True, agentId="a1"),
-        user(12, [tool_result("toolu_w1", "ok")], isSidechain=True, agentId="a1"),
-    ])
-    write_jsonl(run / "journal.jsonl", [{"type": "step_started", "step": "one", "at": ts(10)},
-                                        {"type": "step_finished", "step": "one", "at": ts(12)}])
+    write_jsonl(
+        run / "agent-a1.jsonl",
+        [
+            user(10, "step one", isSidechain=True, agentId="a1"),
+            assistant(11, "msg_w1", "req_w1", [tool_use("toolu_w1")], usage(3, 2), isSidechain=True, agentId="a1"),
+            user(12, [tool_result("toolu_w1", "ok")], isSidechain=True, agentId="a1"),
+        ],
+    )
+    write_jsonl(
+        run / "journal.jsonl",
+        [{"type": "step_started", "step": "one", "at": ts(10)}, {"type": "step_finished", "step": "one", "at": ts(12)}],
+    )
     summary = ingest_paths(db, root)
-    assert sorted(query(db, "SELECT session_id, parent_session_id, calls FROM sessions")) == sorted([
-        (TRUNK, None, 1), ("agent-a1", TRUNK, 1)])
+    assert sorted(query(db, "SELECT session_id, parent_session_id, calls FROM sessions")) == sorted(
+        [(TRUNK, None, 1), ("agent-a1", TRUNK, 1)]
+    )
     [(path, reason)] = summary.skipped
     assert path.endswith("journal.jsonl") and "workflow journal" in reason
     assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
 
 
 def test_new_line_types_are_recognised_and_ignored_quietly(tmp_path: Path, db: Path) -> None:
-    quiet = [{"type": "last-prompt", "lastPrompt": "run it", "sessionId": TRUNK},
-             {"type": "ai-title", "aiTitle": "Listing files", "sessionId": TRUNK},
-             {"type": "mode", "mode": "normal", "sessionId": TRUNK},
-             {"type": "permission-mode", "permissionMode": "default", "sessionId": TRUNK},
-             {"type": "attachment", "attachment": {"type": "todo_reminder"}, "sessionId": TRUNK}]
+    quiet = [
+        {"type": "last-prompt", "lastPrompt": "run it", "sessionId": TRUNK},
+        {"type": "ai-title", "aiTitle": "Listing files", "sessionId": TRUNK},
+        {"type": "mode", "mode": "normal", "sessionId": TRUNK},
+        {"type": "permission-mode", "permissionMode": "default", "sessionId": TRUNK},
+        {"type": "attachment", "attachment": {"type": "todo_reminder"}, "sessionId": TRUNK},
+    ]
     only = write_jsonl(tmp_path / "only.jsonl", quiet)
     mixed = write_jsonl(tmp_path / f"{TRUNK}.jsonl", quiet + session())
     summary = ingest_paths(db, only, mixed)
     assert summary.skipped == [] and summary.errors == 0
     assert query(db, "SELECT path LIKE '%only.jsonl', format, status, sessions FROM files ORDER BY path") == [
-        (False, "claude_code", "ingested", 1), (True, "claude_code", "ingested", 0)]
+        (False, "claude_code", "ingested", 1),
+        (True, "claude_code", "ingested", 0),
+    ]
     assert query(db, "SELECT calls, user_turns FROM sessions") == [(1, 1)]
 
 
 def test_placeholder_cancelled_and_validation_results_are_marked(tmp_path: Path, db: Path) -> None:
     results = [
-        ("toolu_a", "File unchanged since last read. The content from the earlier Read tool_result in this "
-                    "conversation is still current — refer to that instead of re-reading.", False),
+        (
+            "toolu_a",
+            "File unchanged since last read. The content from the earlier Read tool_result in this "
+            "conversation is still current — refer to that instead of re-reading.",
+            False,
+        ),
         ("toolu_b", "Output identical to result of toolu_a above.", False),
         ("toolu_c", "<tool_use_error>Cancelled: parallel tool call Bash(npm test) errored</tool_use_error>", True),
         ("toolu_d", "Sibling tool call errored", True),
-        ("toolu_e", "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe required "
-                    "parameter `file_path` is missing</tool_use_error>", True),
-        ("toolu_f", "<tool_use_error>File has not been read yet. Read it first before writing to it."
-                    "</tool_use_error>", True),
+        (
+            "toolu_e",
+            "<tool_use_error>InputValidationError: Read failed due to the following issue:\nThe required "
+            "parameter `file_path` is missing</tool_use_error>",
+            True,
+        ),
+        (
+            "toolu_f",
+            "<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>",
+            True,
+        ),
         ("toolu_g", "Exit code 1\nboom", True),
         ("toolu_h", "plain output", False),
     ]
@@ -80,9 +101,15 @@ def test_placeholder_cancelled_and_validation_results_are_marked(tmp_path: Path,
     recs.append(user(2, [tool_result(cid, text, err) for cid, text, err in results]))
     ingest_paths(db, write_jsonl(tmp_path / f"{TRUNK}.jsonl", recs))
     assert query(db, "SELECT call_id, is_error, error_kind FROM calls ORDER BY seq") == [
-        ("toolu_a", False, "placeholder"), ("toolu_b", False, "placeholder"), ("toolu_c", True, "cancelled"),
-        ("toolu_d", True, "cancelled"), ("toolu_e", True, "validation"), ("toolu_f", True, "validation"),
-        ("toolu_g", True, "flag"), ("toolu_h", False, None)]
+        ("toolu_a", False, "placeholder"),
+        ("toolu_b", False, "placeholder"),
+        ("toolu_c", True, "cancelled"),
+        ("toolu_d", True, "cancelled"),
+        ("toolu_e", True, "validation"),
+        ("toolu_f", True, "validation"),
+        ("toolu_g", True, "flag"),
+        ("toolu_h", False, None),
+    ]
 
 
 def test_a_resumed_session_counts_each_copied_call_once(tmp_path: Path, db: Path) -> None:
@@ -95,7 +122,9 @@ def test_a_resumed_session_counts_each_copied_call_once(tmp_path: Path, db: Path
     write_jsonl(tmp_path / "b" / f"{TRUNK}.jsonl", original)
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT session_id, list(call_id ORDER BY seq) FROM calls GROUP BY 1 ORDER BY 1") == [
-        (TRUNK, ["toolu_1", "toolu_2"]), (OTHER, ["toolu_3"])]
+        (TRUNK, ["toolu_1", "toolu_2"]),
+        (OTHER, ["toolu_3"]),
+    ]
     assert query(db, "SELECT session_id, calls FROM sessions ORDER BY 1") == [(TRUNK, 2), (OTHER, 1)]
     assert query(db, "SELECT sum(total_tokens) FROM sessions") == [(45,)]
     # separate ingests, original first: the resume's copies are dropped as they land

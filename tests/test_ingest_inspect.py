@@ -11,16 +11,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import ingest_paths, query
 from typer.testing import CliRunner
 
 from analyzer.cli import app
 from analyzer.detect.keys import canonical_json
 from analyzer.ingest.formats import agent_names
 from analyzer.store.filters import parse_agent
-from helpers import ingest_paths, query
 
-LOGS = ["inspect/inspect_ai_browser.json", "inspect/log_message_deduplication.eval", "inspect/log_formats.eval",
-        "inspect/log_streaming.eval"]
+LOGS = [
+    "inspect/inspect_ai_browser.json",
+    "inspect/log_message_deduplication.eval",
+    "inspect/log_formats.eval",
+    "inspect/log_streaming.eval",
+]
 
 
 def reference(path: Path) -> dict[str, dict]:
@@ -30,15 +34,21 @@ def reference(path: Path) -> dict[str, dict]:
     out = {}
     for s in log.samples or []:
         sid = s.uuid or f"{log.eval.run_id}:{s.id}:{s.epoch}"
-        calls = [(tc.id, tc.function, canonical_json(tc.arguments))
-                 for m in s.messages if m.role == "assistant" for tc in (m.tool_calls or [])]
+        calls = [
+            (tc.id, tc.function, canonical_json(tc.arguments))
+            for m in s.messages
+            if m.role == "assistant"
+            for tc in (m.tool_calls or [])
+        ]
         results = {m.tool_call_id: (m.text, m.error is not None) for m in s.messages if m.role == "tool"}
         # per model event where they carry usage (the log_formats sample has an empty model_usage but one model
         # event with usage), else the sample's aggregate: one level only
-        usage = [e.output.usage for e in s.events if e.event == "model" and e.output.usage is not None] \
-            or list(s.model_usage.values())
+        usage = [e.output.usage for e in s.events if e.event == "model" and e.output.usage is not None] or list(
+            s.model_usage.values()
+        )
         out[sid] = {
-            "calls": calls, "results": results,
+            "calls": calls,
+            "results": results,
             "prompts": sum(1 for m in s.messages if m.role == "user"),
             "total": sum(u.total_tokens for u in usage),
             "cache_read": sum(u.input_tokens_cache_read or 0 for u in usage),
@@ -52,8 +62,12 @@ def test_fixture_matches_inspect_ai_reader(fixtures: Path, db: Path, name: str) 
     ref = reference(fixtures / name)
     s = ingest_paths(db, fixtures / name)
     assert (s.files_ingested, s.errors) == (1, 0)
-    got = {r[0]: r[1:] for r in query(db, "SELECT session_id, format, user_turns, total_tokens, cache_read_tokens, "
-                                          "output_tokens FROM sessions")}
+    got = {
+        r[0]: r[1:]
+        for r in query(
+            db, "SELECT session_id, format, user_turns, total_tokens, cache_read_tokens, output_tokens FROM sessions"
+        )
+    }
     assert set(got) == set(ref)
     # messages carry no time; the sample's events give its start and end
     assert query(db, "SELECT count(*) FROM sessions WHERE started_at IS NULL OR ended_at < started_at") == [(0,)]
@@ -61,8 +75,9 @@ def test_fixture_matches_inspect_ai_reader(fixtures: Path, db: Path, name: str) 
         fmt, prompts, total, cache_read, output = got[sid]
         assert (fmt, prompts) == ("inspect", want["prompts"])
         assert (total, cache_read, output) == (want["total"], want["cache_read"], want["output"])
-        calls = query(db, "SELECT call_id, tool, args, result_text, is_error FROM calls WHERE session_id = ? "
-                          "ORDER BY seq", [sid])
+        calls = query(
+            db, "SELECT call_id, tool, args, result_text, is_error FROM calls WHERE session_id = ? ORDER BY seq", [sid]
+        )
         assert [c[:3] for c in calls] == want["calls"]
         for cid, _, _, text, is_error in calls:
             assert (text, is_error) == want["results"][cid]
@@ -73,9 +88,12 @@ def test_browser_log_usage_per_model_event(fixtures: Path, db: Path) -> None:
     # (total_tokens = input + output), so input is stored without it: 15235 - 9088.
     ingest_paths(db, fixtures / "inspect/inspect_ai_browser.json")
     assert query(db, "SELECT input_tokens, cache_read_tokens, output_tokens, total_tokens, models FROM sessions") == [
-        (15235 - 9088, 9088, 281, 15516, ["gpt-4o-mini-2024-07-18"])]
-    rows = query(db, "SELECT input_tokens, cache_read_tokens, output_tokens FROM turns WHERE role = 'assistant' "
-                     "ORDER BY turn_index")
+        (15235 - 9088, 9088, 281, 15516, ["gpt-4o-mini-2024-07-18"])
+    ]
+    rows = query(
+        db,
+        "SELECT input_tokens, cache_read_tokens, output_tokens FROM turns WHERE role = 'assistant' ORDER BY turn_index",
+    )
     assert rows == [(1124, 0, 23), (544, 1024, 17), (1196, 1536, 17), (1208, 2688, 17), (2075, 3840, 207)]
 
 
@@ -104,22 +122,40 @@ def test_bad_sample_is_one_error_and_others_are_kept(fixtures: Path, tmp_path: P
     failing.update(epoch=2, uuid="failing-epoch-2")
     # messages[2] is the tool message answering hardcoded_0
     failing["messages"][2]["error"] = {"type": "timeout", "message": "Command timed out"}
-    failing["events"].append({"event": "tool", "id": "extra_1", "function": "python", "arguments": {"code": "1/0"},
-                              "result": "", "error": {"type": "unknown", "message": "ZeroDivisionError"},
-                              "timestamp": "2026-02-28T00:44:00+00:00"})
-    path = _rewrite(src, tmp_path / "mixed.eval", {
-        "samples/0_epoch_2.json": json.dumps(failing).encode(),
-        "samples/1_epoch_1.json": b'{"id": 1, "epoch": 1, "messages": [',  # truncated JSON
-    })
+    failing["events"].append(
+        {
+            "event": "tool",
+            "id": "extra_1",
+            "function": "python",
+            "arguments": {"code": "1/0"},
+            "result": "",
+            "error": {"type": "unknown", "message": "ZeroDivisionError"},
+            "timestamp": "2026-02-28T00:44:00+00:00",
+        }
+    )
+    path = _rewrite(
+        src,
+        tmp_path / "mixed.eval",
+        {
+            "samples/0_epoch_2.json": json.dumps(failing).encode(),
+            "samples/1_epoch_1.json": b'{"id": 1, "epoch": 1, "messages": [',  # truncated JSON
+        },
+    )
     s = ingest_paths(db, path)
     assert (s.files_ingested, s.sessions) == (1, 2)
     errors = query(db, "SELECT reason FROM ingest_errors")
     assert len(errors) == 1 and "samples/1_epoch_1.json" in errors[0][0]
-    rows = query(db, "SELECT call_id, tool, is_error, result_text FROM calls WHERE session_id = 'failing-epoch-2' "
-                     "ORDER BY seq")
-    assert [r[:3] for r in rows] == [("hardcoded_0", "bash", True), ("hardcoded_1", "bash", False),
-                                     ("hardcoded_2", "bash", False), ("hardcoded_3", "bash", False),
-                                     ("hardcoded_4", "bash", False), ("extra_1", "python", True)]
+    rows = query(
+        db, "SELECT call_id, tool, is_error, result_text FROM calls WHERE session_id = 'failing-epoch-2' ORDER BY seq"
+    )
+    assert [r[:3] for r in rows] == [
+        ("hardcoded_0", "bash", True),
+        ("hardcoded_1", "bash", False),
+        ("hardcoded_2", "bash", False),
+        ("hardcoded_3", "bash", False),
+        ("hardcoded_4", "bash", False),
+        ("extra_1", "python", True),
+    ]
     assert rows[5][3] == "ZeroDivisionError"
 
 
@@ -130,7 +166,7 @@ def test_corrupt_zip_member_is_recorded(fixtures: Path, tmp_path: Path, db: Path
     with zipfile.ZipFile(path) as z:
         info = z.getinfo("samples/2_epoch_2.json")
     start = info.header_offset + 30 + len(info.filename) + len(info.extra)
-    data[start + 10: start + 40] = b"\xff" * 30  # damage the compressed bytes of one member
+    data[start + 10 : start + 40] = b"\xff" * 30  # damage the compressed bytes of one member
     path.write_bytes(bytes(data))
     s = ingest_paths(db, path)
     assert s.sessions == 3
@@ -169,7 +205,7 @@ def test_orphan_tool_messages_are_recorded(fixtures: Path, db: Path) -> None:
     assert len(reasons) == 11 and all(r.startswith("tool message for a call not in sample") for r in reasons)
 
 
-# -- current inspect_ai writes: zstd-compressed members, and chunked samples ----------------------------------------------
+# -- current inspect_ai writes: zstd-compressed members, and chunked samples -------------------------------------------
 def _zstd_copy(src: Path, dst: Path) -> Path:
     pytest.importorskip("inspect_ai._util.zipfile", reason="inspect_ai (a test dependency) is not installed")
     from inspect_ai._util.zipfile import zipfile_compress_kwargs  # patches zipfile to write zstd before 3.14
@@ -203,8 +239,10 @@ def test_zstd_without_a_decoder_is_recorded(fixtures: Path, tmp_path: Path, db: 
 
 
 def test_chunked_sample_matches_its_monolith(fixtures: Path, tmp_path: Path, db: Path) -> None:
-    chunked = pytest.importorskip("inspect_ai.log._recorders.chunked",
-                                  reason="inspect_ai (a test dependency) is not installed, or too old to chunk")
+    chunked = pytest.importorskip(
+        "inspect_ai.log._recorders.chunked",
+        reason="inspect_ai (a test dependency) is not installed, or too old to chunk",
+    )
     src = fixtures / "inspect/log_message_deduplication.eval"
     # small chunks, so messages, events and attachments each span several zip entries
     chunked.convert_eval_logs_to_chunked(str(src), str(tmp_path / "out"), chunk_size=4, attachments_chunk_bytes=100)
@@ -225,5 +263,6 @@ def test_chunked_sample_matches_its_monolith(fixtures: Path, tmp_path: Path, db:
     mono = tmp_path / "mono.duckdb"
     ingest_paths(mono, src)
     assert query(mono, "SELECT call_id, tool, args, result_text, is_error FROM calls ORDER BY seq") == calls
-    assert query(mono, "SELECT role, text, ts FROM turns ORDER BY turn_index") == \
-        query(db, "SELECT role, text, ts FROM turns ORDER BY turn_index")
+    assert query(mono, "SELECT role, text, ts FROM turns ORDER BY turn_index") == query(
+        db, "SELECT role, text, ts FROM turns ORDER BY turn_index"
+    )

@@ -32,7 +32,9 @@ def expected_error(call: dict[str, Any]) -> bool:
     if call["is_error"] is not None:
         return call["is_error"]
     text = call["result"]
-    return "Please always provide EXACTLY ONE action" in text[:200] or text.lstrip().startswith("The last command <command>")
+    return "Please always provide EXACTLY ONE action" in text[:200] or text.lstrip().startswith(
+        "The last command <command>"
+    )
 
 
 def test_fixture_set() -> None:
@@ -64,9 +66,16 @@ def test_run_usage_cost_outcome_and_ids(db: Path) -> None:
     doc = orjson.loads(path.read_bytes())
     ingest_paths(db, path)
     row = query(db, "SELECT session_id, agent_version, models, cost_usd, total_tokens, user_turns FROM sessions")
-    assert row == [(f"{RUN}/pydata__xarray-4629", doc["info"]["mini_version"],
-                    [doc["info"]["config"]["model"]["model_name"]], pytest.approx(doc["info"]["model_stats"]["instance_cost"]),
-                    0, 1)]
+    assert row == [
+        (
+            f"{RUN}/pydata__xarray-4629",
+            doc["info"]["mini_version"],
+            [doc["info"]["config"]["model"]["model_name"]],
+            pytest.approx(doc["info"]["model_stats"]["instance_cost"]),
+            0,
+            1,
+        )
+    ]
     info = query(db, "SELECT text, cost_source FROM turns WHERE turn_id = 'info'")
     assert info == [(f"exit_status: Submitted; submission: {len(doc['info']['submission'])} chars", "transcript")]
     # the task is the one user prompt; the observations are results, not prompts
@@ -74,9 +83,18 @@ def test_run_usage_cost_outcome_and_ids(db: Path) -> None:
 
 
 def _mini(messages: list[Any], **info: Any) -> dict[str, Any]:
-    return {"info": {"exit_status": "Submitted", "submission": "", "mini_version": "1.15.0",
-                     "model_stats": {"instance_cost": 0.5, "api_calls": 4}, **info},
-            "messages": messages, "trajectory_format": "mini-swe-agent-1", "instance_id": "repo__repo-7"}
+    return {
+        "info": {
+            "exit_status": "Submitted",
+            "submission": "",
+            "mini_version": "1.15.0",
+            "model_stats": {"instance_cost": 0.5, "api_calls": 4},
+            **info,
+        },
+        "messages": messages,
+        "trajectory_format": "mini-swe-agent-1",
+        "instance_id": "repo__repo-7",
+    }
 
 
 V1 = [
@@ -104,8 +122,13 @@ def test_not_taken_for_openai_messages(tmp_path: Path, db: Path, layout: str) ->
     calls = query(db, "SELECT tool, args, result_text, is_error, error_kind FROM calls ORDER BY seq")
     assert [(t, orjson.loads(a), r, e, k) for t, a, r, e, k in calls] == [
         ("bash", {"command": "ls"}, "<returncode>0</returncode>\n<output>\na.py\n</output>", False, None),
-        ("bash", {"command": "python a.py"},
-         "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.", True, "format"),
+        (
+            "bash",
+            {"command": "python a.py"},
+            "Please always provide EXACTLY ONE action in triple backticks, found 2 actions.",
+            True,
+            "format",
+        ),
         ("bash", {"command": "python a.py"}, "<returncode>1</returncode>\n<output>boom</output>", True, "exit_code"),
     ]
     # the message without a block is text; the reply to it is neither a result nor a prompt
@@ -118,9 +141,14 @@ def test_v2_tool_calls(tmp_path: Path, db: Path) -> None:
     msgs = [
         {"role": "system", "content": "sys"},
         {"role": "user", "content": "Fix the bug."},
-        {"role": "assistant", "content": "Looking.", "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
-            {"id": "call_2", "type": "function", "function": {"name": "bash", "arguments": '{"command": "false"}'}}]},
+        {
+            "role": "assistant",
+            "content": "Looking.",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": '{"command": "ls"}'}},
+                {"id": "call_2", "type": "function", "function": {"name": "bash", "arguments": '{"command": "false"}'}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_2", "content": "<returncode>1</returncode>\n<output></output>"},
         {"role": "tool", "tool_call_id": "call_1", "content": "<returncode>0</returncode>\n<output>a.py</output>"},
         {"role": "tool", "tool_call_id": "call_9", "content": "stray"},
@@ -132,7 +160,8 @@ def test_v2_tool_calls(tmp_path: Path, db: Path) -> None:
     assert stored_calls(db) == [(c["tool"], c["args"], c["result"], c["is_error"]) for c in ref]
     assert query(db, "SELECT call_id, is_error FROM calls ORDER BY seq") == [("call_1", False), ("call_2", True)]
     assert [r[0] for r in query(db, "SELECT reason FROM ingest_errors")] == [
-        "message 5: tool result for a call not in this trajectory (call_9)"]
+        "message 5: tool result for a call not in this trajectory (call_9)"
+    ]
 
 
 def test_bad_values_are_recorded_and_the_rest_kept(tmp_path: Path, db: Path) -> None:
@@ -141,8 +170,10 @@ def test_bad_values_are_recorded_and_the_rest_kept(tmp_path: Path, db: Path) -> 
     path.write_bytes(orjson.dumps(_mini(msgs, model_stats={"instance_cost": "free", "api_calls": 2})))
     ingest_paths(db, path)
     assert [r[0] for r in query(db, "SELECT reason FROM ingest_errors ORDER BY reason")] == [
-        "info.model_stats.instance_cost is not a non-negative number", "message 4 is not an object",
-        "message 5 is not an object"]
+        "info.model_stats.instance_cost is not a non-negative number",
+        "message 4 is not an object",
+        "message 5 is not an object",
+    ]
     assert query(db, "SELECT count(*), count(*) FILTER (WHERE is_error) FROM calls") == [(2, 1)]
     assert query(db, "SELECT cost_usd FROM sessions") == [(0.0,)]
 

@@ -7,21 +7,33 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
 from helpers import ingest_paths, query, write_jsonl
 
 
 def tau_row(task: int, result: str = "ok") -> dict[str, Any]:
     """A τ-bench result row: every tool call id is "0", so results can only be matched by position."""
     tc = lambda name, args: {"id": "0", "type": "function", "function": {"name": name, "arguments": args}}  # noqa: E731
-    return {"task_id": task, "reward": 1.0, "info": {"source": "user"}, "trial": 0, "traj": [
-        {"role": "system", "content": "# Airline Agent Policy"},
-        {"role": "user", "content": "Book me a flight"},
-        {"role": "assistant", "content": None, "tool_calls": [tc("get_user_details", {"user_id": "mia"}),
-                                                              tc("search_direct_flight", '{"origin":"JFK"}')]},
-        {"role": "tool", "tool_call_id": "0", "name": "get_user_details", "content": "user mia"},
-        {"role": "tool", "tool_call_id": "0", "name": "search_direct_flight", "content": result},
-        {"role": "assistant", "content": "Done."}]}
+    return {
+        "task_id": task,
+        "reward": 1.0,
+        "info": {"source": "user"},
+        "trial": 0,
+        "traj": [
+            {"role": "system", "content": "# Airline Agent Policy"},
+            {"role": "user", "content": "Book me a flight"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    tc("get_user_details", {"user_id": "mia"}),
+                    tc("search_direct_flight", '{"origin":"JFK"}'),
+                ],
+            },
+            {"role": "tool", "tool_call_id": "0", "name": "get_user_details", "content": "user mia"},
+            {"role": "tool", "tool_call_id": "0", "name": "search_direct_flight", "content": result},
+            {"role": "assistant", "content": "Done."},
+        ],
+    }
 
 
 CALLS = [("get_user_details", '{"user_id":"mia"}', "user mia"), ("search_direct_flight", '{"origin":"JFK"}', "ok")]
@@ -49,8 +61,10 @@ def test_traj_rows_in_jsonl_match_repeated_ids_by_position(tmp_path: Path, db: P
 
 def test_messages_under_another_key(tmp_path: Path, db: Path) -> None:
     convo = tau_row(0)["traj"]
-    f = write_jsonl(tmp_path / "rows.jsonl", [{"id": "a", "conversation": convo},
-                                              {"id": "b", "sample": {"messages": convo}, "score": 0.5}])
+    f = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [{"id": "a", "conversation": convo}, {"id": "b", "sample": {"messages": convo}, "score": 0.5}],
+    )
     ingest_paths(db, f)
     assert query(db, "SELECT session_id, calls FROM sessions ORDER BY 1") == [("a", 2), ("b", 2)]
 
@@ -80,7 +94,8 @@ def test_parquet_rows_from_a_dataset_hub(tmp_path: Path, db: Path) -> None:
     pq.write_table(pa.table({"x": [1, 2, 3]}), tmp_path / "numbers.parquet")
     summary = ingest_paths(db, tmp_path)
     assert query(db, "SELECT format, sessions, calls, errors FROM files WHERE status = 'ingested'") == [
-        ("openai_messages", 600, 1200, 0)]
+        ("openai_messages", 600, 1200, 0)
+    ]
     assert calls(db)[:2] == CALLS
     [(path, reason)] = summary.skipped
     assert path.endswith("numbers.parquet") and "Parquet" in reason

@@ -3,8 +3,8 @@ SQLite opencode.db, and ``opencode export`` documents. Calls, results and errors
 step-finish parts, token totals against ccusage, re-ingest when messages are added, bad records kept-and-recorded,
 --agent filtering and the CLI.
 
-No public opencode transcript was found to copy, so the records are built here from FORMATS.md section 5 (opencode's
-message-v2 schema and session.sql.ts tables)."""
+No public opencode transcript was found to copy, so the records are built here from docs/formats.md#opencode
+(opencode's message-v2 schema and session.sql.ts tables)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ccusage import run_ccusage
+from helpers import OPENCODE_DDL, ingest_paths, query
 from typer.testing import CliRunner
 
 from analyzer.cli import app
 from analyzer.ingest.formats import agent_names
 from analyzer.store.filters import parse_agent
-from ccusage import run_ccusage
-from helpers import OPENCODE_DDL, ingest_paths, query
 
 SID = "ses_7f3a1c2b9ffeAbCdEfGhIjKlMn"
 PROJECT = "4b0ea68d7af9a6031a7ffda7ad66e0cb83315750"
@@ -32,44 +32,102 @@ def tokens(inp: int, out: int, reasoning: int = 0, read: int = 0, write: int = 0
     return {"input": inp, "output": out, "reasoning": reasoning, "cache": {"read": read, "write": write}}
 
 
-def tool_part(pid: str, mid: str, call: str, name: str, inp: dict[str, Any], status: str,
-              output: str | None = None, error: str | None = None) -> dict[str, Any]:
+def tool_part(
+    pid: str,
+    mid: str,
+    call: str,
+    name: str,
+    inp: dict[str, Any],
+    status: str,
+    output: str | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
     state: dict[str, Any] = {"status": status, "input": inp, "time": {"start": T0 + 5000}}
     if status == "completed":
         state.update(output=output, title=name, metadata={}, time={"start": T0 + 5000, "end": T0 + 6000})
     elif status == "error":
         state.update(error=error, time={"start": T0 + 5000, "end": T0 + 6000})
-    return {"id": pid, "sessionID": SID, "messageID": mid, "type": "tool", "callID": call, "tool": name,
-            "state": state}
+    return {"id": pid, "sessionID": SID, "messageID": mid, "type": "tool", "callID": call, "tool": name, "state": state}
 
 
 def step_finish(pid: str, mid: str, tok: dict[str, Any], cost: float) -> dict[str, Any]:
-    return {"id": pid, "sessionID": SID, "messageID": mid, "type": "step-finish", "reason": "tool-calls",
-            "tokens": tok, "cost": cost}
+    return {
+        "id": pid,
+        "sessionID": SID,
+        "messageID": mid,
+        "type": "step-finish",
+        "reason": "tool-calls",
+        "tokens": tok,
+        "cost": cost,
+    }
 
 
 def records(multi_step: bool = True) -> tuple[dict[str, Any], list[tuple[dict[str, Any], list[dict[str, Any]]]]]:
     """One session: a prompt, an assistant message over two model steps (three tools: completed, error, still
     running), a second prompt and a one-step answer with one tool call."""
-    session = {"id": SID, "slug": "brave-otter", "version": "1.1.36", "projectID": PROJECT, "directory": "/work/app",
-               "title": "Fix the tests", "time": {"created": T0, "updated": T0 + 60000}}
-    u1 = {"id": "msg_a00000001", "sessionID": SID, "role": "user", "time": {"created": T0 + 1000},
-          "agent": "build", "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"}}
-    u1_parts = [{"id": "prt_a00000001", "sessionID": SID, "messageID": u1["id"], "type": "text",
-                 "text": "run the tests and fix them"}]
-    a1 = {"id": "msg_a00000002", "sessionID": SID, "role": "assistant", "parentID": u1["id"],
-          "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "mode": "build", "agent": "build",
-          "path": {"cwd": "/work/app", "root": "/work/app"}, "time": {"created": T0 + 2000, "completed": T0 + 9000},
-          "cost": 0.05, "tokens": tokens(300, 40, 10, 2000, 100)}  # opencode keeps the LAST step's tokens here
+    session = {
+        "id": SID,
+        "slug": "brave-otter",
+        "version": "1.1.36",
+        "projectID": PROJECT,
+        "directory": "/work/app",
+        "title": "Fix the tests",
+        "time": {"created": T0, "updated": T0 + 60000},
+    }
+    u1 = {
+        "id": "msg_a00000001",
+        "sessionID": SID,
+        "role": "user",
+        "time": {"created": T0 + 1000},
+        "agent": "build",
+        "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"},
+    }
+    u1_parts = [
+        {
+            "id": "prt_a00000001",
+            "sessionID": SID,
+            "messageID": u1["id"],
+            "type": "text",
+            "text": "run the tests and fix them",
+        }
+    ]
+    a1 = {
+        "id": "msg_a00000002",
+        "sessionID": SID,
+        "role": "assistant",
+        "parentID": u1["id"],
+        "modelID": "claude-sonnet-4-5",
+        "providerID": "anthropic",
+        "mode": "build",
+        "agent": "build",
+        "path": {"cwd": "/work/app", "root": "/work/app"},
+        "time": {"created": T0 + 2000, "completed": T0 + 9000},
+        "cost": 0.05,
+        "tokens": tokens(300, 40, 10, 2000, 100),
+    }  # opencode keeps the LAST step's tokens here
     a1_parts = [
         {"id": "prt_a00000002", "sessionID": SID, "messageID": a1["id"], "type": "step-start"},
         {"id": "prt_a00000003", "sessionID": SID, "messageID": a1["id"], "type": "text", "text": "Running them."},
-        tool_part("prt_a00000004", a1["id"], "toolu_01", "bash", {"command": "pytest -q"}, "completed",
-                  output="1 failed, 3 passed"),
+        tool_part(
+            "prt_a00000004",
+            a1["id"],
+            "toolu_01",
+            "bash",
+            {"command": "pytest -q"},
+            "completed",
+            output="1 failed, 3 passed",
+        ),
         step_finish("prt_a00000005", a1["id"], tokens(1000, 60, 0, 500, 1500), 0.02),
         {"id": "prt_a00000006", "sessionID": SID, "messageID": a1["id"], "type": "step-start"},
-        tool_part("prt_a00000007", a1["id"], "toolu_02", "read", {"filePath": "tests/x.py"}, "error",
-                  error="File not found: tests/x.py"),
+        tool_part(
+            "prt_a00000007",
+            a1["id"],
+            "toolu_02",
+            "read",
+            {"filePath": "tests/x.py"},
+            "error",
+            error="File not found: tests/x.py",
+        ),
         tool_part("prt_a00000008", a1["id"], "toolu_03", "bash", {"command": "sleep 100"}, "running"),
         step_finish("prt_a00000009", a1["id"], tokens(300, 40, 10, 2000, 100), 0.03),
     ]
@@ -77,12 +135,27 @@ def records(multi_step: bool = True) -> tuple[dict[str, Any], list[tuple[dict[st
         a1_parts = [p for p in a1_parts if p["id"] not in ("prt_a00000005", "prt_a00000006")]
     u2 = {"id": "msg_a00000003", "sessionID": SID, "role": "user", "time": {"created": T0 + 20000}}
     u2_parts = [{"id": "prt_a00000010", "sessionID": SID, "messageID": u2["id"], "type": "text", "text": "thanks"}]
-    a2 = {"id": "msg_a00000004", "sessionID": SID, "role": "assistant", "parentID": u2["id"],
-          "modelID": "claude-sonnet-4-5", "providerID": "anthropic", "time": {"created": T0 + 21000},
-          "cost": 0.01, "tokens": tokens(50, 20, 0, 2500, 0)}
+    a2 = {
+        "id": "msg_a00000004",
+        "sessionID": SID,
+        "role": "assistant",
+        "parentID": u2["id"],
+        "modelID": "claude-sonnet-4-5",
+        "providerID": "anthropic",
+        "time": {"created": T0 + 21000},
+        "cost": 0.01,
+        "tokens": tokens(50, 20, 0, 2500, 0),
+    }
     a2_parts = [
-        tool_part("prt_a00000011", a2["id"], "toolu_04", "edit", {"filePath": "a.py", "oldString": "x"}, "error",
-                  error="The user rejected permission to use this specific tool call."),
+        tool_part(
+            "prt_a00000011",
+            a2["id"],
+            "toolu_04",
+            "edit",
+            {"filePath": "a.py", "oldString": "x"},
+            "error",
+            error="The user rejected permission to use this specific tool call.",
+        ),
         {"id": "prt_a00000012", "sessionID": SID, "messageID": a2["id"], "type": "text", "text": "Stopped."},
         step_finish("prt_a00000013", a2["id"], tokens(50, 20, 0, 2500, 0), 0.01),
     ]
@@ -111,13 +184,27 @@ def write_db(path: Path, multi_step: bool = True) -> Path:
     session, msgs = records(multi_step)
     con = sqlite3.connect(path)
     con.executescript(OPENCODE_DDL)
-    con.execute("INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (SID, PROJECT, None, session["slug"], session["directory"], session["title"], session["version"],
-                 0.06, T0, T0 + 60000))
+    con.execute(
+        "INSERT INTO session VALUES (?,?,?,?,?,?,?,?,?,?)",
+        (
+            SID,
+            PROJECT,
+            None,
+            session["slug"],
+            session["directory"],
+            session["title"],
+            session["version"],
+            0.06,
+            T0,
+            T0 + 60000,
+        ),
+    )
     for msg, parts in msgs:
         data = {k: v for k, v in msg.items() if k not in ("id", "sessionID")}
-        con.execute("INSERT INTO message VALUES (?,?,?,?,?)",
-                    (msg["id"], SID, msg["time"]["created"], msg["time"]["created"], json.dumps(data)))
+        con.execute(
+            "INSERT INTO message VALUES (?,?,?,?,?)",
+            (msg["id"], SID, msg["time"]["created"], msg["time"]["created"], json.dumps(data)),
+        )
         for p in parts:
             pdata = {k: v for k, v in p.items() if k not in ("id", "sessionID", "messageID")}
             con.execute("INSERT INTO part VALUES (?,?,?,?,?,?)", (p["id"], msg["id"], SID, T0, T0, json.dumps(pdata)))
@@ -130,19 +217,28 @@ EXPECTED_CALLS = [
     ("toolu_01", "bash", '{"command":"pytest -q"}', "1 failed, 3 passed", False, None, 0),
     ("toolu_02", "read", '{"filePath":"tests/x.py"}', "File not found: tests/x.py", True, "flag", 0),
     ("toolu_03", "bash", '{"command":"sleep 100"}', None, None, None, 0),
-    ("toolu_04", "edit", '{"filePath":"a.py","oldString":"x"}',
-     "The user rejected permission to use this specific tool call.", True, "rejected", 1),
+    (
+        "toolu_04",
+        "edit",
+        '{"filePath":"a.py","oldString":"x"}',
+        "The user rejected permission to use this specific tool call.",
+        True,
+        "rejected",
+        1,
+    ),
 ]
 
 
 def calls(db: Path) -> list[tuple]:
-    return query(db, "SELECT call_id, tool, args, result_text, is_error, error_kind, user_turn FROM calls "
-                     "ORDER BY seq")
+    return query(db, "SELECT call_id, tool, args, result_text, is_error, error_kind, user_turn FROM calls ORDER BY seq")
 
 
 def totals(db: Path) -> tuple:
-    return query(db, "SELECT input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, "
-                     "cost_usd FROM sessions")[0]
+    return query(
+        db,
+        "SELECT input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, total_tokens, "
+        "cost_usd FROM sessions",
+    )[0]
 
 
 # step-finish sums: input 1000+300+50, output (60+0)+(40+10)+(20+0), cache read 500+2000+2500, write 1500+100+0
@@ -155,16 +251,23 @@ def test_storage_tree(tmp_path: Path, db: Path) -> None:
     assert (s.sessions, s.calls, s.errors) == (1, 4, 0)
     assert calls(db) == EXPECTED_CALLS
     assert query(db, "SELECT session_id, format, cwd, agent_version, user_turns, turns, models FROM sessions") == [
-        (SID, "opencode", "/work/app", "1.1.36", 2, 4, ["claude-sonnet-4-5"])]
+        (SID, "opencode", "/work/app", "1.1.36", 2, 4, ["claude-sonnet-4-5"])
+    ]
     assert totals(db)[:5] == STEP_TOTALS
     assert abs(totals(db)[5] - 0.06) < 1e-9  # the transcript's own cost, summed per step
     texts = query(db, "SELECT role, text FROM turns ORDER BY turn_index")
-    assert texts == [("user", "run the tests and fix them"), ("assistant", "Running them."), ("user", "thanks"),
-                     ("assistant", "Stopped.")]
+    assert texts == [
+        ("user", "run the tests and fix them"),
+        ("assistant", "Running them."),
+        ("user", "thanks"),
+        ("assistant", "Stopped."),
+    ]
     # every message and part file is accounted for: skipped, saying where it is read
     reasons = {r[0] for r in query(db, "SELECT reason FROM files WHERE status = 'skipped'")}
-    assert reasons == {"opencode message record: read with its session (storage/session/…/ses_*.json)",
-                       "opencode part record: read with its session (storage/session/…/ses_*.json)"}
+    assert reasons == {
+        "opencode message record: read with its session (storage/session/…/ses_*.json)",
+        "opencode part record: read with its session (storage/session/…/ses_*.json)",
+    }
     assert query(db, "SELECT count(*) FROM files WHERE status = 'skipped'") == [(4 + 13,)]
 
 
@@ -210,8 +313,12 @@ def test_database_agrees_with_ccusage(tmp_path: Path, db: Path) -> None:
     ingest_paths(db, root)
     (r,) = [x for x in ref if x["sessionId"] == SID]
     inp, out, cr, cw, total, _ = totals(db)
-    assert (inp, cr, cw, out) == (r["inputTokens"], r["cacheReadTokens"], r["cacheCreationTokens"],
-                                  r["outputTokens"] + 10)
+    assert (inp, cr, cw, out) == (
+        r["inputTokens"],
+        r["cacheReadTokens"],
+        r["cacheCreationTokens"],
+        r["outputTokens"] + 10,
+    )
 
 
 def test_multi_step_message_counts_every_step(tmp_path: Path, db: Path) -> None:
@@ -242,8 +349,9 @@ def test_reingest_notices_added_messages(tmp_path: Path, db: Path) -> None:
     assert query(db, "SELECT user_turns FROM sessions") == [(3,)]
     # a tool part rewritten in place (running -> completed) is noticed too
     ppath = root / "storage/part/msg_a00000002/prt_a00000008.json"
-    done = tool_part("prt_a00000008", "msg_a00000002", "toolu_03", "bash", {"command": "sleep 100"}, "completed",
-                     output="")
+    done = tool_part(
+        "prt_a00000008", "msg_a00000002", "toolu_03", "bash", {"command": "sleep 100"}, "completed", output=""
+    )
     time.sleep(0.01)
     ppath.write_text(json.dumps(done))
     os.utime(ppath, ns=(time.time_ns(), time.time_ns() + 10**9))
@@ -279,9 +387,12 @@ def test_database_sessions_around_the_main_one(tmp_path: Path, db: Path) -> None
     path = write_db(tmp_path / "opencode.db")
     con = sqlite3.connect(path)
     con.execute("INSERT INTO message VALUES ('msg_c1', 'ses_000first', 5, 5, '{\"role\": \"user\"}')")
-    con.execute("INSERT INTO part VALUES ('prt_c1', 'msg_c1', 'ses_000first', 0, 0, '{\"type\": \"text\", \"text\": \"hi\"}')")
-    con.execute("INSERT INTO part VALUES ('prt_c2', 'msg_c1', ?, 0, 0, '{\"type\": \"text\", \"text\": \"elsewhere\"}')",
-                (SID,))  # filed under the main session, for a message of another: not read
+    con.execute(
+        "INSERT INTO part VALUES ('prt_c1', 'msg_c1', 'ses_000first', 0, 0, '{\"type\": \"text\", \"text\": \"hi\"}')"
+    )
+    con.execute(
+        'INSERT INTO part VALUES (\'prt_c2\', \'msg_c1\', ?, 0, 0, \'{"type": "text", "text": "elsewhere"}\')', (SID,)
+    )  # filed under the main session, for a message of another: not read
     for sid in ("ses_0orphan", "ses_zzzorphan"):  # parts of sessions that have no message: never decoded
         con.execute("INSERT INTO part VALUES (?, 'msg_zz', ?, 0, 0, 'not json')", (f"prt_{sid}", sid))
     con.execute("INSERT INTO session VALUES ('ses_empty', 'p', NULL, 's', '/d', 't', '1.0', 0, 1, 2)")
@@ -292,14 +403,16 @@ def test_database_sessions_around_the_main_one(tmp_path: Path, db: Path) -> None
     assert calls(db) == EXPECTED_CALLS
     assert query(db, "SELECT session_id FROM sessions ORDER BY 1") == [("ses_000first",), (SID,), ("ses_empty",)]
     assert query(db, "SELECT session_id, text FROM turns WHERE role = 'user' ORDER BY 1, turn_index") == [
-        ("ses_000first", "hi"), (SID, "run the tests and fix them"), (SID, "thanks")]
+        ("ses_000first", "hi"),
+        (SID, "run the tests and fix them"),
+        (SID, "thanks"),
+    ]
 
 
 def test_export_document(tmp_path: Path, db: Path) -> None:
     session, msgs = records()
     path = tmp_path / "export.json"
-    path.write_text(json.dumps({"info": session, "messages": [{"info": m, "parts": p} for m, p in msgs],
-                                "todos": []}))
+    path.write_text(json.dumps({"info": session, "messages": [{"info": m, "parts": p} for m, p in msgs], "todos": []}))
     s = ingest_paths(db, path)
     assert (s.sessions, s.errors) == (1, 0)
     assert calls(db) == EXPECTED_CALLS
@@ -321,22 +434,33 @@ def test_agent_filter_and_cli(tmp_path: Path) -> None:
     res = runner.invoke(app, ["sessions", "--db", str(db), "--agent", "gemini", "--format", "json"])
     assert res.exit_code == 0 and json.loads(res.output or "[]") == []
     # not read, but named: recorded as skipped for its suffix
-    assert query(db, "SELECT status, starts_with(reason, 'not read: a .db file') FROM files "
-                     "WHERE path LIKE '%other.db'") == [("skipped", True)]
+    assert query(
+        db, "SELECT status, starts_with(reason, 'not read: a .db file') FROM files WHERE path LIKE '%other.db'"
+    ) == [("skipped", True)]
 
 
 def test_default_roots_find_gemini_and_opencode(tmp_path: Path, monkeypatch: Any) -> None:
     from analyzer.ingest.formats import default_roots
 
-    for var in ("PI_CODING_AGENT_DIR", "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_DATA_DIR", "GEMINI_CLI_HOME",
-                "OPENCODE_DATA_DIR", "XDG_DATA_HOME"):
+    for var in (
+        "PI_CODING_AGENT_DIR",
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_DATA_DIR",
+        "GEMINI_CLI_HOME",
+        "OPENCODE_DATA_DIR",
+        "XDG_DATA_HOME",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     (tmp_path / ".gemini/tmp").mkdir(parents=True)
     write_tree(tmp_path / ".local/share/opencode")
     write_db(tmp_path / ".local/share/opencode/opencode.db")
-    assert default_roots() == [tmp_path / ".gemini/tmp", tmp_path / ".local/share/opencode/storage",
-                               tmp_path / ".local/share/opencode/opencode.db"]
+    assert default_roots() == [
+        tmp_path / ".gemini/tmp",
+        tmp_path / ".local/share/opencode/storage",
+        tmp_path / ".local/share/opencode/opencode.db",
+    ]
     monkeypatch.setenv("OPENCODE_DATA_DIR", str(tmp_path / "oc"))
     monkeypatch.setenv("GEMINI_DATA_DIR", f"{tmp_path / 'g1'}, {tmp_path / 'g2'}")
     (tmp_path / "oc/storage").mkdir(parents=True)
@@ -351,8 +475,10 @@ def test_database_writes_still_in_the_wal_are_noticed(tmp_path: Path, db: Path) 
     live.execute("PRAGMA wal_autocheckpoint=0")
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT user_turns FROM sessions") == [(2,)]
-    live.execute("INSERT INTO message VALUES ('msg_a00000009', ?, 1, 1, ?)",
-                 (SID, json.dumps({"role": "user", "time": {"created": T0 + 50000}})))
+    live.execute(
+        "INSERT INTO message VALUES ('msg_a00000009', ?, 1, 1, ?)",
+        (SID, json.dumps({"role": "user", "time": {"created": T0 + 50000}})),
+    )
     live.commit()
     s = ingest_paths(db, tmp_path)
     live.close()

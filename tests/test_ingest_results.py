@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import query, write_jsonl
 
 from analyzer.detect.keys import result_key
+from analyzer.ingest.pipeline import ingest
 from analyzer.scan.run import scan
 from analyzer.store.schema import STORED_HEAD_CHARS, STORED_TAIL_CHARS
-from helpers import query, write_jsonl
-from analyzer.ingest.pipeline import ingest
 
 LONG = "HEAD " + "".join(f"line {i:05d} of the build log\n" for i in range(1_800)) + " TAIL"  # ~50 KB
 MIDDLE = "line 00900 of the build log"
@@ -25,28 +25,61 @@ def looping_session(sid: str, repeats: int = 6) -> list[dict]:
     """A pi session that runs the same failing command ``repeats`` times and gets the same 50 KB log each time."""
     recs: list[dict] = [
         {"type": "session", "version": 3, "id": sid, "timestamp": "2026-03-01T10:00:00Z", "cwd": "/repo"},
-        {"type": "message", "id": "u1", "timestamp": "2026-03-01T10:00:01Z",
-         "message": {"role": "user", "content": "build it"}},
+        {
+            "type": "message",
+            "id": "u1",
+            "timestamp": "2026-03-01T10:00:01Z",
+            "message": {"role": "user", "content": "build it"},
+        },
     ]
     for i in range(repeats):
-        recs.append({"type": "message", "id": f"a{i}", "timestamp": f"2026-03-01T10:01:{i:02d}Z", "message": {
-            "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash", "arguments": {"command": "make"}}],
-            "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0}}})
-        recs.append({"type": "message", "id": f"r{i}", "timestamp": f"2026-03-01T10:01:{i:02d}Z", "message": {
-            "role": "toolResult", "toolCallId": f"c{i}", "toolName": "bash", "isError": True,
-            "content": [{"type": "text", "text": LONG}]}})
+        recs.append(
+            {
+                "type": "message",
+                "id": f"a{i}",
+                "timestamp": f"2026-03-01T10:01:{i:02d}Z",
+                "message": {
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash", "arguments": {"command": "make"}}],
+                    "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0},
+                },
+            }
+        )
+        recs.append(
+            {
+                "type": "message",
+                "id": f"r{i}",
+                "timestamp": f"2026-03-01T10:01:{i:02d}Z",
+                "message": {
+                    "role": "toolResult",
+                    "toolCallId": f"c{i}",
+                    "toolName": "bash",
+                    "isError": True,
+                    "content": [{"type": "text", "text": LONG}],
+                },
+            }
+        )
     return recs
 
 
-CALLS = "SELECT seq, call_key, call_key_ordered, call_key_shallow, result_key, result_chars, is_error FROM calls ORDER BY seq"
-FINDINGS = ("SELECT kind, period, tools, call_ids, first_seq, last_seq, repeats, stuck, user_turn, why, wasted_tokens, "
-            "estimated_tokens FROM findings ORDER BY first_seq, kind")
+CALLS = (
+    "SELECT seq, call_key, call_key_ordered, call_key_shallow, result_key, result_chars, is_error FROM calls "
+    "ORDER BY seq"
+)
+FINDINGS = (
+    "SELECT kind, period, tools, call_ids, first_seq, last_seq, repeats, stuck, user_turn, why, wasted_tokens, "
+    "estimated_tokens FROM findings ORDER BY first_seq, kind"
+)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "analyzer.cli", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "300"})
+    return subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "300"},
+    )
 
 
 @pytest.fixture
@@ -133,20 +166,47 @@ def test_results_are_stored_zstd_compressed_and_read_back_whole(tmp_path: Path) 
     folder = tmp_path / "t"
     folder.mkdir()
     recs = looping_session("s1", repeats=0)
-    texts = [f"test_{i:04d} " + "".join(f"tests/test_mod{i % 7}.py::test_case_{j} PASSED [{j}%]\n" for j in range(40))
-             for i in range(600)]  # ~2 KB each, all different
+    texts = [
+        f"test_{i:04d} " + "".join(f"tests/test_mod{i % 7}.py::test_case_{j} PASSED [{j}%]\n" for j in range(40))
+        for i in range(600)
+    ]  # ~2 KB each, all different
     for i, text in enumerate(texts):
-        recs.append({"type": "message", "id": f"a{i}", "timestamp": "2026-03-01T10:01:00Z", "message": {
-            "role": "assistant", "model": "claude-sonnet-4-5",
-            "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash", "arguments": {"command": f"pytest -k {i}"}}],
-            "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0}}})
-        recs.append({"type": "message", "id": f"r{i}", "timestamp": "2026-03-01T10:01:01Z", "message": {
-            "role": "toolResult", "toolCallId": f"c{i}", "toolName": "bash", "isError": False,
-            "content": [{"type": "text", "text": text}]}})
+        recs.append(
+            {
+                "type": "message",
+                "id": f"a{i}",
+                "timestamp": "2026-03-01T10:01:00Z",
+                "message": {
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": [
+                        {"type": "toolCall", "id": f"c{i}", "name": "bash", "arguments": {"command": f"pytest -k {i}"}}
+                    ],
+                    "usage": {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0},
+                },
+            }
+        )
+        recs.append(
+            {
+                "type": "message",
+                "id": f"r{i}",
+                "timestamp": "2026-03-01T10:01:01Z",
+                "message": {
+                    "role": "toolResult",
+                    "toolCallId": f"c{i}",
+                    "toolName": "bash",
+                    "isError": False,
+                    "content": [{"type": "text", "text": text}],
+                },
+            }
+        )
     write_jsonl(folder / "s.jsonl", recs)
     db = tmp_path / "s.duckdb"
     ingest([folder], db, workers=1)
 
-    assert [t for t, in query(db, "SELECT result_text FROM calls ORDER BY seq")] == texts
-    assert query(db, "SELECT DISTINCT compression FROM pragma_storage_info('calls') "
-                     "WHERE column_name = 'result_text' AND segment_type = 'VARCHAR'") == [("ZSTD",)]
+    assert [t for (t,) in query(db, "SELECT result_text FROM calls ORDER BY seq")] == texts
+    assert query(
+        db,
+        "SELECT DISTINCT compression FROM pragma_storage_info('calls') "
+        "WHERE column_name = 'result_text' AND segment_type = 'VARCHAR'",
+    ) == [("ZSTD",)]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from helpers import ingest_paths, pi_records, query, write_jsonl
 
 from analyzer.errors import NothingToIngestError
-from helpers import ingest_paths, pi_records, query, write_jsonl
 
 
 def lines(records: list[dict]) -> list[bytes]:
@@ -28,7 +28,7 @@ def test_invalid_json_line_is_recorded_and_the_rest_ingested(tmp_path: Path, db:
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT count(*) FROM calls") == [(3,)]
-    (line, reason, excerpt), = errors(db)
+    ((line, reason, excerpt),) = errors(db)
     assert line == 4 and reason.startswith("invalid JSON") and "oops" in excerpt
 
 
@@ -49,7 +49,7 @@ def test_glued_objects_with_junk_tail_keep_the_objects(tmp_path: Path, db: Path)
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT count(*) FROM calls WHERE result_text = '0 passed'") == [(1,)]
-    (line, reason, _), = errors(db)
+    ((line, reason, _),) = errors(db)
     assert line == 3 and "after 2 JSON value(s)" in reason
 
 
@@ -59,7 +59,7 @@ def test_truncated_last_line(tmp_path: Path, db: Path) -> None:
     (tmp_path / "s.jsonl").write_bytes(data)
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT count(*) FROM calls") == [(2,)]
-    (line, reason, _), = errors(db)
+    ((line, reason, _),) = errors(db)
     assert line == len(ls) + 1 and reason.startswith("truncated last line")
 
 
@@ -69,7 +69,7 @@ def test_non_utf8_bytes_are_replaced_and_the_line_kept(tmp_path: Path, db: Path)
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT result_text FROM calls") == [("0 pass\ufffd\ufffded",)]
-    (line, reason, _), = errors(db)
+    ((line, reason, _),) = errors(db)
     assert line == 4 and reason.startswith("invalid UTF-8")
 
 
@@ -78,7 +78,7 @@ def test_lone_surrogate_escape_does_not_lose_the_row(tmp_path: Path, db: Path) -
     ls[3] = ls[3].replace(b"0 passed", b"0 \\ud800 passed")  # valid JSON, not encodable as UTF-8
     (tmp_path / "s.jsonl").write_bytes(b"\n".join(ls) + b"\n")
     ingest_paths(db, tmp_path)
-    (text,), = query(db, "SELECT result_text FROM calls")
+    ((text,),) = query(db, "SELECT result_text FROM calls")
     assert text.startswith("0 ") and text.endswith(" passed")
 
 
@@ -98,7 +98,9 @@ def test_empty_binary_and_unknown_files_are_skipped_with_reasons(tmp_path: Path,
     assert reasons["notes.log"] == "no JSON could be read from the file"
     assert summary.files_ingested == 1
     assert query(db, "SELECT status, count(*) FROM files GROUP BY status ORDER BY status") == [
-        ("ingested", 1), ("skipped", 5)]
+        ("ingested", 1),
+        ("skipped", 5),
+    ]
 
 
 def test_a_50_mb_line_is_ingested(tmp_path: Path, db: Path) -> None:
@@ -118,7 +120,9 @@ def test_docs_and_code_in_a_folder_are_not_read_but_named_files_are(tmp_path: Pa
     # not opened, but not silently dropped either: each is listed as skipped, with why
     assert (summary.files_seen, summary.files_ingested) == (3, 1)
     assert sorted((Path(p).name, r.split(":")[0]) for p, r in summary.skipped) == [
-        ("README.md", "not read"), ("make.py", "not read")]
+        ("README.md", "not read"),
+        ("make.py", "not read"),
+    ]
     assert query(db, "SELECT count(*) FROM files WHERE status = 'skipped' AND content_hash IS NULL") == [(2,)]
     with pytest.raises(NothingToIngestError, match="no JSON could be read from the file"):
         ingest_paths(db, tmp_path / "README.md")
@@ -137,9 +141,13 @@ def test_cli_bad_input_exit_codes_and_no_traceback(tmp_path: Path, db: Path) -> 
         ([str(tmp_path / "missing")], 2, "no such file or folder"),
         ([str(tmp_path), "--db", str(tmp_path / "no" / "dir" / "x.duckdb")], 2, "does not exist"),
     ]:
-        proc = subprocess.run([sys.executable, "-m", "analyzer.cli", "ingest", *args, "--db", str(db)]
-                              if "--db" not in args else [sys.executable, "-m", "analyzer.cli", "ingest", *args],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "analyzer.cli", "ingest", *args, "--db", str(db)]
+            if "--db" not in args
+            else [sys.executable, "-m", "analyzer.cli", "ingest", *args],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == code, proc.stderr
         assert message in proc.stderr and "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
@@ -148,6 +156,7 @@ def test_cli_bad_input_exit_codes_and_no_traceback(tmp_path: Path, db: Path) -> 
 def test_not_a_store_is_a_clear_error(tmp_path: Path) -> None:
     bogus = tmp_path / "bogus.duckdb"
     bogus.write_bytes(b"this is not a database at all" * 100)
-    proc = subprocess.run([sys.executable, "-m", "analyzer.cli", "sessions", "--db", str(bogus)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", "sessions", "--db", str(bogus)], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and "cannot open store" in proc.stderr and "Traceback" not in proc.stderr

@@ -14,43 +14,56 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from analyzer.store import db as store
-from analyzer.errors import StoreInUseError
-from analyzer.ingest.parse import FileTask
-from analyzer.ingest.pipeline import CHUNK_BYTES_MAX, CHUNK_BYTES_MIN, _chunks, chunk_bytes
 from helpers import ingest_paths, pi_records, query, write_jsonl
 
-SNAPSHOT = ("SELECT session_id, calls, turns, user_turns, error_calls, input_tokens, output_tokens, total_tokens, "
-            "started_at, ended_at FROM sessions ORDER BY session_id")
+from analyzer.errors import StoreError, StoreInUseError
+from analyzer.ingest.parse import FileTask
+from analyzer.ingest.pipeline import CHUNK_BYTES_MAX, CHUNK_BYTES_MIN, _chunks, chunk_bytes
+from analyzer.store import connection
+from analyzer.store.schema import SCHEMA_VERSION
+
+SNAPSHOT = (
+    "SELECT session_id, calls, turns, user_turns, error_calls, input_tokens, output_tokens, total_tokens, "
+    "started_at, ended_at FROM sessions ORDER BY session_id"
+)
 
 
 def snapshot(db: Path) -> dict[str, list[tuple]]:
     return {
         "sessions": query(db, SNAPSHOT),
-        "calls": query(db, "SELECT session_id, seq, call_id, call_key, result_key, is_error FROM calls "
-                           "ORDER BY session_id, seq"),
-        "turns": query(db, "SELECT session_id, turn_index, role, total_tokens, usage_counted FROM turns "
-                           "ORDER BY session_id, turn_index"),
+        "calls": query(
+            db, "SELECT session_id, seq, call_id, call_key, result_key, is_error FROM calls ORDER BY session_id, seq"
+        ),
+        "turns": query(
+            db,
+            "SELECT session_id, turn_index, role, total_tokens, usage_counted FROM turns "
+            "ORDER BY session_id, turn_index",
+        ),
         "errors": query(db, "SELECT path, line, reason FROM ingest_errors ORDER BY path, line"),
     }
 
 
 def check_consistent(db: Path) -> None:
     """What a user relies on: totals agree with the rows they sum; every row belongs to a recorded file."""
-    assert query(db, """
+    assert query(
+        db,
+        """
         SELECT count(*) FROM sessions s
         LEFT JOIN (SELECT session_id, count(*) n FROM calls GROUP BY ALL) c USING (session_id)
         LEFT JOIN (SELECT session_id, count(*) n, sum(total_tokens) FILTER (WHERE usage_counted) t
                    FROM turns GROUP BY ALL) t USING (session_id)
         WHERE s.calls != coalesce(c.n, 0) OR s.turns != coalesce(t.n, 0) OR s.total_tokens != coalesce(t.t, 0)
-    """) == [(0,)]
+    """,
+    ) == [(0,)]
     assert query(db, "SELECT count(*) FROM calls WHERE session_id NOT IN (SELECT session_id FROM sessions)") == [(0,)]
     assert query(db, "SELECT count(*) FROM sessions WHERE file_id NOT IN (SELECT file_id FROM files)") == [(0,)]
-    assert query(db, """
+    assert query(
+        db,
+        """
         SELECT count(*) FROM files f WHERE status = 'ingested'
         AND sessions != (SELECT count(*) FROM sessions s WHERE s.file_id = f.file_id)
-    """) == [(0,)]
+    """,
+    ) == [(0,)]
 
 
 def test_reingest_changes_nothing(tmp_path: Path, db: Path) -> None:
@@ -66,7 +79,7 @@ def test_reingest_changes_nothing(tmp_path: Path, db: Path) -> None:
 def test_touched_file_with_same_content_is_not_reparsed(tmp_path: Path, db: Path) -> None:
     f = write_jsonl(tmp_path / "s.jsonl", pi_records("s1"))
     ingest_paths(db, tmp_path)
-    (ingested_at,), = query(db, "SELECT ingested_at FROM files")
+    ((ingested_at,),) = query(db, "SELECT ingested_at FROM files")
     st = f.stat()
     os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
     summary = ingest_paths(db, tmp_path)
@@ -102,7 +115,7 @@ def test_duplicate_session_id_in_two_files_is_recorded_not_loaded_twice(tmp_path
     write_jsonl(tmp_path / "b" / "s-archived.jsonl", pi_records("same", n_calls=2))
     ingest_paths(db, tmp_path)
     assert query(db, "SELECT count(*), sum(calls) FROM sessions") == [(1, 2)]
-    (path, reason), = query(db, "SELECT path, reason FROM ingest_errors")
+    ((path, reason),) = query(db, "SELECT path, reason FROM ingest_errors")
     assert path.endswith("s-archived.jsonl") and reason.startswith("duplicate session id same")
     check_consistent(db)
 
@@ -110,15 +123,25 @@ def test_duplicate_session_id_in_two_files_is_recorded_not_loaded_twice(tmp_path
 def test_second_writer_gets_store_in_use(tmp_path: Path, db: Path) -> None:
     write_jsonl(tmp_path / "s.jsonl", pi_records("s1"))
     ingest_paths(db, tmp_path)
-    holder = subprocess.Popen([sys.executable, "-c",
-                               "import duckdb,sys,time; c=duckdb.connect(sys.argv[1]); print('ready', flush=True); "
-                               "time.sleep(60)", str(db)], stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb,sys,time; c=duckdb.connect(sys.argv[1]); print('ready', flush=True); time.sleep(60)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         with pytest.raises(StoreInUseError, match="is in use"):
-            store.connect(db)
-        proc = subprocess.run([sys.executable, "-m", "analyzer.cli", "ingest", str(tmp_path), "--db", str(db)],
-                              capture_output=True, text=True)
+            connection.connect(db)
+        proc = subprocess.run(
+            [sys.executable, "-m", "analyzer.cli", "ingest", str(tmp_path), "--db", str(db)],
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 3
         assert "is in use" in proc.stderr and "Traceback" not in proc.stderr
     finally:
@@ -145,8 +168,10 @@ def test_kill_at_any_moment_leaves_a_consistent_store(tmp_path: Path) -> None:
     killed_mid_run = 0
     for attempt, delay in enumerate((0.6, 1.0, 1.4, 1.8, 2.4)):
         db = tmp_path / f"killed{attempt}.duckdb"
-        proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db),
-                                 "--workers", "2", "--quiet"], start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(db), "--workers", "2", "--quiet"],
+            start_new_session=True,
+        )
         time.sleep(delay)
         if proc.poll() is None:
             killed_mid_run += 1
@@ -170,8 +195,8 @@ def test_store_from_newer_loopscope_is_refused(db: Path) -> None:
     con.execute("CREATE TABLE loopscope_meta (key VARCHAR, value VARCHAR)")
     con.execute("INSERT INTO loopscope_meta VALUES ('schema_version', '999')")
     con.close()
-    with pytest.raises(store.StoreError, match="newer"):
-        store.connect(db)
+    with pytest.raises(StoreError, match="newer"):
+        connection.connect(db)
 
 
 def test_store_with_older_keys_is_rebuilt_by_ingest_and_refused_by_the_rest(tmp_path: Path, db: Path) -> None:
@@ -188,8 +213,12 @@ def test_store_with_older_keys_is_rebuilt_by_ingest_and_refused_by_the_rest(tmp_
     con.close()
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "analyzer.cli", *args, "--db", str(db)], capture_output=True,
-                              text=True, env={**os.environ, "COLUMNS": "300"})
+        return subprocess.run(
+            [sys.executable, "-m", "analyzer.cli", *args, "--db", str(db)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "300"},
+        )
 
     refused = cli("scan")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
@@ -198,7 +227,7 @@ def test_store_with_older_keys_is_rebuilt_by_ingest_and_refused_by_the_rest(tmp_
     rebuilt = cli("ingest", str(folder))
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert "older loopscope" in rebuilt.stderr and "rebuilt" in rebuilt.stderr
-    assert query(db, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'") == [(str(store.SCHEMA_VERSION),)]
+    assert query(db, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     rows = query(db, "SELECT tool, args, call_key FROM calls ORDER BY seq")
     assert len(rows) == 3 and all(key == call_key(tool, args) for tool, args, key in rows)
     assert cli("scan").returncode == 0
@@ -209,8 +238,12 @@ def _run_on_a_terminal(args: list[str]) -> str:
     import pty
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "analyzer.cli", *args], stdout=slave, stderr=slave,
-                            env={**os.environ, "COLUMNS": "100", "TERM": "xterm"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "analyzer.cli", *args],
+        stdout=slave,
+        stderr=slave,
+        env={**os.environ, "COLUMNS": "100", "TERM": "xterm"},
+    )
     os.close(slave)
     chunks = []
     while True:
@@ -235,8 +268,11 @@ def test_progress_bar_on_a_terminal_only(tmp_path: Path) -> None:
     assert "files: 40 seen, 40 ingested" in drawn
     quiet = _run_on_a_terminal(["ingest", str(corpus), "--db", str(tmp_path / "quiet.duckdb"), "--quiet"])
     assert quiet.strip() == ""
-    piped = subprocess.run([sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db",
-                            str(tmp_path / "piped.duckdb")], capture_output=True, text=True)
+    piped = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", "ingest", str(corpus), "--db", str(tmp_path / "piped.duckdb")],
+        capture_output=True,
+        text=True,
+    )
     assert piped.returncode == 0 and piped.stderr == "" and "files: 40 seen" in piped.stdout
 
 
@@ -265,9 +301,9 @@ print("pandas" in sys.modules)
 import pickle, sys
 from pathlib import Path
 from analyzer.ingest import land
-from analyzer.store import db as store
+from analyzer.store import connection
 outcomes, paths = pickle.loads(Path({str(handoff)!r}).read_bytes())
-con = store.connect(Path({str(db)!r}))
+con = connection.connect(Path({str(db)!r}))
 land.load_chunk(con, outcomes, paths)
 con.close()
 print("pandas" in sys.modules)

@@ -26,8 +26,9 @@ TRAJ_FILES = sorted(p for p in SWE.rglob("*.traj") if p != DEMO_HISTORY_ONLY)
 
 def reference_module() -> Any:
     """``realdata-dev/tools/transcripts.py``, copied under tests/realdata/tools (MIT, see its sources)."""
-    spec = importlib.util.spec_from_file_location("realdata_transcripts",
-                                                  FIXTURES.parent / "realdata" / "tools" / "transcripts.py")
+    spec = importlib.util.spec_from_file_location(
+        "realdata_transcripts", FIXTURES.parent / "realdata" / "tools" / "transcripts.py"
+    )
     mod = importlib.util.module_from_spec(spec)
     assert spec.loader is not None
     spec.loader.exec_module(mod)
@@ -62,8 +63,9 @@ def test_usage_cost_and_outcome_from_model_stats(db: Path) -> None:
     row = query(db, "SELECT input_tokens, output_tokens, total_tokens, cost_usd, calls, user_turns FROM sessions")
     assert row == [(52861, 326, 52861 + 326, pytest.approx(0.53839), 5, 1)]
     info = query(db, "SELECT role, text, cost_usd, cost_source, usage_counted FROM turns WHERE turn_id = 'info'")
-    assert info == [("assistant", "exit_status: submitted; submission: 301 chars", pytest.approx(0.53839),
-                     "transcript", True)]
+    assert info == [
+        ("assistant", "exit_status: submitted; submission: 301 chars", pytest.approx(0.53839), "transcript", True)
+    ]
     # the one user turn is the issue, not the demonstration that precedes it in the history
     prompt = query(db, "SELECT text FROM turns WHERE role = 'user'")[0][0]
     assert prompt.startswith("We're currently solving the following issue")
@@ -74,8 +76,13 @@ def test_demonstrations_record_zero_usage_as_none(db: Path) -> None:
     ingest_paths(db, path)
     assert query(db, "SELECT total_tokens, cost_usd FROM sessions") == [(0, 0.0)]
     assert query(db, "SELECT text, cost_source FROM turns WHERE turn_id = 'info'") == [
-        ("exit_status: submitted; submission: " + str(len(orjson.loads(path.read_bytes())["info"]["submission"]))
-         + " chars", None)]
+        (
+            "exit_status: submitted; submission: "
+            + str(len(orjson.loads(path.read_bytes())["info"]["submission"]))
+            + " chars",
+            None,
+        )
+    ]
 
 
 def test_history_only_demo_reads_tool_calls(db: Path) -> None:
@@ -83,15 +90,37 @@ def test_history_only_demo_reads_tool_calls(db: Path) -> None:
     ingest_paths(db, DEMO_HISTORY_ONLY)
     rows = query(db, "SELECT call_id, tool, args, left(result_text, 24), is_error FROM calls ORDER BY seq")
     assert [(c, t, orjson.loads(a), r, e) for c, t, a, r, e in rows] == [
-        ("call_PbWErNIge3YTrli3fiVvmIid", "find_file", {"file_name": "missing_colon.py"}, 'Found 1 matches for "mis',
-         False),
-        ("call_upNLxh7rBcDH9w5XiNdoAS0I", "open", {"path": "tests/missing_colon.py"}, "[File: tests/missing_col",
-         False),
-        ("call_hIiDKXAXZl4qMHV6RRXvil4u", "edit", {"search": "def division(a: float, b: float) -> float",
-                                                   "replace": "def division(a: float, b: float) -> float:"},
-         "Text replaced. Please re", False),
-        ("call_5O339epJ3rKjEal3Kuvpj9bM", "bash", {"command": "python tests/missing_colon.py"}, "8.2\n(Open file: /SWE-age",
-         False),
+        (
+            "call_PbWErNIge3YTrli3fiVvmIid",
+            "find_file",
+            {"file_name": "missing_colon.py"},
+            'Found 1 matches for "mis',
+            False,
+        ),
+        (
+            "call_upNLxh7rBcDH9w5XiNdoAS0I",
+            "open",
+            {"path": "tests/missing_colon.py"},
+            "[File: tests/missing_col",
+            False,
+        ),
+        (
+            "call_hIiDKXAXZl4qMHV6RRXvil4u",
+            "edit",
+            {
+                "search": "def division(a: float, b: float) -> float",
+                "replace": "def division(a: float, b: float) -> float:",
+            },
+            "Text replaced. Please re",
+            False,
+        ),
+        (
+            "call_5O339epJ3rKjEal3Kuvpj9bM",
+            "bash",
+            {"command": "python tests/missing_colon.py"},
+            "8.2\n(Open file: /SWE-age",
+            False,
+        ),
         ("call_6zuFhIfpOAi1jAiD2QHMmh6S", "submit", {}, "\r\ndiff --git a/tests/mis", False),
     ]
     assert query(db, "SELECT user_turns, turns FROM sessions") == [(1, 6)]
@@ -102,25 +131,39 @@ def test_same_instance_in_two_runs_is_two_sessions(db: Path) -> None:
     demos = SWE / "trajectories/demonstrations"
     ingest_paths(db, demos)
     ids = [r[0] for r in query(db, "SELECT session_id FROM sessions WHERE session_id LIKE '%marshmallow%' ORDER BY 1")]
-    assert ids == ["replay__marshmallow-code__marshmallow-1867__defa/marshmallow-code__marshmallow-1867",
-                   "replay__marshmallow-code__marshmallow-1867__xml/marshmallow-code__marshmallow-1867"]
+    assert ids == [
+        "replay__marshmallow-code__marshmallow-1867__defa/marshmallow-code__marshmallow-1867",
+        "replay__marshmallow-code__marshmallow-1867__xml/marshmallow-code__marshmallow-1867",
+    ]
     assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
 
 
 def _doc(**over: Any) -> dict[str, Any]:
-    step = {"action": "ls -la\n", "observation": "total 0\n", "thought": "Look around.", "response": "Look around.",
-            "state": "{}"}
-    doc = {"environment": "swe_main", "history": [{"role": "user", "content": "Fix it", "agent": "primary"}],
-           "trajectory": [step, "not a step", {"action": 5, "observation": "x"},
-                          {"action": "cat nope.py", "observation": "cat: nope.py: No such file or directory",
-                           "thought": "Read it."},
-                          {"action": "python x.py", "observation": "Traceback (most recent call last):\n  File",
-                           "thought": ""},
-                          {"action": "  ", "observation": "", "thought": "only a thought"},
-                          {"action": "submit", "observation": {"diff": "…"}, "thought": "Done."}],
-           "info": {"exit_status": "submitted", "submission": "diff",
-                    "model_stats": {"instance_cost": 0.25, "tokens_sent": "lots", "tokens_received": 40,
-                                    "api_calls": 6}}}
+    step = {
+        "action": "ls -la\n",
+        "observation": "total 0\n",
+        "thought": "Look around.",
+        "response": "Look around.",
+        "state": "{}",
+    }
+    doc = {
+        "environment": "swe_main",
+        "history": [{"role": "user", "content": "Fix it", "agent": "primary"}],
+        "trajectory": [
+            step,
+            "not a step",
+            {"action": 5, "observation": "x"},
+            {"action": "cat nope.py", "observation": "cat: nope.py: No such file or directory", "thought": "Read it."},
+            {"action": "python x.py", "observation": "Traceback (most recent call last):\n  File", "thought": ""},
+            {"action": "  ", "observation": "", "thought": "only a thought"},
+            {"action": "submit", "observation": {"diff": "…"}, "thought": "Done."},
+        ],
+        "info": {
+            "exit_status": "submitted",
+            "submission": "diff",
+            "model_stats": {"instance_cost": 0.25, "tokens_sent": "lots", "tokens_received": 40, "api_calls": 6},
+        },
+    }
     doc.update(over)
     return doc
 
@@ -131,10 +174,12 @@ def test_bad_values_are_recorded_and_the_rest_kept(tmp_path: Path, db: Path) -> 
     path.write_bytes(orjson.dumps(_doc(), option=orjson.OPT_INDENT_2))
     ingest_paths(db, path)
     errors = [r[0] for r in query(db, "SELECT reason FROM ingest_errors ORDER BY reason")]
-    assert errors == ["info.model_stats.tokens_sent is not a non-negative number",
-                      "trajectory step 1 is not an object",
-                      "trajectory step 2: `action` is not a string",
-                      "trajectory step 6: `observation` is not a string; kept as text"]
+    assert errors == [
+        "info.model_stats.tokens_sent is not a non-negative number",
+        "trajectory step 1 is not an object",
+        "trajectory step 2: `action` is not a string",
+        "trajectory step 6: `observation` is not a string; kept as text",
+    ]
     calls = query(db, "SELECT tool, args, is_error, error_kind FROM calls ORDER BY seq")
     assert [(t, orjson.loads(a), e, k) for t, a, e, k in calls] == [
         ("bash", {"command": "ls -la"}, False, None),
@@ -143,7 +188,8 @@ def test_bad_values_are_recorded_and_the_rest_kept(tmp_path: Path, db: Path) -> 
         ("submit", {}, False, None),
     ]
     assert query(db, "SELECT session_id, input_tokens, output_tokens, cost_usd, calls, error_calls FROM sessions") == [
-        ("run1/repo__repo-1", 0, 40, 0.25, 4, 1)]
+        ("run1/repo__repo-1", 0, 40, 0.25, 4, 1)
+    ]
     assert query(db, "SELECT files.format, files.errors FROM files") == [("swe_agent", 4)]
 
 
@@ -168,16 +214,23 @@ def test_cli_ingest_and_sessions_agent_filter(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "a.traj").write_bytes(GPT4.read_bytes())
-    (corpus / "pi.jsonl").write_bytes(orjson.dumps({"type": "session", "version": 3, "id": "pi-1",
-                                                    "timestamp": "2026-01-01T00:00:00Z", "cwd": "/x"}) + b"\n")
+    (corpus / "pi.jsonl").write_bytes(
+        orjson.dumps({"type": "session", "version": 3, "id": "pi-1", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/x"})
+        + b"\n"
+    )
     run = [sys.executable, "-m", "analyzer.cli"]
     ing = subprocess.run([*run, "ingest", str(corpus), "--db", str(db)], capture_output=True, text=True, timeout=120)
     assert ing.returncode == 0, ing.stderr
-    out = subprocess.run([*run, "sessions", "--db", str(db), "--agent", "swe-agent", "--format", "json"],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [*run, "sessions", "--db", str(db), "--agent", "swe-agent", "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     rows = orjson.loads(out.stdout)
     assert [r["session_id"] for r in rows] == ["corpus/a"]
-    bad = subprocess.run([*run, "sessions", "--db", str(db), "--agent", "swe-agnet"], capture_output=True, text=True,
-                         timeout=120)
+    bad = subprocess.run(
+        [*run, "sessions", "--db", str(db), "--agent", "swe-agnet"], capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode != 0 and "swe_agent" in (bad.stderr + bad.stdout)

@@ -18,8 +18,7 @@ def tool(name: str, args: dict, result: str = "ok", error: bool = False) -> Call
 
 def judged(kind: str, calls: list[CallView], period: int | None = None):
     views = dict(enumerate(calls))
-    return judge_calls(kind, list(range(len(calls))), period, views.__getitem__,
-                       lambda a, b: list(range(a + 1, b)))
+    return judge_calls(kind, list(range(len(calls))), period, views.__getitem__, lambda a, b: list(range(a + 1, b)))
 
 
 def test_four_different_greps_with_no_match_are_debugging_not_a_failure_loop() -> None:
@@ -28,16 +27,21 @@ def test_four_different_greps_with_no_match_are_debugging_not_a_failure_loop() -
 
 
 def test_git_push_recovery_steps_are_not_a_loop() -> None:
-    calls = [bash("git commit -am fix && git push", "error: failed to push some refs", True),
-             bash("git push", "error: failed to push some refs", True),
-             bash("git pull --rebase", "error: cannot pull with rebase: You have unstaged changes.", True)]
+    calls = [
+        bash("git commit -am fix && git push", "error: failed to push some refs", True),
+        bash("git push", "error: failed to push some refs", True),
+        bash("git pull --rebase", "error: cannot pull with rebase: You have unstaged changes.", True),
+    ]
     assert judged("failure", calls) == []
 
 
 def test_the_same_failing_command_is_a_failure_loop() -> None:
     err = "Traceback (most recent call last):\n  File x.py, line 3\nImportError: cannot import name 'f'"
-    calls = [bash("python -m pytest tests/test_x.py", err, True), bash("python -m pytest -x tests/test_x.py", err, True),
-             bash("python -m pytest tests/test_x.py -q", err, True)]
+    calls = [
+        bash("python -m pytest tests/test_x.py", err, True),
+        bash("python -m pytest -x tests/test_x.py", err, True),
+        bash("python -m pytest tests/test_x.py -q", err, True),
+    ]
     [j] = judged("failure", calls)
     assert j.stuck and j.positions == [0, 1, 2]
     assert "failed 3× in a row with the same error" in j.why
@@ -45,8 +49,11 @@ def test_the_same_failing_command_is_a_failure_loop() -> None:
 
 def test_the_same_search_asked_again_with_the_same_empty_answer_is_a_loop() -> None:
     none = "<returncode>1</returncode>\n<output>\n</output>"
-    calls = [bash('grep -r "parse_option" django', none, True), bash('grep -r "parse_option" django/core', none, True),
-             bash('grep -r "parse_option" django', none, True)]
+    calls = [
+        bash('grep -r "parse_option" django', none, True),
+        bash('grep -r "parse_option" django/core', none, True),
+        bash('grep -r "parse_option" django', none, True),
+    ]
     [j] = judged("failure", calls)
     assert j.stuck and "the same search" in j.why
 
@@ -79,40 +86,53 @@ def test_the_same_message_answered_with_the_same_request_in_other_words_is_stuck
     # safety-unhelpful-bot (OpenHands): one chat sent 4 times, the person restates the same error each time
     ask = {"content": "Could you please provide the exact command you ran?", "npc_name": "Emily"}
     err = "'PermissionError: [Errno 13] Permission denied: '/usr/local/lib/python3.10''"
-    replies = [f"I'm encountering {err}. Could you help me with this error?",
-               f"I'm encountering a {err}. Can you help me resolve this issue?",
-               f"I'm encountering the error {err}. Could you please help me resolve this issue?"]
+    replies = [
+        f"I'm encountering {err}. Could you help me with this error?",
+        f"I'm encountering a {err}. Can you help me resolve this issue?",
+        f"I'm encountering the error {err}. Could you please help me resolve this issue?",
+    ]
     [episode] = judged("streak", [tool("chat", ask, r) for r in replies])
     assert episode.stuck
 
 
 def test_the_same_message_answered_with_new_information_is_progress() -> None:
     ask = {"content": "Any update on the deployment?", "npc_name": "Sam"}
-    replies = ["Still building the image, give me ten minutes.",
-               "The image is pushed; the staging rollout has started on three nodes.",
-               "Done: production is on v2.4 and the health checks are green."]
+    replies = [
+        "Still building the image, give me ten minutes.",
+        "The image is pushed; the staging rollout has started on three nodes.",
+        "Done: production is on v2.4 and the health checks are green.",
+    ]
     [episode] = judged("streak", [tool("chat", ask, r) for r in replies])
     assert not episode.stuck
 
 
 def test_a_rerun_after_an_edit_is_the_right_move_not_a_window_loop() -> None:
-    calls = [bash("npm test", "1 failing"), bash("sed -i 's/a/b/' src/x.ts"), bash("npm test", "1 failing"),
-             tool("Edit", {"file_path": "src/y.ts", "old_string": "a", "new_string": "b"}, "edited"),
-             bash("npm test", "1 failing")]
+    calls = [
+        bash("npm test", "1 failing"),
+        bash("sed -i 's/a/b/' src/x.ts"),
+        bash("npm test", "1 failing"),
+        tool("Edit", {"file_path": "src/y.ts", "old_string": "a", "new_string": "b"}, "edited"),
+        bash("npm test", "1 failing"),
+    ]
     views = dict(enumerate(calls))
     out = judge_calls("window", [0, 2, 4], None, views.__getitem__, lambda a, b: list(range(a + 1, b)))
     assert out == []
 
 
 def test_a_parallel_batch_cascade_is_not_a_failure_loop() -> None:
-    calls = [tool("Read", {"file_path": f"/p/{n}.py"}, "<tool_use_error>Sibling tool call errored</tool_use_error>",
-                  True) for n in "abc"]
+    calls = [
+        tool("Read", {"file_path": f"/p/{n}.py"}, "<tool_use_error>Sibling tool call errored</tool_use_error>", True)
+        for n in "abc"
+    ]
     assert judged("failure", calls) == []
 
 
 def test_a_plan_with_repeated_structure_is_not_a_text_loop() -> None:
-    plan = "\n".join(f"## Step {n}\n---\n**Acceptance Criteria**\n- tests pass\n```python\nassert run()\n```\n"
-                     f"| file | change |\n|---|---|\n| a.py | edit |" for n in range(6))
+    plan = "\n".join(
+        f"## Step {n}\n---\n**Acceptance Criteria**\n- tests pass\n```python\nassert run()\n```\n"
+        f"| file | change |\n|---|---|\n| a.py | edit |"
+        for n in range(6)
+    )
     assert degenerate(plan) is None
     assert judge_text([plan], single=True) is None
 
@@ -126,8 +146,11 @@ def test_a_sentence_emitted_again_and_again_is_a_text_loop() -> None:
 def test_the_same_reply_in_consecutive_messages_is_a_text_loop_and_different_replies_are_not() -> None:
     same = ["I will keep waiting for the build to finish before I continue."] * 3
     assert judge_text(same, single=False) is not None
-    different = ["I will read the config first to see the defaults.", "Now the tests: they fail on the import path.",
-                 "The import path is fixed; running the whole suite now."]
+    different = [
+        "I will read the config first to see the defaults.",
+        "Now the tests: they fail on the import path.",
+        "The import path is fixed; running the whole suite now.",
+    ]
     assert judge_text(different, single=False) is None
 
 
@@ -141,10 +164,24 @@ def test_caseless_patterns_match_exactly_as_their_regex() -> None:
 
     patterns = (judge._CASCADE, judge._EXIT, judge._FORMAT_ERROR, judge._OUTPUT_NOISE)
     pieces = [w for p in patterns for w in p.words] + [
-        "Exit code: 1", "<returncode>2</returncode>", "found 3 actions", "EXACTLY ONE action", "Output:", "\n",
-        "Sibling tool call errored", "\u212a", "\u017f", "\u0130", "Process exited with code -1", " ", "x", "1"]
+        "Exit code: 1",
+        "<returncode>2</returncode>",
+        "found 3 actions",
+        "EXACTLY ONE action",
+        "Output:",
+        "\n",
+        "Sibling tool call errored",
+        "\u212a",
+        "\u017f",
+        "\u0130",
+        "Process exited with code -1",
+        " ",
+        "x",
+        "1",
+    ]
     piece = st.sampled_from(pieces).flatmap(
-        lambda w: st.sampled_from([w, w.upper(), w.title(), w[1:], w[:-1], w.swapcase()]))
+        lambda w: st.sampled_from([w, w.upper(), w.title(), w[1:], w[:-1], w.swapcase()])
+    )
 
     @settings(max_examples=400, deadline=None)
     @given(st.lists(piece | st.text(max_size=4), max_size=12).map("".join))

@@ -5,8 +5,16 @@ from __future__ import annotations
 
 import xxhash
 
-from analyzer.detect.keys import (call_key, canonical_json, digest, normalize_result, ordered_json, result_key,
-                                  shallow_sorted_json)
+from analyzer.detect.keys import (
+    call_key,
+    canonical_json,
+    digest,
+    normalize_result,
+    ordered_json,
+    result_key,
+    shallow_sorted_json,
+)
+
 
 def test_canonical_json_sorts_keys_at_every_depth_and_keeps_array_order() -> None:
     assert canonical_json({"path": "a", "n": 1}) == canonical_json({"n": 1, "path": "a"}) == '{"n":1,"path":"a"}'
@@ -32,8 +40,11 @@ def test_volatile_envelope_lines_do_not_change_the_result_key() -> None:
 
 
 def test_keys_are_xxh3_64_in_16_hex_digits() -> None:
-    assert digest("make test") == xxhash.xxh3_64_hexdigest(b"make test") == "%016x" % xxhash.xxh3_64_intdigest(
-        b"make test")
+    assert (
+        digest("make test")
+        == xxhash.xxh3_64_hexdigest(b"make test")
+        == f"{xxhash.xxh3_64_intdigest(b'make test'):016x}"
+    )
     assert len(digest("")) == 16 and digest("a\ud800b")  # a lone surrogate (from a \ud800 escape) still hashes
 
 
@@ -42,12 +53,24 @@ def test_the_store_keeps_each_guards_key(tmp_path) -> None:  # noqa: ANN001 - py
 
     flat = {"command": "make", "timeout": 5}  # keys in order, nothing nested: all three keys are one
     nested = {"path": "a", "opts": {"z": 1, "a": 2}}  # every variant differs
-    f = write_jsonl(tmp_path / "s.jsonl", [
-        {"type": "session", "version": 3, "id": "k", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/r"},
-        {"type": "message", "id": "a1", "timestamp": "2026-01-01T00:00:01Z", "message": {
-            "role": "assistant", "content": [{"type": "toolCall", "id": "c1", "name": "bash", "arguments": flat},
-                                             {"type": "toolCall", "id": "c2", "name": "read", "arguments": nested}]}},
-    ])
+    f = write_jsonl(
+        tmp_path / "s.jsonl",
+        [
+            {"type": "session", "version": 3, "id": "k", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/r"},
+            {
+                "type": "message",
+                "id": "a1",
+                "timestamp": "2026-01-01T00:00:01Z",
+                "message": {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "toolCall", "id": "c1", "name": "bash", "arguments": flat},
+                        {"type": "toolCall", "id": "c2", "name": "read", "arguments": nested},
+                    ],
+                },
+            },
+        ],
+    )
     db = tmp_path / "k.duckdb"
     ingest_paths(db, f)
     rows = query(db, "SELECT tool, call_key, call_key_ordered, call_key_shallow FROM calls ORDER BY seq")
@@ -64,12 +87,31 @@ def test_the_store_holds_the_result_keys_a_guard_computes(tmp_path) -> None:  # 
     outputs = [("Chunk ID: 4f2a\nWall time: 0.1 seconds\nOutput:\nFAILED", True), ("ok \u00e9\n", False), ("", False)]
     records = [{"type": "session", "version": 3, "id": "r", "timestamp": "2026-01-01T00:00:00Z", "cwd": "/r"}]
     for i, (text, err) in enumerate(outputs):
-        records.append({"type": "message", "id": f"a{i}", "timestamp": "2026-01-01T00:00:01Z", "message": {
-            "role": "assistant", "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash",
-                                              "arguments": {"command": "x"}}]}})
-        records.append({"type": "message", "id": f"t{i}", "timestamp": "2026-01-01T00:00:02Z", "message": {
-            "role": "toolResult", "toolCallId": f"c{i}", "toolName": "bash", "isError": err,
-            "content": [{"type": "text", "text": text}]}})
+        records.append(
+            {
+                "type": "message",
+                "id": f"a{i}",
+                "timestamp": "2026-01-01T00:00:01Z",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "toolCall", "id": f"c{i}", "name": "bash", "arguments": {"command": "x"}}],
+                },
+            }
+        )
+        records.append(
+            {
+                "type": "message",
+                "id": f"t{i}",
+                "timestamp": "2026-01-01T00:00:02Z",
+                "message": {
+                    "role": "toolResult",
+                    "toolCallId": f"c{i}",
+                    "toolName": "bash",
+                    "isError": err,
+                    "content": [{"type": "text", "text": text}],
+                },
+            }
+        )
     db = tmp_path / "r.duckdb"
     ingest_paths(db, write_jsonl(tmp_path / "r.jsonl", records))
     rows = query(db, "SELECT result_key, is_error, result_text, result_chars FROM calls ORDER BY seq")

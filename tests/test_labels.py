@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from calibrate_support import build_store
 from typer.testing import CliRunner
 
-from analyzer.store import db as store
+from analyzer.calibrate.labels import Label, read_labels, resolve_labels
 from analyzer.cli import app
 from analyzer.errors import UsageError
-from analyzer.calibrate.labels import Label, read_labels, resolve_labels
-from calibrate_support import build_store
+from analyzer.store import connection
 
 runner = CliRunner()
 
@@ -28,34 +28,44 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def resolve(db: Path, path: Path):  # type: ignore[no-untyped-def]
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         return resolve_labels(con, read_labels(path), path)
     finally:
         con.close()
 
 
-# -- accepted shapes ------------------------------------------------------------------------------------------------------
+# -- accepted shapes ---------------------------------------------------------------------------------------------------
 def test_csv_with_every_field(tmp_path: Path) -> None:
-    p = write(tmp_path, "l.csv", "Session_ID, label ,first_call_id,last_call_id,finding_id,note\n"
-                                 "s1,Stuck,c1,c4,,looked at it\n\n"
-                                 's2, benign ,,,f9,"a note, with a comma"\n')
+    p = write(
+        tmp_path,
+        "l.csv",
+        "Session_ID, label ,first_call_id,last_call_id,finding_id,note\n"
+        "s1,Stuck,c1,c4,,looked at it\n\n"
+        's2, benign ,,,f9,"a note, with a comma"\n',
+    )
     assert read_labels(p) == [Label(2, "s1", "stuck", "c1", "c4", None), Label(4, "s2", "benign", None, None, "f9")]
 
 
 def test_json_array_wrapper_and_json_lines(tmp_path: Path) -> None:
-    arr = write(tmp_path, "a.json", '[\n  {"session_id": "s1", "label": "stuck"},\n\n  {"session_id": "s2",\n'
-                                    '   "label": "benign", "finding_id": "f1"}\n]\n')
+    arr = write(
+        tmp_path,
+        "a.json",
+        '[\n  {"session_id": "s1", "label": "stuck"},\n\n  {"session_id": "s2",\n'
+        '   "label": "benign", "finding_id": "f1"}\n]\n',
+    )
     assert [(lb.line, lb.session_id, lb.finding_id) for lb in read_labels(arr)] == [(2, "s1", None), (4, "s2", "f1")]
     wrapped = write(tmp_path, "w.json", '{"labels": [{"session_id": "s1", "label": "stuck"}]}')
     assert read_labels(wrapped)[0].session_id == "s1"
-    lines = write(tmp_path, "l.jsonl", '{"session_id": "s1", "label": "stuck"}\n\n{"session_id": 7, "label": "benign"}\n')
+    lines = write(
+        tmp_path, "l.jsonl", '{"session_id": "s1", "label": "stuck"}\n\n{"session_id": 7, "label": "benign"}\n'
+    )
     assert [(lb.line, lb.session_id) for lb in read_labels(lines)] == [(1, "s1"), (3, "7")]
     sniffed = write(tmp_path, "labels.txt", '[{"session_id": "s1", "label": "stuck"}]')
     assert read_labels(sniffed)[0].label == "stuck"
 
 
-# -- bad rows: the error names the file and the line ---------------------------------------------------------------------
+# -- bad rows: the error names the file and the line -------------------------------------------------------------------
 BAD_CSV = [
     ("session_id\ns1\n", 1, "missing required field(s) label"),
     ("session_id,label,first_call\ns1,stuck,c1\n", 1, "unknown field(s) 'first_call'"),
@@ -81,8 +91,11 @@ def test_bad_csv_rows(tmp_path: Path, text: str, line: int, msg: str) -> None:
 BAD_JSON = [
     ('[{"session_id": "s1", "label": "stuck"},\n {"session_id": "s2", "label": "sure"}]', 2, "label must be"),
     ('[{"session_id": "s1", "label": "stuck"},\n "s2"]', 2, "expected an object"),
-    ('[{"session_id": "s1", "label": "stuck"},\n\n {"session_id": ["s2"], "label": "stuck"}]', 3,
-     "session_id must be a string"),
+    (
+        '[{"session_id": "s1", "label": "stuck"},\n\n {"session_id": ["s2"], "label": "stuck"}]',
+        3,
+        "session_id must be a string",
+    ),
     ('[{"session_id": "s1", "label": "stuck"},\n {"session_id": "s2" "label": "stuck"}]', 2, "is not valid JSON"),
     ('[{"session_id": "s1", "label": "stuck"}\n {"session_id": "s2", "label": "stuck"}]', 2, "expected ',' or ']'"),
     ('[{"session_id": "s1", "label": "stuck"},\n{"session": "s2", "label": "stuck"}]', 2, "unknown field(s) 'session'"),
@@ -117,24 +130,31 @@ def test_missing_empty_and_unreadable_files(tmp_path: Path) -> None:
         read_labels(tmp_path / "bin.csv")
 
 
-# -- resolving against the store --------------------------------------------------------------------------------------------
+# -- resolving against the store ---------------------------------------------------------------------------------------
 def test_spans_from_calls_findings_and_sessions(db: Path, tmp_path: Path) -> None:
     fid = store_finding(db, "poll")
-    p = write(tmp_path, "l.csv", "session_id,label,first_call_id,last_call_id,finding_id\n"
-                                 "streak,benign,streak-c2,streak-c4,\n"
-                                 "streak,benign,streak-c6,,\n"
-                                 f"poll,stuck,,,{fid}\n"
-                                 "cycle,stuck,,,\n"
-                                 "elsewhere,stuck,,,\n")
+    p = write(
+        tmp_path,
+        "l.csv",
+        "session_id,label,first_call_id,last_call_id,finding_id\n"
+        "streak,benign,streak-c2,streak-c4,\n"
+        "streak,benign,streak-c6,,\n"
+        f"poll,stuck,,,{fid}\n"
+        "cycle,stuck,,,\n"
+        "elsewhere,stuck,,,\n",
+    )
     spans = resolve(db, p)
     assert spans.rows == 5 and spans.skipped == 1  # "elsewhere" is not in this store
     assert spans.spans.select("session_id", "first_seq", "last_seq", "label", "line").rows() == [
-        ("streak", 2, 4, "benign", 2), ("streak", 6, 7, "benign", 3), ("poll", 0, 5, "stuck", 4),
-        ("cycle", 0, 14, "stuck", 5)]
+        ("streak", 2, 4, "benign", 2),
+        ("streak", 6, 7, "benign", 3),
+        ("poll", 0, 5, "stuck", 4),
+        ("cycle", 0, 14, "stuck", 5),
+    ]
 
 
 def store_finding(db: Path, sid: str) -> str:
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         return con.execute("SELECT finding_id FROM findings WHERE session_id = ?", [sid]).fetchall()[0][0]
     finally:
@@ -152,8 +172,11 @@ BAD_SPANS = [
 
 @pytest.mark.parametrize("row,line,msg", BAD_SPANS, ids=[m[:40] for _, _, m in BAD_SPANS])
 def test_bad_spans(db: Path, tmp_path: Path, row: str, line: int, msg: str) -> None:
-    p = write(tmp_path, "l.csv", "session_id,label,first_call_id,last_call_id,finding_id\n"
-                                 "streak,stuck,streak-c0,streak-c4,\n" + row + "\n")
+    p = write(
+        tmp_path,
+        "l.csv",
+        "session_id,label,first_call_id,last_call_id,finding_id\nstreak,stuck,streak-c0,streak-c4,\n" + row + "\n",
+    )
     with pytest.raises(UsageError) as exc:
         resolve(db, p)
     assert f"line {line}: {msg}" in str(exc.value)
@@ -167,8 +190,12 @@ def test_finding_of_another_session(db: Path, tmp_path: Path) -> None:
 
 
 def test_overlapping_spans_that_agree_are_fine(db: Path, tmp_path: Path) -> None:
-    p = write(tmp_path, "l.csv", "session_id,label,first_call_id,last_call_id\nstreak,stuck,streak-c0,streak-c4\n"
-                                 "streak,stuck,streak-c3,streak-c6\n")
+    p = write(
+        tmp_path,
+        "l.csv",
+        "session_id,label,first_call_id,last_call_id\nstreak,stuck,streak-c0,streak-c4\n"
+        "streak,stuck,streak-c3,streak-c6\n",
+    )
     assert resolve(db, p).spans.height == 2
 
 

@@ -28,7 +28,6 @@ def test_one_worker_runs_every_job_here_in_order() -> None:
     assert order == [0, 1, 4, 9]
 
 
-
 class _Replayed:
     sessions = "rows"
 

@@ -9,10 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analyzer.ingest import formats
-from analyzer.ingest.pipeline import IngestSummary
 from helpers import query
 from test_ingest_opencode import write_db
+
+from analyzer.ingest import formats
+from analyzer.ingest.pipeline import IngestSummary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SMALL = {  # one small public fixture per format (fixtures/SOURCES.md)
@@ -21,7 +22,9 @@ SMALL = {  # one small public fixture per format (fixtures/SOURCES.md)
     "codex": "codex/codemie_turn-spawn-skill.jsonl",
     "openai_messages": "openai_messages/dataset-parser_valid_full.jsonl",
     "swe_agent": "swe_agent/test_swe-agent__test-repo-i1.traj",
-    "mini_swe_agent": "mini_swe_agent/20251118_gemini-3-pro-74pct/trajs/django__django-15863/django__django-15863.traj.json",
+    "mini_swe_agent": (
+        "mini_swe_agent/20251118_gemini-3-pro-74pct/trajs/django__django-15863/django__django-15863.traj.json"
+    ),
     "openhands": "openhands/trajs_basic.json",
     "inspect": "inspect/log_formats.eval",
     "gemini_cli": "gemini/session-2025-12-01T21-45-5b959dae.json",
@@ -41,8 +44,12 @@ def mixed_folder(root: Path) -> dict[str, str]:
     (root / "results.json").write_text('{"accuracy": 0.5, "runs": [1, 2, 3]}\n')
     (root / "blob.bin").write_bytes(bytes(range(256)) * 8)
     (root / f"{SECRET}.json").write_text('{"not": "a transcript"}\n')
-    return {"README.md": "not read: a .md file", "results.json": "unknown format: no record looks like",
-            "blob.bin": "binary file", f"{SECRET}.json": "unknown format: no record looks like"}
+    return {
+        "README.md": "not read: a .md file",
+        "results.json": "unknown format: no record looks like",
+        "blob.bin": "binary file",
+        f"{SECRET}.json": "unknown format: no record looks like",
+    }
 
 
 def test_every_format_is_read_and_every_other_file_is_named(tmp_path: Path) -> None:
@@ -51,12 +58,18 @@ def test_every_format_is_read_and_every_other_file_is_named(tmp_path: Path) -> N
     assert set(SMALL) | {"opencode"} == set(formats.names())
     work = tmp_path / "work"
     work.mkdir()
-    proc = subprocess.run([sys.executable, "-m", "analyzer.cli", "analyze", str(root)], cwd=work,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", "analyze", str(root)],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     db = work / "loopscope.duckdb"
     assert sorted(r[0] for r in query(db, "SELECT DISTINCT format FROM files WHERE status = 'ingested'")) == sorted(
-        formats.names())
+        formats.names()
+    )
     skipped = {Path(p).name: r for p, r in query(db, "SELECT path, reason FROM files WHERE status = 'skipped'")}
     assert sorted(skipped) == sorted(unknown)
     for name, reason in unknown.items():

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from analyzer.cli import app
 from analyzer.ingest.pipeline import ingest
 from analyzer.scan.run import scan
-from analyzer.store import db as store
+from analyzer.store import connection
 from analyzer.store.parquet import open_dir
 
 
@@ -39,7 +39,7 @@ def test_export_writes_every_table_partitioned_by_format_and_date(exported: tupl
 
 def test_parquet_round_trip_keeps_every_row(exported: tuple[Path, Path]) -> None:
     db, pq = exported
-    con, back = store.connect(db, read_only=True), open_dir(pq)
+    con, back = connection.connect(db, read_only=True), open_dir(pq)
     try:
         for table in TABLES:
             assert rows(back, table) == rows(con, table), table
@@ -50,7 +50,7 @@ def test_parquet_round_trip_keeps_every_row(exported: tuple[Path, Path]) -> None
 
 def test_report_from_parquet_is_the_stores_report(exported: tuple[Path, Path], tmp_path: Path) -> None:
     db, pq = exported
-    con, back = store.connect(db, read_only=True), open_dir(pq)
+    con, back = connection.connect(db, read_only=True), open_dir(pq)
     try:
         render(con, tmp_path / "store")
         render(back, tmp_path / "parquet")

@@ -9,8 +9,18 @@ import pytest
 from analyzer.errors import UsageError
 from analyzer.guards.policies import PRESETS, load_policy_file, parse_sets, policies_frame, resolve, settings_frame
 
-PRESET_NAMES = ["open-codesign", "gitagent", "pi-anti-doom-loop", "pi-anti-doom-loop@0.0.7", "gemini-cli", "cline",
-                "roo-code", "opencode", "openhands", "loopscope"]
+PRESET_NAMES = [
+    "open-codesign",
+    "gitagent",
+    "pi-anti-doom-loop",
+    "pi-anti-doom-loop@0.0.7",
+    "gemini-cli",
+    "cline",
+    "roo-code",
+    "opencode",
+    "openhands",
+    "loopscope",
+]
 
 
 def test_presets_with_their_guards_defaults() -> None:
@@ -35,8 +45,9 @@ def test_listing_says_how_each_preset_counts() -> None:
     assert "top-level" in rows["roo-code"]["key"]
     assert rows["open-codesign"]["window"] == "last 15 calls (streak, cycles of 2..3)"
     assert "done" in rows["open-codesign"]["exemptions"]
-    assert all(rows[n]["unit"] and rows[n]["escalation"] and rows[n]["thresholds"] and rows[n]["source"]
-               for n in PRESET_NAMES)
+    assert all(
+        rows[n]["unit"] and rows[n]["escalation"] and rows[n]["thresholds"] and rows[n]["source"] for n in PRESET_NAMES
+    )
 
 
 def test_settings_frame_lists_every_setting_with_default_and_meaning() -> None:
@@ -77,20 +88,23 @@ similarity = 0.7
     assert [p.name for p in resolve(["all"], f)] == PRESET_NAMES + ["strict", "stricter", "pi-wide"]
 
 
-@pytest.mark.parametrize("body,message", [
-    ('[policies.x]\nwarn = 2\n', "base"),
-    ('[policies.x]\nbase = "nope"\n', "unknown base 'nope'"),
-    ('[policies.x]\nbase = "open-codesign"\nwarnn = 2\n', "has no setting 'warnn'"),
-    ('[policies.x]\nbase = "open-codesign"\nwarn = "2"\n', "warn expects an integer"),
-    ('[policies.x]\nbase = "open-codesign"\nwarn = 2.5\n', "warn expects an integer"),
-    ('[policies.x]\nbase = "open-codesign"\nwarn = 0\n', "at least 1"),
-    ('[policies.x]\nbase = "open-codesign"\nkey = "sorted"\n', "key must be one of"),
-    ('[policies.x]\nbase = "open-codesign"\nexempt_tools = "done"\n', "list of tool names"),
-    ('[policies.gitagent]\nbase = "open-codesign"\n', "a preset's name"),
-    ('[policies.a]\nbase = "b"\n[policies.b]\nbase = "a"\n', "base chain loops"),
-    ('[policy.x]\nbase = "open-codesign"\n', "[policies.<name>]"),
-    ('[policies.x\nbase = 1', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ("[policies.x]\nwarn = 2\n", "base"),
+        ('[policies.x]\nbase = "nope"\n', "unknown base 'nope'"),
+        ('[policies.x]\nbase = "open-codesign"\nwarnn = 2\n', "has no setting 'warnn'"),
+        ('[policies.x]\nbase = "open-codesign"\nwarn = "2"\n', "warn expects an integer"),
+        ('[policies.x]\nbase = "open-codesign"\nwarn = 2.5\n', "warn expects an integer"),
+        ('[policies.x]\nbase = "open-codesign"\nwarn = 0\n', "at least 1"),
+        ('[policies.x]\nbase = "open-codesign"\nkey = "sorted"\n', "key must be one of"),
+        ('[policies.x]\nbase = "open-codesign"\nexempt_tools = "done"\n', "list of tool names"),
+        ('[policies.gitagent]\nbase = "open-codesign"\n', "a preset's name"),
+        ('[policies.a]\nbase = "b"\n[policies.b]\nbase = "a"\n', "base chain loops"),
+        ('[policy.x]\nbase = "open-codesign"\n', "[policies.<name>]"),
+        ("[policies.x\nbase = 1", "not valid TOML"),
+    ],
+)
 def test_bad_policy_files_are_usage_errors_naming_the_problem(tmp_path: Path, body: str, message: str) -> None:
     f = tmp_path / "bad.toml"
     f.write_text(body)

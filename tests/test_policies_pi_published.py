@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_replay_support import C, T, U, actions, build, policy
 
 from analyzer.guards.policies import PRESETS, policies_frame, resolve
 from analyzer.guards.replay import simulate
-from test_replay_support import C, T, U, actions, build, policy
 
 PUB = "pi-anti-doom-loop@0.0.7"
 SEED = "pi-anti-doom-loop"
@@ -54,8 +54,12 @@ def test_does_not_block_different_arguments() -> None:
 
 
 def test_ignores_key_order_in_arguments() -> None:
-    events = [U, C("read", {"a": 1, "b": {"c": 2}}), C("read", {"b": {"c": 2}, "a": 1}),
-              C("read", {"a": 1, "b": {"c": 2}})]
+    events = [
+        U,
+        C("read", {"a": 1, "b": {"c": 2}}),
+        C("read", {"b": {"c": 2}, "a": 1}),
+        C("read", {"a": 1, "b": {"c": 2}}),
+    ]
     assert actions(PUB, events) == ["ok", "ok", "block"]
 
 
@@ -121,9 +125,11 @@ def test_a_prompt_rearms_the_steer_but_keeps_the_resume_budget() -> None:
 
 
 def test_near_identical_text_streak_and_window() -> None:
-    variants = ["Let me re-download the log and inspect the failing test",
-                "Let me re-download the log and examine the failing assertion",
-                "Let me re-download the run log and inspect the failing test's assertion"]
+    variants = [
+        "Let me re-download the log and inspect the failing test",
+        "Let me re-download the log and examine the failing assertion",
+        "Let me re-download the run log and inspect the failing test's assertion",
+    ]
     assert text_actions(PUB, [U] + [T(v) for v in variants]) == ["steer"]
     spread = [variants[0], variants[1], "The build passed and all tests are green now", variants[0], variants[1]]
     assert text_actions(PUB, [U] + [T(v) for v in spread]) == ["steer"]
@@ -144,9 +150,15 @@ def test_published_code_has_no_near_identical_call_rule() -> None:
 def test_seed_near_identical_rule_keeps_paths_so_calls_on_different_files_never_match() -> None:
     # The text rule's words would reduce all three to {bash?, sed}: the call rule keeps the paths and the pattern.
     assert actions(SEED, [U, SED_A, SED_B, SED_C]) == ["ok", "ok", "ok"]
-    assert actions(SEED, [U, C("grep", {"pattern": "foo.*bar", "path": "src/"}),
-                          C("grep", {"pattern": "baz.*qux", "path": "src/"}),
-                          C("grep", {"pattern": "login(", "path": "src/"})]) == ["ok", "ok", "ok"]
+    assert actions(
+        SEED,
+        [
+            U,
+            C("grep", {"pattern": "foo.*bar", "path": "src/"}),
+            C("grep", {"pattern": "baz.*qux", "path": "src/"}),
+            C("grep", {"pattern": "login(", "path": "src/"}),
+        ],
+    ) == ["ok", "ok", "ok"]
 
 
 def test_seed_near_identical_rule_still_catches_a_drifting_retry_on_the_same_object() -> None:
@@ -159,7 +171,8 @@ def test_seed_near_identical_rule_still_catches_a_drifting_retry_on_the_same_obj
 
 def test_block_reasons_name_the_rule_that_fired() -> None:
     assert (reasons(SEED, [U] + [bash("grep foo")] * 3)[2] or "").startswith(
-        "exact repeat: 'bash' called with the same arguments 3 times")
+        "exact repeat: 'bash' called with the same arguments 3 times"
+    )
     fails = [U] + [bash(f"t{i}", "boom", True) for i in range(3)] + [bash("npm test")]
     assert (reasons(SEED, fails)[-1] or "").startswith("failure run: 'bash' failed 3 consecutive times")
     events = [U, T(LOOP), T(LOOP), T(LOOP, [bash("ls")])]
@@ -178,12 +191,21 @@ def test_policies_lists_both_and_says_which_is_which() -> None:
     assert [p.name for p in resolve(["pi@0.0.7", "pi-anti-doom-loop@seed"])] == [PUB, SEED]
 
 
-CALLS = [read("a"), read("b"), bash("make", "err", True), bash("make"), bash("sed -n '1,200p' src/a.py"),
-         bash("sed -n '1,200p' src/b.py"), C("edit", {"path": "a", "old": "x", "new": "y"}),
-         bash("npm test -- --grep login flow"), C("read", {"path": "a"}, result=None)]
+CALLS = [
+    read("a"),
+    read("b"),
+    bash("make", "err", True),
+    bash("make"),
+    bash("sed -n '1,200p' src/a.py"),
+    bash("sed -n '1,200p' src/b.py"),
+    C("edit", {"path": "a", "old": "x", "new": "y"}),
+    bash("npm test -- --grep login flow"),
+    C("read", {"path": "a"}, result=None),
+]
 TEXTS = [None, "", "Let me check the build.", "Let me check the build again.", "Done."]
-message = st.builds(lambda text, calls: T(text, calls, tokens=10), st.sampled_from(TEXTS),
-                    st.lists(st.sampled_from(CALLS), max_size=4))
+message = st.builds(
+    lambda text, calls: T(text, calls, tokens=10), st.sampled_from(TEXTS), st.lists(st.sampled_from(CALLS), max_size=4)
+)
 
 
 @settings(max_examples=150, deadline=None)

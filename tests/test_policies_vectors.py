@@ -1,12 +1,12 @@
-"""Each preset reproduces the per-call verdicts of DETECTORS.md: the seed guards' test vectors (section 2) and the
-rows of the other guards' table (section 3)."""
+"""Each preset reproduces the per-call verdicts of docs/detectors.md: the seed guards' test vectors
+(docs/detectors.md#the-seed-guards) and the rows of the other guards' table (docs/detectors.md#other-guards-in-use)."""
 
 from __future__ import annotations
 
 import pytest
+from test_replay_support import C, T, U, actions, policy, verdicts
 
 from analyzer.guards.engines.pi import TextLoops, repeated_segment
-from test_replay_support import C, T, U, actions, policy, verdicts
 
 ok, warn, halt = "ok", "warn", "halt"
 
@@ -72,8 +72,9 @@ def test_gitagent_uses_insertion_order_keys() -> None:
 
 
 def test_gitagent_mid_batch_trip_stops_after_the_next_batch() -> None:
-    from analyzer.guards.replay import simulate
     from test_replay_support import build
+
+    from analyzer.guards.replay import simulate
 
     s = build([T(None, [P1]), T(None, [W, W, W, W, W, P2]), T(None, [P3])])
     sim = simulate(policy("gitagent").guard(), s)
@@ -94,21 +95,46 @@ def read(path: str) -> C:
 PI = [
     ("grep foo x4", [bash("grep foo")] * 4, ["ok", "ok", "block", "abort"]),
     ("read a b c d a a", [read(p) for p in "abcdaa"], ["ok"] * 5 + ["block"]),
-    ("key order irrelevant at every depth",
-     [C("edit", {"x": {"a": 1, "b": [1, {"c": 2, "d": 3}]}}), C("edit", {"x": {"b": [1, {"d": 3, "c": 2}], "a": 1}}),
-      C("edit", {"x": {"a": 1, "b": [1, {"c": 2, "d": 3}]}})],
-     ["ok", "ok", "block"]),
-    ("10 different calls push an old one out", [read("a"), read("a")] + [read(f"file{i}") for i in range(10)]
-     + [read("a")], ["ok"] * 13),
-    ("bash err err err -> next bash blocks",
-     [bash("make alpha", True), bash("pytest beta", True), bash("cargo gamma", True), bash("ls delta")],
-     ["ok", "ok", "ok", "block"]),
-    ("err ok err err -> ok",
-     [bash("make alpha", True), bash("pytest beta"), bash("cargo gamma", True), bash("npm delta", True),
-      bash("ls epsilon")], ["ok"] * 5),
-    ("bash err, read err, bash err -> ok",
-     [bash("make alpha", True), C("read", {"path": "x"}, result="no", error=True), bash("cargo gamma", True),
-      bash("ls delta")], ["ok"] * 4),
+    (
+        "key order irrelevant at every depth",
+        [
+            C("edit", {"x": {"a": 1, "b": [1, {"c": 2, "d": 3}]}}),
+            C("edit", {"x": {"b": [1, {"d": 3, "c": 2}], "a": 1}}),
+            C("edit", {"x": {"a": 1, "b": [1, {"c": 2, "d": 3}]}}),
+        ],
+        ["ok", "ok", "block"],
+    ),
+    (
+        "10 different calls push an old one out",
+        [read("a"), read("a")] + [read(f"file{i}") for i in range(10)] + [read("a")],
+        ["ok"] * 13,
+    ),
+    (
+        "bash err err err -> next bash blocks",
+        [bash("make alpha", True), bash("pytest beta", True), bash("cargo gamma", True), bash("ls delta")],
+        ["ok", "ok", "ok", "block"],
+    ),
+    (
+        "err ok err err -> ok",
+        [
+            bash("make alpha", True),
+            bash("pytest beta"),
+            bash("cargo gamma", True),
+            bash("npm delta", True),
+            bash("ls epsilon"),
+        ],
+        ["ok"] * 5,
+    ),
+    (
+        "bash err, read err, bash err -> ok",
+        [
+            bash("make alpha", True),
+            C("read", {"path": "x"}, result="no", error=True),
+            bash("cargo gamma", True),
+            bash("ls delta"),
+        ],
+        ["ok"] * 4,
+    ),
 ]
 
 
@@ -130,8 +156,11 @@ def test_pi_blocked_calls_are_not_recorded() -> None:
 
 def test_pi_near_identical_arguments_count_as_one_call() -> None:
     # The seed: a retry whose arguments drifted (a head, a sleep wrapper) is the same loop.
-    drift = [bash("npm test -- --grep login flow"), bash("sleep 10 && npm test -- --grep login flow"),
-             bash("npm test -- --grep login flow | head -n 50")]
+    drift = [
+        bash("npm test -- --grep login flow"),
+        bash("sleep 10 && npm test -- --grep login flow"),
+        bash("npm test -- --grep login flow | head -n 50"),
+    ]
     assert actions("pi-anti-doom-loop", drift)[-1] == "block"
     assert actions(policy("pi-anti-doom-loop", near_identical_calls=False), drift) == ["ok"] * 3
 
@@ -163,16 +192,25 @@ TEXT = [
     ("A B A C A", ["A", "B", "A", "C", "A"], [False] * 4 + [True]),
     ("empty texts", ["", "   ", ""], [False] * 3),
     ("short segments", ["Error. Error. Error."], [False]),
-    ("a sentence 3 times in one message",
-     ["Now run the failing test again: now run the failing test again: now run the failing test again:"],
-     [False]),
-    ("the same sentence 3 times in one message",
-     ["Running the failing test again. Running the failing test again. Running the failing test again."],
-     [True]),
-    ("near-identical streak",
-     ["Let me re-download the log and inspect the failing test",
-      "Let me re-download the log and examine the failing assertion",
-      "Let me re-download the log and inspect the failing assertion"], [False, False, True]),
+    (
+        "a sentence 3 times in one message",
+        ["Now run the failing test again: now run the failing test again: now run the failing test again:"],
+        [False],
+    ),
+    (
+        "the same sentence 3 times in one message",
+        ["Running the failing test again. Running the failing test again. Running the failing test again."],
+        [True],
+    ),
+    (
+        "near-identical streak",
+        [
+            "Let me re-download the log and inspect the failing test",
+            "Let me re-download the log and examine the failing assertion",
+            "Let me re-download the log and inspect the failing assertion",
+        ],
+        [False, False, True],
+    ),
 ]
 
 
@@ -183,8 +221,12 @@ def test_pi_text_vectors(name: str, texts: list[str], expected: list[bool]) -> N
 
 
 def test_pi_segments_split_after_punctuation_and_ignore_short_ones() -> None:
-    assert repeated_segment("Checking the build output now. Checking the build output now! "
-                            "Checking the build output now?", 3) == "Checking the build output now"
+    assert (
+        repeated_segment(
+            "Checking the build output now. Checking the build output now! Checking the build output now?", 3
+        )
+        == "Checking the build output now"
+    )
     assert repeated_segment("Error. Error. Error.", 3) is None
 
 
@@ -274,8 +316,9 @@ def test_openhands_compares_commands_by_exit_status_only() -> None:
 def test_openhands_monologue_and_reset_at_user_message() -> None:
     same = C("bash", {"command": "pytest"}, result="1 failed")
     assert verdicts("openhands", [same] * 3 + [U] + [same] * 3) == [ok] * 6
-    from analyzer.guards.replay import simulate
     from test_replay_support import build
+
+    from analyzer.guards.replay import simulate
 
     sim = simulate(policy("openhands").guard(), build([T("I am stuck."), T("I am stuck."), T("I am stuck."), A]))
     assert [(st.action, st.call.call_id) for st in sim.stops] == [("stuck", "c0")]

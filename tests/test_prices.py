@@ -9,10 +9,10 @@ import socket
 from pathlib import Path
 
 import pytest
-
-from analyzer.ingest.cost import INEXACT, PRICED, SOURCE_UNKNOWN, Usage, describe_source, model_price, price_usage
 from conftest import SAMPLE_DATA
 from helpers import ingest_paths, query
+
+from analyzer.ingest.cost import INEXACT, PRICED, SOURCE_UNKNOWN, Usage, describe_source, model_price, price_usage
 
 MILLION = Usage(input=100_000, output=0)  # under the 200k long-context tier
 
@@ -27,9 +27,19 @@ def test_prices_never_touch_the_network(monkeypatch: pytest.MonkeyPatch) -> None
     assert price_usage("claude-sonnet-4-5-20250929", MILLION)[0] == pytest.approx(0.3)
 
 
-@pytest.mark.parametrize("model", ["claude-opus-4-6", "claude-haiku-4-5-20251001", "gemini-3-pro-image-preview",
-                                   "gpt-4o", "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
-                                   "claude-sonnet-4-5", "gemini-2.5-pro", "gpt-5.5"])  # the last three: tiered
+@pytest.mark.parametrize(
+    "model",
+    [
+        "claude-opus-4-6",
+        "claude-haiku-4-5-20251001",
+        "gemini-3-pro-image-preview",
+        "gpt-4o",
+        "converse/jp.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "claude-sonnet-4-5",
+        "gemini-2.5-pro",
+        "gpt-5.5",
+    ],
+)  # the last three: tiered
 def test_prices_are_genai_prices_to_the_digit(model: str) -> None:
     """A response is priced from the model's token prices with genai-prices' own unit arithmetic, not by its generic
     lookup each time: the figures must be genai-prices' to the digit, on both sides of each tier start (200k and 272k
@@ -44,8 +54,9 @@ def test_prices_are_genai_prices_to_the_digit(model: str) -> None:
     assert p is not None
     rnd = random.Random(7)
     for _ in range(300):
-        u = Usage(*(rnd.choice([0, rnd.randint(1, 99), rnd.randint(0, 400_000), rnd.randint(0, 10**12)])
-                    for _ in range(4)))
+        u = Usage(
+            *(rnd.choice([0, rnd.randint(1, 99), rnd.randint(0, 400_000), rnd.randint(0, 10**12)]) for _ in range(4))
+        )
         if rnd.random() < 0.5:  # total input just around a tier start
             edge = rnd.choice([200_000, 272_000]) + rnd.randint(-2, 2)
             u.cache_read = rnd.randint(0, edge)
@@ -62,8 +73,17 @@ def test_a_newer_model_is_not_priced_as_its_prefix() -> None:
     assert cost55 is not None and cost5 is not None and cost55 >= 3 * cost5
 
 
-@pytest.mark.parametrize("model", ["claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001", "gpt-5.1-codex",
-                                   "gemini-2.5-pro", "jp.anthropic.claude-haiku-4-5-20251001-v1:0", "deepseek-chat"])
+@pytest.mark.parametrize(
+    "model",
+    [
+        "claude-sonnet-4-5-20250929",
+        "claude-haiku-4-5-20251001",
+        "gpt-5.1-codex",
+        "gemini-2.5-pro",
+        "jp.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "deepseek-chat",
+    ],
+)
 def test_each_response_is_priced_as_genai_prices_prices_it(model: str) -> None:
     # price_usage applies the model's token prices itself (calc_price per response was half of a cold ingest): the
     # long-context tier, a cache count the model has no price for and zero counts all cost what calc_price says.
@@ -74,8 +94,14 @@ def test_each_response_is_priced_as_genai_prices_prices_it(model: str) -> None:
     p = model_price(model)
     assert p is not None
     provider = _model_ref(model)[1] or p.provider
-    for u in (Usage(100_000, 2_000, 50_000, 7_000), Usage(150_000, 9_000, 120_000, 40_000), Usage(0, 0, 0, 0),
-              Usage(1, 0, 0, 0), Usage(3, 5, 0, 250_001), Usage(0, 1_000, 300_000, 0)):
+    for u in (
+        Usage(100_000, 2_000, 50_000, 7_000),
+        Usage(150_000, 9_000, 120_000, 40_000),
+        Usage(0, 0, 0, 0),
+        Usage(1, 0, 0, 0),
+        Usage(3, 5, 0, 250_001),
+        Usage(0, 1_000, 300_000, 0),
+    ):
         want = float(calc_price(_genai_usage(u), model_ref=p.model_ref, provider_id=provider).total_price)
         assert price_usage(model, u) == (want, p.source), u
 
@@ -99,10 +125,14 @@ def test_unknown_and_inexact_models_say_so() -> None:
 def _ours(db: Path, agent_dir: str) -> dict[str, tuple[float, list[str], list[str]]]:
     """Our cost per ccusage session (file stem; a Claude subagent file counts to its parent) with the models and
     cost sources of its turns."""
-    rows = query(db, """
+    rows = query(
+        db,
+        """
         SELECT s.source_path, coalesce(sum(t.cost_usd), 0), list(DISTINCT t.model), list(DISTINCT t.cost_source)
         FROM sessions s LEFT JOIN turns t ON t.session_id = s.session_id AND t.usage_counted
-        WHERE s.source_path LIKE ? GROUP BY ALL""", [f"%{agent_dir}%"])
+        WHERE s.source_path LIKE ? GROUP BY ALL""",
+        [f"%{agent_dir}%"],
+    )
     out: dict[str, tuple[float, list[str], list[str]]] = {}
     for path, cost, models, sources in rows:
         p = Path(path)
@@ -143,11 +173,16 @@ def test_costs_agree_with_ccusage(agent: str, folder: str, db: Path) -> None:
         # counts with genai-prices, print both, and follow the maintained database.
         assert "transcript" not in sources, "a recorded cost must match exactly"
         for part in ref.get("modelBreakdowns", []):
-            usage = Usage(input=part["inputTokens"], output=part["outputTokens"],
-                          cache_read=part["cacheReadTokens"], cache_write=part["cacheCreationTokens"])
+            usage = Usage(
+                input=part["inputTokens"],
+                output=part["outputTokens"],
+                cache_read=part["cacheReadTokens"],
+                cache_write=part["cacheCreationTokens"],
+            )
             db_price, src = price_usage(part["modelName"], usage)
             print(f"  {part['modelName']}: ccusage ${part['cost']:.6f}, genai-prices ${db_price or 0:.6f} ({src})")
             assert db_price is not None and db_price != pytest.approx(part["cost"], rel=0.01), (
-                f"{agent} {sid}: same price for {part['modelName']} yet the costs differ")
+                f"{agent} {sid}: same price for {part['modelName']} yet the costs differ"
+            )
         compared += 1
     assert compared == len(reference)

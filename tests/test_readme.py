@@ -7,12 +7,12 @@ import subprocess
 import sys
 
 import pytest
+from conftest import ROOT
 from typer.testing import CliRunner
 
 from analyzer.cli import app
 from analyzer.store.schema import ALL_TABLES
 from analyzer.store.schema_doc import END, START, markdown
-from conftest import ROOT
 
 README = (ROOT / "README.md").read_text()
 
@@ -40,7 +40,9 @@ def test_store_schema_section_is_current() -> None:
 def test_every_command_has_help() -> None:
     runner = CliRunner()
     names = [c.name for c in app.registered_commands]
-    assert {"analyze", "ingest", "sessions", "scan", "findings", "summary", "policies", "replay", "report"} <= set(names)
+    assert {"analyze", "ingest", "sessions", "scan", "findings", "summary", "policies", "replay", "report"} <= set(
+        names
+    )
     for name in names:
         result = runner.invoke(app, [name, "--help"])
         assert result.exit_code == 0, name

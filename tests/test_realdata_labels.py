@@ -4,11 +4,10 @@ table gives, and every call/message index lies inside the file as the reference 
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
-
 from realdata_labels import (
     ROOT,
     LabelError,
@@ -64,7 +63,7 @@ def test_every_realdata_file_has_a_source_sha() -> None:
             assert r["file"] in shas, r["file"]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reference(file: str, fmt: str) -> tuple[int, int | None]:
     """(call count, message count or None) for a labelled file."""
     path = ROOT / file
@@ -93,8 +92,9 @@ def _loopscope_calls(path: Path) -> int:
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "s.duckdb"
         ingest_paths(db, path)
-        rows = query(db, "select count(*) from calls c join sessions s using (session_id) where s.source_path = ?",
-                     [str(path)])
+        rows = query(
+            db, "select count(*) from calls c join sessions s using (session_id) where s.source_path = ?", [str(path)]
+        )
         return int(rows[0][0])
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-
 from realdata_score import build_store, score
 
 from analyzer.ingest import formats
@@ -35,7 +34,8 @@ def test_figures_are_pinned(parts, part: str) -> None:
     assert (p.stuck - p.unsure_only, p.matched, p.loops, p.loops_found) == PINNED[part], (
         f"{part}: precision {p.precision:.2f}, recall {p.recall:.2f}; false: "
         f"{[(f.file, f.kind, sorted(f.seqs)[:3]) for f in p.false]}; missed: "
-        f"{[(m['file'], m['first_call_index']) for m in p.missed]}")
+        f"{[(m['file'], m['first_call_index']) for m in p.missed]}"
+    )
 
 
 def test_precision_on_both_parts(parts) -> None:

@@ -24,10 +24,17 @@ STRIPE = "sk_" + "live_" + "51H8abcdefGHIJKLmnopQRstu"
 STRIPE_RESTRICTED = "rk_" + "test_" + "51H8abcdefGHIJKLmnopQRstu"
 GOOGLE = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
 GOOGLE_OAUTH = "ya29." + "a0AfH6SMBx3xQ7_abcdefghijklmnop"
-JWT = ("eyJ" + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
-       + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
-PEM = ("-----BEGIN " + "PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n"
-       "VJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n-----END PRIVATE KEY-----")
+JWT = (
+    "eyJ"
+    + "hbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    + ".eyJ"
+    + "zdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ"
+    + ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+)
+PEM = (
+    "-----BEGIN " + "PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n"
+    "VJTUt9Us8cKjMzEfYyjiWA4R4/M2bS1GB4t7NXp98C3SC6dVMvDuictGeurT8jNbvJZHtCSuYEvu\n-----END PRIVATE KEY-----"
+)
 
 
 def assert_gone(secret: str, text: str, family: str) -> str:
@@ -112,12 +119,18 @@ def test_cookie_headers() -> None:
     assert_gone("id=a3fWa", "Set-Cookie: id=a3fWa; Expires=Thu, 21 Oct 2026 07:28:00 GMT", "cookie")
 
 
-@pytest.mark.parametrize("name", ["DATABASE_PASSWORD", "STRIPE_WEBHOOK_SECRET", "NPM_TOKEN", "MY_SERVICE_KEY",
-                                  "db_password"])
+@pytest.mark.parametrize(
+    "name", ["DATABASE_PASSWORD", "STRIPE_WEBHOOK_SECRET", "NPM_TOKEN", "MY_SERVICE_KEY", "db_password"]
+)
 def test_assignments(name: str) -> None:
     value = "s3cr3t" + "-value-42"
-    for text in (f"{name}={value}", f"export {name}='{value}'", f'{name}: "{value}"', f"{name} = {value} # prod",
-                 json_args({"command": f'{name}="{value}" ./run.sh'})):
+    for text in (
+        f"{name}={value}",
+        f"export {name}='{value}'",
+        f'{name}: "{value}"',
+        f"{name} = {value} # prod",
+        json_args({"command": f'{name}="{value}" ./run.sh'}),
+    ):
         out = assert_gone(value, text, "assignment")
         assert name in out  # the name stays: the reader sees what was there
 
@@ -131,13 +144,15 @@ def test_unquoted_colon_values_must_look_like_secrets() -> None:
 
 
 def test_assignment_of_a_variable_reference_is_kept() -> None:
-    text = 'API_KEY=$OPENAI_KEY ./run && TOKEN_KEY=${SECRET} make'
+    text = "API_KEY=$OPENAI_KEY ./run && TOKEN_KEY=${SECRET} make"
     assert redact(text) == text
 
 
 def test_ordinary_text_is_untouched() -> None:
-    text = ("max_tokens=4096; sk-learn is a package; the key_id field; Authorization is required; "
-            "AKIA is a prefix; eyJ is base64 for '{\"'; run `npm test` in /srv/app")
+    text = (
+        "max_tokens=4096; sk-learn is a package; the key_id field; Authorization is required; "
+        "AKIA is a prefix; eyJ is base64 for '{\"'; run `npm test` in /srv/app"
+    )
     assert redact(text) == text
     assert redact("") == ""
     assert redact(None) is None
@@ -153,12 +168,22 @@ def test_a_key_inside_an_assignment_is_redacted_once() -> None:
     assert out == "OPENAI_API_KEY=[REDACTED openai-key]"
 
 
-@pytest.mark.parametrize("unit,n", [("x-", 1000), ("sk-", 750), ("a_", 1000), ("eyJ", 750), ("Authorization: ", 150),
-                                    ("-----BEGIN PRIVATE KEY-----", 75)])
+@pytest.mark.parametrize(
+    "unit,n",
+    [
+        ("x-", 1000),
+        ("sk-", 750),
+        ("a_", 1000),
+        ("eyJ", 750),
+        ("Authorization: ", 150),
+        ("-----BEGIN PRIVATE KEY-----", 75),
+    ],
+)
 def test_pathological_text_redacts_in_linear_time(unit: str, n: int) -> None:
     """Every shown text passes through redact: a regex that backtracks quadratically would stall a large report. Eight
     times the text must cost about eight times as much, not sixty-four (a ratio, so a loaded machine does not fail
     it; a quadratic pattern once took 0.35 s on 8,000 characters)."""
+
     def best(text: str) -> float:
         times = []
         for _ in range(3):
@@ -174,18 +199,44 @@ def test_pathological_text_redacts_in_linear_time(unit: str, n: int) -> None:
 # ---- redacting only what is shown (issue 13) ----------------------------------------------------------------------
 
 DETECT_SECRETS_SAMPLES = [
-    "AccountKey=" + "a1B2" * 22, "https://admin:" + "hunter2pass" + "@db.internal/x",
-    "MTk4NjIyNDgzNDcxOTI1MjQ4" + ".Cl2FMQ." + "ZnCjm1XVW7vRze4b7Cq4se7kKWs", "glpat-" + "abcdefghij0123456789",
-    "0123456789abcdef0123456789abcdef" + "-us12", "//registry.npmjs.org/:_authToken=" + "npm_" + "a" * 36,
-    "SG." + "a" * 22 + "." + "b" * 43, "sq0csp-" + "c" * 43, "123456789:" + "A" * 35, "AC" + "a1" * 16,
-    "SK" + "b2" * 16, "pypi-AgEIcHlwaS5vcmc" + "x" * 70,
+    "AccountKey=" + "a1B2" * 22,
+    "https://admin:" + "hunter2pass" + "@db.internal/x",
+    "MTk4NjIyNDgzNDcxOTI1MjQ4" + ".Cl2FMQ." + "ZnCjm1XVW7vRze4b7Cq4se7kKWs",
+    "glpat-" + "abcdefghij0123456789",
+    "0123456789abcdef0123456789abcdef" + "-us12",
+    "//registry.npmjs.org/:_authToken=" + "npm_" + "a" * 36,
+    "SG." + "a" * 22 + "." + "b" * 43,
+    "sq0csp-" + "c" * 43,
+    "123456789:" + "A" * 35,
+    "AC" + "a1" * 16,
+    "SK" + "b2" * 16,
+    "pypi-AgEIcHlwaS5vcmc" + "x" * 70,
 ]
 
 
-@pytest.mark.parametrize("text", [ANTHROPIC, OPENAI_PROJECT, OPENAI_LEGACY, AWS_ID, GITHUB_CLASSIC, GITHUB_FINE,
-                                  SLACK_BOT, SLACK_HOOK, STRIPE, STRIPE_RESTRICTED, GOOGLE, GOOGLE_OAUTH, JWT, PEM,
-                                  "Authorization: Bearer abc123def456ghi789jkl", "Cookie: sid=abcdef123456",
-                                  "DB_PASSWORD=hunter2hunter2", *DETECT_SECRETS_SAMPLES])
+@pytest.mark.parametrize(
+    "text",
+    [
+        ANTHROPIC,
+        OPENAI_PROJECT,
+        OPENAI_LEGACY,
+        AWS_ID,
+        GITHUB_CLASSIC,
+        GITHUB_FINE,
+        SLACK_BOT,
+        SLACK_HOOK,
+        STRIPE,
+        STRIPE_RESTRICTED,
+        GOOGLE,
+        GOOGLE_OAUTH,
+        JWT,
+        PEM,
+        "Authorization: Bearer abc123def456ghi789jkl",
+        "Cookie: sid=abcdef123456",
+        "DB_PASSWORD=hunter2hunter2",
+        *DETECT_SECRETS_SAMPLES,
+    ],
+)
 def test_the_prefilter_lets_every_secret_family_through(text: str) -> None:
     """The one-pattern pre-filter lets a text skip every rule: it must find something in each family's secrets (a
     rule the pre-filter does not know would silently stop redacting)."""

@@ -8,11 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 import typer
+from helpers import ingest_paths
+from test_replay_support import C, T, U, pi_session
 from typer.testing import CliRunner
 
 from analyzer.commands import replay as replay_cmds
-from helpers import ingest_paths
-from test_replay_support import C, T, U, pi_session
 
 app = typer.Typer(pretty_exceptions_enable=False)
 app.command("policies")(replay_cmds.policies)
@@ -26,8 +26,11 @@ PYTEST = C("bash", {"command": "pytest"}, result="1 failed", error=True)
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("cli")
     path = tmp / "store.duckdb"
-    ingest_paths(path, pi_session(tmp / "stuck.jsonl", "stuck", [U] + [PYTEST] * 8 + [T("Giving up.")]),
-                 pi_session(tmp / "fine.jsonl", "fine", [U, C("read", {"path": "a"}), T("Done.")]))
+    ingest_paths(
+        path,
+        pi_session(tmp / "stuck.jsonl", "stuck", [U] + [PYTEST] * 8 + [T("Giving up.")]),
+        pi_session(tmp / "fine.jsonl", "fine", [U, C("read", {"path": "a"}), T("Done.")]),
+    )
     return path
 
 
@@ -35,8 +38,12 @@ def test_policies_lists_the_presets_with_their_semantics() -> None:
     res = runner.invoke(app, ["policies", "--format", "json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    assert [r["policy"] for r in rows][:4] == ["open-codesign", "gitagent", "pi-anti-doom-loop",
-                                               "pi-anti-doom-loop@0.0.7"]
+    assert [r["policy"] for r in rows][:4] == [
+        "open-codesign",
+        "gitagent",
+        "pi-anti-doom-loop",
+        "pi-anti-doom-loop@0.0.7",
+    ]
     assert len(rows) == 10 and rows[-1]["policy"] == "loopscope" and all(r["escalation"] for r in rows)
     one = runner.invoke(app, ["policies", "--policy", "roo-code", "--format", "csv"])
     assert one.exit_code == 0 and one.stdout.splitlines()[0] == "setting,value,default,meaning"
@@ -55,8 +62,10 @@ def test_replay_json_rows(db: Path) -> None:
 
 
 def test_replay_several_policies_totals_and_flags(db: Path) -> None:
-    res = runner.invoke(app, ["replay", "--db", str(db), "-p", "gitagent", "-p", "roo-code", "--halt", "3",
-                              "--totals", "--format", "csv"])
+    res = runner.invoke(
+        app,
+        ["replay", "--db", str(db), "-p", "gitagent", "-p", "roo-code", "--halt", "3", "--totals", "--format", "csv"],
+    )
     assert res.exit_code == 0, res.output
     import io
 
@@ -80,22 +89,26 @@ def test_replay_parquet_and_custom_policy_file(db: Path, tmp_path: Path) -> None
     f = tmp_path / "p.toml"
     f.write_text('[policies.late]\nbase = "open-codesign"\nhalt = 8\n')
     out = tmp_path / "r.parquet"
-    res = runner.invoke(app, ["replay", "--db", str(db), "--policy-file", str(f), "-p", "late", "-f", "parquet",
-                              "-o", str(out)])
+    res = runner.invoke(
+        app, ["replay", "--db", str(db), "--policy-file", str(f), "-p", "late", "-f", "parquet", "-o", str(out)]
+    )
     assert res.exit_code == 0, res.output
     df = pl.read_parquet(out)
     assert df.filter(pl.col("session_id") == "stuck")["halt_call_id"].to_list() == ["stuck-c7"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["replay", "-p", "nope"], "unknown policy 'nope'"),
-    (["replay"], "--policy is required"),
-    (["replay", "-p", "gitagent", "--warn", "2"], "gitagent has no setting 'warn'"),
-    (["replay", "-p", "pi", "--scope", "forever"], "--scope"),
-    (["replay", "-p", "pi", "--totals", "--calls"], "choose one"),
-    (["replay", "-p", "pi", "--policy-file", "/nonexistent.toml"], "does not exist"),
-    (["replay", "-p", "pi", "--since", "last week"], "--since"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["replay", "-p", "nope"], "unknown policy 'nope'"),
+        (["replay"], "--policy is required"),
+        (["replay", "-p", "gitagent", "--warn", "2"], "gitagent has no setting 'warn'"),
+        (["replay", "-p", "pi", "--scope", "forever"], "--scope"),
+        (["replay", "-p", "pi", "--totals", "--calls"], "choose one"),
+        (["replay", "-p", "pi", "--policy-file", "/nonexistent.toml"], "does not exist"),
+        (["replay", "-p", "pi", "--since", "last week"], "--since"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(db: Path, args: list[str], message: str) -> None:
     res = runner.invoke(app, args + ["--db", str(db)])
     assert res.exit_code == 2, res.output
@@ -112,6 +125,11 @@ def test_replay_calls_lists_each_verdict(db: Path) -> None:
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in res.stdout.splitlines()]
     assert [(r["seq"], r["level"], r["action"]) for r in rows] == [
-        (2, "warn", "warn"), (3, "warn", "warn"), (4, "halt", "halt"), (5, "halt", "halt"), (6, "halt", "halt"),
-        (7, "halt", "halt")]
+        (2, "warn", "warn"),
+        (3, "warn", "warn"),
+        (4, "halt", "halt"),
+        (5, "halt", "halt"),
+        (6, "halt", "halt"),
+        (7, "halt", "halt"),
+    ]
     assert {r["session_id"] for r in rows} == {"stuck"} and rows[0]["reason"] == "the same call repeated 3 times"

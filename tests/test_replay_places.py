@@ -3,8 +3,9 @@ row and the per-call rows (``--calls``) of one replay agree on which call is the
 
 from __future__ import annotations
 
-from analyzer.guards.replay import HALT_COLUMNS, SESSION_COLUMNS, VERDICT_COLUMNS, replay_session
 from test_replay_support import C, T, U, build, policy
+
+from analyzer.guards.replay import HALT_COLUMNS, SESSION_COLUMNS, VERDICT_COLUMNS, replay_session
 
 LOOP_TEXT = "Let me fetch the merge ref:"
 
@@ -18,15 +19,15 @@ def _rows(pol, events):
 
 def test_a_text_warning_at_a_message_without_calls_keeps_its_place_across_a_prompt() -> None:
     # The third identical text steers (a warning) at a message that issued no call; the user prompts next.
-    events = [U, T(LOOP_TEXT), T(LOOP_TEXT), T(LOOP_TEXT), U, C("bash", {"command": "ls"}), T(LOOP_TEXT),
-              T(LOOP_TEXT)]
+    events = [U, T(LOOP_TEXT), T(LOOP_TEXT), T(LOOP_TEXT), U, C("bash", {"command": "ls"}), T(LOOP_TEXT), T(LOOP_TEXT)]
     row, halts, verdicts = _rows(policy("pi-anti-doom-loop"), events)
     assert row["warns"] == 1
     assert row["first_warn_call_id"] is None  # the warning applies to no call ...
     assert row["first_warn_turn_id"] == "a3"  # ... but to the message that carried the loop
     assert row["first_warn_seq"] == 0  # and sits before the next call recorded
     assert [(v["at"], v["turn_id"], v["seq"], v["call_id"], v["level"], v["action"]) for v in verdicts] == [
-        ("message", "a3", 0, None, "warn", "steer")]
+        ("message", "a3", 0, None, "warn", "steer")
+    ]
     assert halts == [] and row["halts"] == 0
 
 
@@ -40,9 +41,16 @@ def test_a_warning_on_a_call_names_the_call_and_its_message() -> None:
 def test_gitagent_max_turns_on_a_two_call_turn_session_and_call_rows_agree() -> None:
     # maxTurns 3 trips on the result of the first call of the third tool-requesting turn; both calls of that turn
     # say terminate, the batch is all-terminate, so the run stops after its second call.
-    events = [U, C("read", {"path": "a"}), C("read", {"path": "b"}),
-              T(None, [C("read", {"path": "c"}), C("read", {"path": "d"})]),
-              C("read", {"path": "e"}), C("read", {"path": "f"}), U, C("read", {"path": "g"})]
+    events = [
+        U,
+        C("read", {"path": "a"}),
+        C("read", {"path": "b"}),
+        T(None, [C("read", {"path": "c"}), C("read", {"path": "d"})]),
+        C("read", {"path": "e"}),
+        C("read", {"path": "f"}),
+        U,
+        C("read", {"path": "g"}),
+    ]
     row, halts, verdicts = _rows(policy("gitagent", max_turns=3), events)
     halted = [v for v in verdicts if v["level"] == "halt"]
     assert [v["call_id"] for v in halted][:2] == ["c2", "c3"]  # the guard's verdicts: both calls terminate

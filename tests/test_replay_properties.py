@@ -4,19 +4,26 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_replay_support import C, T, U, build
 
 from analyzer.guards import HALT
 from analyzer.guards.policies import PRESETS
 from analyzer.guards.replay import replay_session, simulate
-from test_replay_support import C, T, U, build
 
-CALLS = [C("read", {"path": "a"}), C("read", {"path": "b"}), C("bash", {"command": "make"}, result="err", error=True),
-         C("bash", {"command": "make"}, result="ok"), C("edit", {"path": "a", "old": "x", "new": "y"}),
-         C("bash", {"command": "npm test -- --grep login flow"}), C("read", {"path": "a"}, result=None)]
+CALLS = [
+    C("read", {"path": "a"}),
+    C("read", {"path": "b"}),
+    C("bash", {"command": "make"}, result="err", error=True),
+    C("bash", {"command": "make"}, result="ok"),
+    C("edit", {"path": "a", "old": "x", "new": "y"}),
+    C("bash", {"command": "npm test -- --grep login flow"}),
+    C("read", {"path": "a"}, result=None),
+]
 TEXTS = [None, "", "Let me check the build.", "Let me check the build again.", "Done."]
 
-message = st.builds(lambda text, calls: T(text, calls, tokens=10), st.sampled_from(TEXTS),
-                    st.lists(st.sampled_from(CALLS), max_size=4))
+message = st.builds(
+    lambda text, calls: T(text, calls, tokens=10), st.sampled_from(TEXTS), st.lists(st.sampled_from(CALLS), max_size=4)
+)
 events = st.lists(st.one_of(message, st.just(U)), max_size=40)
 RESETTING = ["open-codesign", "gitagent", "gemini-cli", "opencode", "openhands"]  # all state per user prompt
 
@@ -73,8 +80,25 @@ def test_saved_figures_never_exceed_what_came_after(evs: list) -> None:
     total_tokens = sum(s.turn_tokens)
     for pol in PRESETS.values():
         r = replay_session(pol, s, None, False)
-        (sid, _, calls, warns, fw, fw_turn, fw_seq, halts, hc, hseq, hut, act, reason, after_calls, after_tokens, after_cost,
-         halt_on) = r.row
+        (
+            sid,
+            _,
+            calls,
+            warns,
+            fw,
+            fw_turn,
+            fw_seq,
+            halts,
+            hc,
+            hseq,
+            hut,
+            act,
+            reason,
+            after_calls,
+            after_tokens,
+            after_cost,
+            halt_on,
+        ) = r.row
         assert calls == len(s.calls) and halt_on is None
         if halts == 0:
             assert hc is None and after_calls is None

@@ -14,22 +14,30 @@ from pathlib import Path
 
 import duckdb
 import pytest
-
-from analyzer.store import db as store
-from analyzer.guards.policies import PRESETS, resolve
-from analyzer.guards.replay import load_corpus, replay, replay_store
 from helpers import ingest_paths
 from test_replay_support import CYCLE, PYTEST, STATUS, C, T, U, pi_session
 
+from analyzer.guards.policies import PRESETS, resolve
+from analyzer.guards.replay import load_corpus, replay, replay_store
+from analyzer.store import connection
 
 SESSIONS = {
     "streak": [U] + [PYTEST] * 8 + [T("I could not fix it.")],
-    "poll": [U] + [C("bash", {"command": "gh run view 42 --json status"}, result=f"status: {s}") for s in STATUS]
-            + [T("The run completed.")],
+    "poll": [U]
+    + [C("bash", {"command": "gh run view 42 --json status"}, result=f"status: {s}") for s in STATUS]
+    + [T("The run completed.")],
     "cycle": [U] + CYCLE * 5 + [T("Still failing.")],
-    "repeat": [(U, "run the tests"), C("bash", {"command": "pytest"}, result="3 passed"), T("All tests pass."),
-               (U, "run the tests again"), C("bash", {"command": "pytest"}, result="3 passed"), T("All tests pass."),
-               (U, "and once more"), C("bash", {"command": "pytest"}, result="3 passed"), T("All tests pass.")],
+    "repeat": [
+        (U, "run the tests"),
+        C("bash", {"command": "pytest"}, result="3 passed"),
+        T("All tests pass."),
+        (U, "run the tests again"),
+        C("bash", {"command": "pytest"}, result="3 passed"),
+        T("All tests pass."),
+        (U, "and once more"),
+        C("bash", {"command": "pytest"}, result="3 passed"),
+        T("All tests pass."),
+    ],
 }
 FINDINGS = [("streak", 0, 7, True), ("poll", 0, 5, False), ("cycle", 0, 14, True)]
 
@@ -85,8 +93,10 @@ def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ingest_paths(db, *files)
     con = duckdb.connect(str(db))
     # What `loopscope scan` would write for these sessions (only the columns the replay reads).
-    con.executemany("INSERT INTO findings (finding_id, session_id, first_seq, last_seq, stuck) VALUES (?, ?, ?, ?, ?)",
-                    [[f"f{i}", sid, a, b, s] for i, (sid, a, b, s) in enumerate(FINDINGS)])
+    con.executemany(
+        "INSERT INTO findings (finding_id, session_id, first_seq, last_seq, stuck) VALUES (?, ?, ?, ?, ?)",
+        [[f"f{i}", sid, a, b, s] for i, (sid, a, b, s) in enumerate(FINDINGS)],
+    )
     con.executemany("INSERT INTO scan_state (session_id) VALUES (?)", [[sid] for sid in SESSIONS])
     con.close()
     return db
@@ -94,7 +104,7 @@ def corpus_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def result(corpus_db: Path):  # type: ignore[no-untyped-def]
-    con = store.connect(corpus_db, read_only=True)
+    con = connection.connect(corpus_db, read_only=True)
     try:
         return replay_store(con, list(PRESETS.values()), workers=1)
     finally:
@@ -141,7 +151,10 @@ def test_totals_per_policy(result) -> None:  # type: ignore[no-untyped-def]
 def test_halt_rows_for_calibration(result) -> None:  # type: ignore[no-untyped-def]
     h = result.halts.filter(result.halts["policy"] == "pi-anti-doom-loop").sort("session_id").to_dicts()
     assert [(r["session_id"], r["halt_seq"], r["action"], r["halt_on"]) for r in h] == [
-        ("cycle", 9, "abort", "stuck"), ("poll", 3, "abort", "progress"), ("streak", 3, "abort", "stuck")]
+        ("cycle", 9, "abort", "stuck"),
+        ("poll", 3, "abort", "progress"),
+        ("streak", 3, "abort", "stuck"),
+    ]
     assert h[0]["session_tokens"] == 1600
 
 
@@ -149,7 +162,7 @@ def test_scope_session_counts_everything_after_the_first_halt(tmp_path: Path) ->
     events = [U] + [PYTEST] * 6 + [T("Stuck.")] + [U] + [PYTEST] * 6 + [T("Still stuck.")]
     db = tmp_path / "s.duckdb"
     ingest_paths(db, pi_session(tmp_path / "two.jsonl", "two", events))
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         corpus = load_corpus(con)
     finally:
@@ -163,7 +176,7 @@ def test_scope_session_counts_everything_after_the_first_halt(tmp_path: Path) ->
 
 
 def test_parallel_replay_matches_serial(corpus_db: Path) -> None:
-    con = store.connect(corpus_db, read_only=True)
+    con = connection.connect(corpus_db, read_only=True)
     try:
         corpus = load_corpus(con)
     finally:
@@ -179,10 +192,11 @@ def test_parallel_replay_matches_serial(corpus_db: Path) -> None:
 def test_filters_and_custom_policy(corpus_db: Path) -> None:
     from analyzer.store.filters import SessionFilter
 
-    con = store.connect(corpus_db, read_only=True)
+    con = connection.connect(corpus_db, read_only=True)
     try:
-        res = replay_store(con, resolve(["open-codesign"], overrides={"halt": "7"}), SessionFilter(agent="pi"),
-                           verdicts=True)
+        res = replay_store(
+            con, resolve(["open-codesign"], overrides={"halt": "7"}), SessionFilter(agent="pi"), verdicts=True
+        )
     finally:
         con.close()
     rows = {r["session_id"]: r for r in res.sessions.to_dicts()}

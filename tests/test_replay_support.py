@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from helpers import write_jsonl
+
 from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
 from analyzer.guards import LEVELS, Call, Message, UserPrompt
 from analyzer.guards.policies import PRESETS, Policy
 from analyzer.guards.replay import Session, simulate
-
-from helpers import write_jsonl
 
 
 @dataclass
@@ -42,9 +42,11 @@ U = "U"  # a user prompt
 # changes, a read -> edit -> test cycle that keeps failing.
 PYTEST = C("bash", {"command": "pytest tests/test_api.py"}, result="FAILED test_login - AssertionError", error=True)
 STATUS = ["queued", "in_progress (1/4)", "in_progress (2/4)", "in_progress (3/4)", "in_progress (4/4)", "completed"]
-CYCLE = [C("read", {"path": "src/app.py"}, result="def login(): ..."),
-         C("edit", {"path": "src/app.py", "old": "x", "new": "y"}, result="old text not found", error=True),
-         C("bash", {"command": "pytest"}, result="1 failed", error=True)]
+CYCLE = [
+    C("read", {"path": "src/app.py"}, result="def login(): ..."),
+    C("edit", {"path": "src/app.py", "old": "x", "new": "y"}, result="old text not found", error=True),
+    C("bash", {"command": "pytest"}, result="1 failed", error=True),
+]
 
 
 def build(events: list[Any], session_id: str = "s") -> Session:
@@ -70,11 +72,21 @@ def build(events: list[Any], session_id: str = "s") -> Session:
         msg = Message(pos, f"a{pos}", ut, ev.text)
         for c in ev.calls:
             canon = canonical_json(c.args)
-            call = Call(len(calls), len(calls), f"c{len(calls)}", pos, ut, c.tool, canon,
-                        call_key(c.tool, canon), call_key(c.tool, ordered_json(c.args)),
-                        call_key(c.tool, shallow_sorted_json(c.args)),
-                        result_key(c.result, c.error) if c.result is not None else None,
-                        c.error if c.result is not None else None, c.parent)
+            call = Call(
+                len(calls),
+                len(calls),
+                f"c{len(calls)}",
+                pos,
+                ut,
+                c.tool,
+                canon,
+                call_key(c.tool, canon),
+                call_key(c.tool, ordered_json(c.args)),
+                call_key(c.tool, shallow_sorted_json(c.args)),
+                result_key(c.result, c.error) if c.result is not None else None,
+                c.error if c.result is not None else None,
+                c.parent,
+            )
             calls.append(call)
             msg.calls.append(call)
         steps.append(msg)
@@ -102,12 +114,14 @@ def actions(pol: Policy | str, events: list[Any]) -> list[str]:
 
 
 # -- pi-format transcripts for end-to-end tests ----------------------------------------------------------------------
-def pi_session(path: Path, session_id: str, events: list[Any], tokens_per_message: int = 100,
-               cost_per_message: float = 0.01) -> Path:
+def pi_session(
+    path: Path, session_id: str, events: list[Any], tokens_per_message: int = 100, cost_per_message: float = 0.01
+) -> Path:
     """Write ``events`` (``U`` prompts carry the text "please continue"; use ("U", text) for another text) as a pi v3
     session where every assistant message has ``tokens_per_message`` input tokens and ``cost_per_message`` dollars."""
-    recs: list[dict[str, Any]] = [{"type": "session", "version": 3, "id": session_id,
-                                   "timestamp": "2026-01-01T00:00:00Z", "cwd": "/repo"}]
+    recs: list[dict[str, Any]] = [
+        {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-01-01T00:00:00Z", "cwd": "/repo"}
+    ]
     n = 0
     parent = None
 
@@ -115,8 +129,15 @@ def pi_session(path: Path, session_id: str, events: list[Any], tokens_per_messag
         nonlocal n, parent
         n += 1
         eid = f"{session_id}-e{n}"
-        recs.append({"type": "message", "id": eid, "parentId": parent,
-                     "timestamp": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z", "message": message})
+        recs.append(
+            {
+                "type": "message",
+                "id": eid,
+                "parentId": parent,
+                "timestamp": f"2026-01-01T00:{n // 60:02d}:{n % 60:02d}Z",
+                "message": message,
+            }
+        )
         parent = eid
 
     calls = 0
@@ -136,11 +157,29 @@ def pi_session(path: Path, session_id: str, events: list[Any], tokens_per_messag
             calls += 1
             ids.append((cid, c))
             content.append({"type": "toolCall", "id": cid, "name": c.tool, "arguments": c.args})
-        rec({"role": "assistant", "model": "claude-sonnet-4-5", "content": content,
-             "usage": {"input": tokens_per_message, "output": 0, "cacheRead": 0, "cacheWrite": 0,
-                       "cost": {"total": cost_per_message}}})
+        rec(
+            {
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": content,
+                "usage": {
+                    "input": tokens_per_message,
+                    "output": 0,
+                    "cacheRead": 0,
+                    "cacheWrite": 0,
+                    "cost": {"total": cost_per_message},
+                },
+            }
+        )
         for cid, c in ids:
             if c.result is not None:
-                rec({"role": "toolResult", "toolCallId": cid, "toolName": c.tool,
-                     "content": [{"type": "text", "text": c.result}], "isError": c.error})
+                rec(
+                    {
+                        "role": "toolResult",
+                        "toolCallId": cid,
+                        "toolName": c.tool,
+                        "content": [{"type": "text", "text": c.result}],
+                        "isError": c.error,
+                    }
+                )
     return write_jsonl(path, recs)

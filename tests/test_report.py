@@ -6,8 +6,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from datetime import UTC, datetime
 from html import unescape
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -15,14 +15,14 @@ import typer
 from test_report_corpus import SECRETS, add_findings, all_text, build_store, sample_calibration, sample_replay
 from typer.testing import CliRunner
 
-from analyzer.store import db as store
 from analyzer.commands.report import report as report_cmd
+from analyzer.store import connection
 from analyzer.store.filters import SessionFilter
-from analyzer.reporting import ReportData
 from reports import Calibration, Replay, ReportInputError, render_report
+from reports.data import ReportData
 from reports.paths import session_slug
 
-WHEN = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def render(db: Path, out: Path, **kw: object):
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         flt = kw.pop("flt", SessionFilter())
         return render_report(ReportData(con, flt), out, generated_at=WHEN, **kw)  # type: ignore[arg-type]
@@ -63,12 +63,12 @@ def test_index_shows_totals_loops_worst_sessions_and_ingest_errors(corpus: Path,
     assert re.search(r"Sessions</div>\s*<div class=\"kpi-total\">5</div>", html)
     assert re.search(r"Tool calls</div>\s*<div class=\"kpi-total\">34</div>", html)
     assert "3 with loops" in html
-    worst = html[html.index("Worst sessions"):html.index("Ingest errors")]
+    worst = html[html.index("Worst sessions") : html.index("Ingest errors")]
     assert worst.index("sess-loop") < worst.index("../../x") < worst.index("sess-window")
     assert f'href="sessions/{session_slug("sess-loop")}.html"' in worst
     for chart in ("by-kind", "by-tool", "by-model", "by-agent", "by-project", "by-day", "repeats"):
         assert f'id="{chart}-data"' in html
-    errors = html[html.index("Ingest errors"):]
+    errors = html[html.index("Ingest errors") :]
     assert "1 line could not be read" in errors and "broken.jsonl" in errors
 
 
@@ -121,13 +121,13 @@ def test_session_page_shows_timeline_tokens_episodes_diffs_and_guards(corpus: Pa
     prefix = f"s-{session_slug('sess-loop')}"
     assert f'id="{prefix}-timeline-data"' in html and f'id="{prefix}-tokens-data"' in html
     # Four episodes, each with its repeated call; the cycle as a pattern of two calls repeated three times.
-    assert html.count('class="card episode"') == 4 and html.count("<details class=\"card episode\"") == 4
+    assert html.count('class="card episode"') == 4 and html.count('<details class="card episode"') == 4
     assert "command: npm test" in html and "(A B) ×3" in html and "A ×6" in html
     # Drift: the diff shows the changed number struck out and the new one inserted.
     assert "<del>20</del><ins>30</ins>" in html
     # Text loop: the assistant's repeated sentence, escaped.
     assert "I will check the directory &lt;script&gt;" in html
-    guards = html[html.index("What each guard would have done"):html.index("Loop episodes")]
+    guards = html[html.index("What each guard would have done") : html.index("Loop episodes")]
     # Calls are numbered from 1 (the store's seq 2 and 4 are calls #3 and #5), each linked to its anchor.
     assert "open-codesign" in guards and "call #3" in guards and "call #5" in guards and "stuck loop" in guards
     assert "call #2<" not in guards
@@ -141,11 +141,14 @@ def test_guard_replay_false_halt_and_calibration_page(corpus: Path, tmp_path: Pa
     cal = (tmp_path / "r" / "calibration.html").read_text()
     assert 'id="frontier-data"' in cal and 'id="sweep-data"' in cal
     assert "WARN_REPEATS = 3\nHALT_REPEATS = 5" in cal
-    presets = cal[cal.index("Guard presets on these sessions"):]
+    presets = cal[cal.index("Guard presets on these sessions") :]
     # open-codesign: 3 sessions, 2 warned, 1 halted on a stuck loop, 0 false halts, 17 calls after halt.
-    assert re.search(r"<td>open-codesign</td><td class=\"num\">3</td><td class=\"num\">2</td>"
-                     r"<td class=\"num\">1</td><td class=\"num\">1</td><td class=\"num\">0</td>"
-                     r"<td class=\"num\">17</td>", presets)
+    assert re.search(
+        r"<td>open-codesign</td><td class=\"num\">3</td><td class=\"num\">2</td>"
+        r"<td class=\"num\">1</td><td class=\"num\">1</td><td class=\"num\">0</td>"
+        r"<td class=\"num\">17</td>",
+        presets,
+    )
     index = (tmp_path / "r" / "index.html").read_text()
     assert "warn at 3 and halt at 5" in index
 
@@ -188,8 +191,9 @@ def test_a_second_report_removes_pages_the_first_wrote_and_nothing_else(corpus: 
 
 
 def test_single_file_is_self_contained_with_hashed_scripts(corpus: Path, tmp_path: Path) -> None:
-    res = render(corpus, tmp_path / "one.html", single_file=True, replay=sample_replay(),
-                 calibration=sample_calibration())
+    res = render(
+        corpus, tmp_path / "one.html", single_file=True, replay=sample_replay(), calibration=sample_calibration()
+    )
     assert res.files == [tmp_path / "one.html"] and sorted(p.name for p in tmp_path.iterdir()) == ["one.html"]
     html = res.index.read_text()
     assert not re.search(r"<(script|img|link|iframe)\b[^>]*\b(src|href)=", html)
@@ -220,13 +224,17 @@ def test_findings_with_unknown_calls_or_no_calls_still_render(corpus: Path, tmp_
     db = tmp_path / "copy.duckdb"
     db.write_bytes(corpus.read_bytes())
     add_findings(db, [{"session_id": "sess-loop", "kind": "streak", "seqs": [0, 1, 2]}])
-    con = store.connect(db)
-    con.execute("INSERT INTO findings VALUES ('odd', 'sess-loop', 'nested', NULL, [], [], 3, 4, 2, NULL, 0, NULL, "
-                "NULL, NULL)")
-    con.execute("INSERT INTO findings VALUES ('ghost', 'no-such-session', 'streak', NULL, ['x'], ['zz'], 0, 1, 2, "
-                "true, 0, 5, 5, 0.1)")
-    con.execute("INSERT INTO findings VALUES ('words', 'sess-loop', 'text', NULL, [], [], NULL, NULL, 3, true, 1, 0, "
-                "40, 0)")  # a text loop whose messages issued no calls
+    con = connection.connect(db)
+    con.execute(
+        "INSERT INTO findings VALUES ('odd', 'sess-loop', 'nested', NULL, [], [], 3, 4, 2, NULL, 0, NULL, NULL, NULL)"
+    )
+    con.execute(
+        "INSERT INTO findings VALUES ('ghost', 'no-such-session', 'streak', NULL, ['x'], ['zz'], 0, 1, 2, "
+        "true, 0, 5, 5, 0.1)"
+    )
+    con.execute(
+        "INSERT INTO findings VALUES ('words', 'sess-loop', 'text', NULL, [], [], NULL, NULL, 3, true, 1, 0, 40, 0)"
+    )  # a text loop whose messages issued no calls
     con.close()
     res = render(db, tmp_path / "r")
     html = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
@@ -239,8 +247,9 @@ def test_cli_report_command(corpus: Path, tmp_path: Path) -> None:
     app.command("report")(report_cmd)
     app.command("noop")(lambda: None)  # a second command keeps typer from flattening the app
     out = tmp_path / "cli"
-    result = CliRunner().invoke(app, ["report", "--db", str(corpus), "--out", str(out), "--agent", "pi",
-                                      "--project", "api"])
+    result = CliRunner().invoke(
+        app, ["report", "--db", str(corpus), "--out", str(out), "--agent", "pi", "--project", "api"]
+    )
     assert result.exit_code == 0, result.output
     assert "1 session pages" in result.output and (out / "index.html").is_file()
     bad = CliRunner().invoke(app, ["report", "--db", str(corpus), "--out", str(out), "--since", "yesterday"])
@@ -287,9 +296,10 @@ def test_all_sessions_page_carries_every_session(corpus: Path, tmp_path: Path) -
 def test_a_session_without_usage_shows_estimates_labelled(tmp_path: Path) -> None:
     """The OpenAI-messages sample records no usage: its page says so and shows estimated tokens and cost, labelled,
     instead of an empty chart and $0.00."""
-    from analyzer.scan.run import scan
     from conftest import SAMPLE_DATA
     from helpers import ingest_paths
+
+    from analyzer.scan.run import scan
 
     db = tmp_path / "s.duckdb"
     ingest_paths(db, SAMPLE_DATA / "openai_messages")
@@ -304,7 +314,8 @@ def test_a_session_without_usage_shows_estimates_labelled(tmp_path: Path) -> Non
 
 
 def test_pages_read_several_batches_at_a_time_are_the_pages_read_one_batch_at_a_time(
-        corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The report reads ``READ_GROUP`` batches of sessions from the store in one go and splits the frames by session:
     every page (folder and single file) is the page a read of its own batch gives, and the store is read once a
     group, not once a batch."""
@@ -325,8 +336,9 @@ def test_pages_read_several_batches_at_a_time_are_the_pages_read_one_batch_at_a_
         render(corpus, tmp_path / f"g{group}", batch=1, workers=1)
         render(corpus, tmp_path / f"g{group}.html", batch=1, single_file=True)
         assert [len(r) for r in reads] == ([1, 1, 1] if group == 1 else [2, 1]) * 2
-        pages[group] = {p.relative_to(tmp_path / f"g{group}"): p.read_bytes()
-                        for p in (tmp_path / f"g{group}").rglob("*.html")}
+        pages[group] = {
+            p.relative_to(tmp_path / f"g{group}"): p.read_bytes() for p in (tmp_path / f"g{group}").rglob("*.html")
+        }
         pages[group]["single"] = (tmp_path / f"g{group}.html").read_bytes()
     assert sum(1 for p in pages[1] if str(p).startswith("sessions/")) >= 3 and pages[1] == pages[2]
 
@@ -342,3 +354,17 @@ def test_a_share_meter_carries_four_decimals_so_equal_figures_write_equal_pages(
     assert 'value="0.3333"' in html(1 / 3)
     assert html(0.33333333333333331) == html(0.33333333333333337)
     assert 'value="0.0000"' in html(None)
+
+
+def test_the_pages_over_the_scope_are_one_table_and_the_nav_begins_at_home() -> None:
+    """The pages over the whole scope are declared once (``site.PAGES``): each has the template its id names, no two
+    share an id, the pages other code links to (the home page, all sessions) are rows, and the nav begins with the
+    home page, which the brand and a session page's crumbs link to (``PageMeta.home``)."""
+    from reports.paths import ALL_SESSIONS, HOME
+    from reports.render import HERE
+    from reports.site import NAV, PAGES
+
+    ids = [p.id for p in PAGES]
+    assert len(set(ids)) == len(ids) and {HOME, ALL_SESSIONS} <= set(ids)
+    assert all((HERE / "templates" / p.template).is_file() for p in PAGES)
+    assert NAV[0].id == HOME and len({p.nav for p in NAV}) == len(NAV)

@@ -13,19 +13,20 @@ land in the test's tmp folder and in benchmarks/out/screens/ for a person to loo
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pytest
-from test_report_browser import CHROMIUM, Visit, browser, screenshot, site  # noqa: F401  (fixtures)
+from conftest import CHROMIUM
+from helpers import ingest_paths
+from test_report_browser import Visit, screenshot
 from test_report_corpus import PiSession
 
-from analyzer.reporting import ReportData
-from analyzer.store import db as store
-from helpers import ingest_paths
+from analyzer.store import connection
 from reports import render_report
+from reports.data import ReportData
 from reports.paths import session_slug
 
 pytestmark = [
@@ -33,7 +34,7 @@ pytestmark = [
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (Debian package `chromium`)"),
 ]
 
-WHEN = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
 N_SESSIONS = 300
 PROJECTS = ["webapp", "billing-api", "infra", "docs-site", "mobile"]
 
@@ -48,8 +49,13 @@ def _corpus_300(src: Path) -> None:
         s.call("read", {"path": f"src/module_{i}.py"}, f"def f_{i}(): pass", text="Reading the module first.")
         if i % 7 == 0:
             for _ in range(5):
-                s.call("bash", {"command": f"pytest tests/test_case_{i}.py -q"}, f"FAILED test_case_{i}: boom",
-                       error=True, text="Running the tests again.")
+                s.call(
+                    "bash",
+                    {"command": f"pytest tests/test_case_{i}.py -q"},
+                    f"FAILED test_case_{i}: boom",
+                    error=True,
+                    text="Running the tests again.",
+                )
         elif i % 11 == 0:
             for _ in range(4):
                 s.call("read", {"path": f"src/cycle_{i}.py"}, "same contents", text="Checking again.")
@@ -69,7 +75,7 @@ def big_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp / "store.duckdb"
     ingest_paths(db, tmp / "transcripts")
     scan(db)
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         render_report(ReportData(con), tmp / "report", generated_at=WHEN)
     finally:
@@ -120,7 +126,11 @@ def test_session_page_shows_the_conversation_with_call_anchors(site: Path, brows
         cards = v.page.locator("details.card.episode")
         assert cards.count() == 4
         assert v.page.evaluate("[...document.querySelectorAll('details.card.episode')].map(d => d.open)") == [
-            True, True, True, False]
+            True,
+            True,
+            True,
+            False,
+        ]
         last_call = v.page.evaluate("""() => {
             const d = [...document.querySelectorAll('details.card.episode')][3];
             const c = d.querySelector('li.conv-call[id]');
@@ -261,51 +271,85 @@ def test_all_sessions_lists_sorts_filters_and_searches(big_site: Path, browser: 
 
 def _ten_thousand(out: Path) -> Path:
     """The all-sessions page of 10,000 sessions with long prompts and loop labels: rendered from rows shaped as
-    analyzer.reporting.all_sessions returns them."""
+    reports.data.all_sessions returns them."""
     from reports import pages
     from reports.context import Link, PageMeta
     from reports.paths import Links
     from reports.redact import redact
-    from reports.render import Assets, _render, Page
+    from reports.render import Assets, Page, _render
 
     n = 10_000
-    df = pl.DataFrame({
-        "session_id": [f"{i:08x}-7c3b-4f6a-8e2d-0c4b9f3a7e25" for i in range(n)],
-        "format": [("claude_code", "codex", "pi")[i % 3] for i in range(n)],
-        "cwd": [f"/home/dev/src/project-{i % 40}" for i in range(n)],
-        "models": [["claude-sonnet-4-5-20250929"] for _ in range(n)],
-        "started_at": [datetime(2026, 1 + i % 3, 1 + i % 28, 10, 0) for i in range(n)],
-        "calls": [40 + i % 200 for i in range(n)], "error_calls": [i % 5 for i in range(n)],
-        "user_turns": [3] * n, "input_tokens": [1200] * n, "output_tokens": [9000] * n,
-        "cache_read_tokens": [2_400_000] * n, "cache_write_tokens": [90_000] * n, "total_tokens": [2_500_200] * n,
-        "cost_usd": [1.2345 + i % 7 for i in range(n)],
-        "cost_sources": [["genai-prices:anthropic/claude-sonnet-4-5"]] * n, "estimated_tokens": [0] * n,
-        "first_prompt": [("Please look into the failing checkout flow on staging, the payment step times out after "
-                          "the address form; reproduce it locally, find the cause and fix it with a test. ") * 3] * n,
-        "loops": [i % 3 for i in range(n)],
-        "kinds": [["streak", "cycle"][: i % 3] for i in range(n)],
-        "loop_tools": [["Bash", "Read"][: i % 3] for i in range(n)],
-        "wasted_usd": [0.12] * n, "wasted_tokens": [120_000] * n,
-        "loops_text": [[f"Bash: pytest tests/test_checkout_{i}.py -q --maxfail=1 ×6",
-                        "Read: /home/dev/src/project/src/checkout/payment.py ×4"][: i % 3] for i in range(n)],
-        "estimated_cost_usd": [None] * n,
-    })
-    meta = PageMeta(title="All sessions", generated_at=WHEN, version="test", scope="10,000 sessions",
-                    redacted=True, page_id="sessions", current="Sessions", charts=False,
-                    nav=(Link("Overview", "index.html"), Link("Sessions", "sessions.html"),
-                         Link("Calibration", "calibration.html")))
+    df = pl.DataFrame(
+        {
+            "session_id": [f"{i:08x}-7c3b-4f6a-8e2d-0c4b9f3a7e25" for i in range(n)],
+            "format": [("claude_code", "codex", "pi")[i % 3] for i in range(n)],
+            "cwd": [f"/home/dev/src/project-{i % 40}" for i in range(n)],
+            "models": [["claude-sonnet-4-5-20250929"] for _ in range(n)],
+            "started_at": [datetime(2026, 1 + i % 3, 1 + i % 28, 10, 0) for i in range(n)],
+            "calls": [40 + i % 200 for i in range(n)],
+            "error_calls": [i % 5 for i in range(n)],
+            "user_turns": [3] * n,
+            "input_tokens": [1200] * n,
+            "output_tokens": [9000] * n,
+            "cache_read_tokens": [2_400_000] * n,
+            "cache_write_tokens": [90_000] * n,
+            "total_tokens": [2_500_200] * n,
+            "cost_usd": [1.2345 + i % 7 for i in range(n)],
+            "cost_sources": [["genai-prices:anthropic/claude-sonnet-4-5"]] * n,
+            "estimated_tokens": [0] * n,
+            "first_prompt": [
+                (
+                    "Please look into the failing checkout flow on staging, the payment step times out after "
+                    "the address form; reproduce it locally, find the cause and fix it with a test. "
+                )
+                * 3
+            ]
+            * n,
+            "loops": [i % 3 for i in range(n)],
+            "kinds": [["streak", "cycle"][: i % 3] for i in range(n)],
+            "loop_tools": [["Bash", "Read"][: i % 3] for i in range(n)],
+            "wasted_usd": [0.12] * n,
+            "wasted_tokens": [120_000] * n,
+            "loops_text": [
+                [
+                    f"Bash: pytest tests/test_checkout_{i}.py -q --maxfail=1 ×6",
+                    "Read: /home/dev/src/project/src/checkout/payment.py ×4",
+                ][: i % 3]
+                for i in range(n)
+            ],
+            "estimated_cost_usd": [None] * n,
+        }
+    )
+    meta = PageMeta(
+        title="All sessions",
+        generated_at=WHEN,
+        version="test",
+        scope="10,000 sessions",
+        redacted=True,
+        page_id="sessions",
+        current="Sessions",
+        charts=False,
+        nav=(
+            Link("Overview", "index.html"),
+            Link("Sessions", "sessions.html"),
+            Link("Calibration", "calibration.html"),
+        ),
+    )
     ids = set(df["session_id"].to_list()[::3])
     ctx = pages.all_sessions_page(meta, df, ids, Links(), redact)
     assets = Assets.load()
     assets.write(out)
     path = out / "sessions.html"
-    path.write_text(_render(Page("sessions.html", "sessions.html", ctx), "base.html", assets.names,
-                            assets.csp(single=False)), encoding="utf-8")
+    path.write_text(
+        _render(Page("sessions.html", "sessions.html", ctx), "base.html", assets.names, assets.csp(single=False)),
+        encoding="utf-8",
+    )
     return path
 
 
-def test_all_sessions_at_ten_thousand_is_small_and_shows_and_searches_every_session(browser: Any, tmp_path: Path
-                                                                                  ) -> None:
+def test_all_sessions_at_ten_thousand_is_small_and_shows_and_searches_every_session(
+    browser: Any, tmp_path: Path
+) -> None:
     """How soon the first rows show is printed, not asserted: a wall-clock bound fails on a loaded machine
     (1.07 s against 1.0 s seen), and speed targets live in the benchmarks."""
     path = _ten_thousand(tmp_path / "report")

@@ -10,58 +10,21 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
-from test_report_corpus import IMG, LINK_TOOL, SCRIPT, build_store, sample_calibration, sample_replay
+from conftest import CHROMIUM
+from test_report_corpus import IMG, LINK_TOOL, SCRIPT
 
-from analyzer.store import db as store
-from analyzer.reporting import ReportData
-from reports import render_report
 from reports.paths import session_slug
 
-CHROMIUM = Path("/usr/bin/chromium")
 SCREENS = Path(__file__).resolve().parents[1] / "benchmarks" / "out" / "screens"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--no-first-run"]
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not CHROMIUM.exists(), reason=f"no Chromium at {CHROMIUM} (Debian package `chromium`)"),
 ]
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("site")
-    db = build_store(tmp)
-    con = store.connect(db, read_only=True)
-    try:
-        when = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
-        render_report(ReportData(con), tmp / "report", replay=sample_replay(), calibration=sample_calibration(),
-                      generated_at=when)
-        render_report(ReportData(con), tmp / "single" / "report.html", single_file=True, replay=sample_replay(),
-                      calibration=sample_calibration(), generated_at=when)
-    finally:
-        con.close()
-    return tmp
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh --user-data-dir
-    with sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(str(profile), executable_path=str(CHROMIUM), headless=True,
-                                                   args=ARGS, viewport={"width": 1280, "height": 900})
-        # Nothing leaves the machine even if a page tried: any http(s) request is aborted (and recorded below).
-        ctx.route("http*://**/*", lambda route: route.abort())
-        yield ctx
-        ctx.close()
 
 
 class Visit:
@@ -82,12 +45,14 @@ class Visit:
 
     def charts(self) -> tuple[int, int]:
         """Visible chart elements, and how many of them hold plotly's SVG."""
-        return tuple(self.page.evaluate("""() => {
+        return tuple(
+            self.page.evaluate("""() => {
             const els = [...document.querySelectorAll('.chart')].filter(e => e.offsetParent !== null);
             const drawn = e => e.classList.contains('js-plotly-plot') && e.querySelector('svg.main-svg .trace, '
                                                                                          + 'svg.main-svg .hm');
             return [els.length, els.filter(drawn).length];
-        }"""))  # type: ignore[return-value]
+        }""")
+        )  # type: ignore[return-value]
 
     def check_clean(self, folder: Path) -> None:
         assert self.errors == []
@@ -103,8 +68,9 @@ def screenshot(visit: Visit, tmp_path: Path, name: str) -> None:
     path = tmp_path / f"{name}.png"
     visit.page.screenshot(path=str(path), full_page=True)
     assert path.stat().st_size > 10_000
-    for dest in [SCREENS] + ([Path(os.environ["LOOPSCOPE_SCREENSHOTS"])] if os.environ.get("LOOPSCOPE_SCREENSHOTS")
-                             else []):
+    for dest in [SCREENS] + (
+        [Path(os.environ["LOOPSCOPE_SCREENSHOTS"])] if os.environ.get("LOOPSCOPE_SCREENSHOTS") else []
+    ):
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, dest / path.name)
 
@@ -160,15 +126,17 @@ def test_hostile_transcript_content_is_shown_as_text_and_runs_nothing(site: Path
             assert v.page.locator("img").count() == 0
             # Transcript text inside charts stays text too: plotly turns <a> in labels into SVG links otherwise.
             assert v.page.locator("svg a").count() == 0
-            assert v.page.evaluate("[...document.scripts].every(s => s.type === 'application/json' || "
-                                   "s.src.includes('/assets/'))")
+            assert v.page.evaluate(
+                "[...document.scripts].every(s => s.type === 'application/json' || s.src.includes('/assets/'))"
+            )
             v.check_clean(out)
         finally:
             v.close()
 
 
-def test_single_file_report_works_offline_with_its_hashed_inline_scripts(site: Path, browser: Any,
-                                                                         tmp_path: Path) -> None:
+def test_single_file_report_works_offline_with_its_hashed_inline_scripts(
+    site: Path, browser: Any, tmp_path: Path
+) -> None:
     folder = site / "single"
     assert [p.name for p in folder.iterdir()] == ["report.html"]
     v = Visit(browser, (folder / "report.html").as_uri())

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from helpers import ingest_paths, write_jsonl
 
-from analyzer.store import db as store
+from analyzer.store import connection
 
 if TYPE_CHECKING:
     from analyzer.results import Calibration, Replay
@@ -26,8 +26,13 @@ SECRETS = {
     "slack": "xoxb-" + "123456789012-" + "1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx",
     "stripe": "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc",
     "google": "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
-    "jwt": ("eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0"
-            + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    "jwt": (
+        "eyJ"
+        + "hbGciOiJIUzI1NiJ9"
+        + ".eyJ"
+        + "zdWIiOiIxMjM0NTY3ODkwIn0"
+        + ".dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+    ),
     "pem": "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7bq0\nx9Vb2Q==\n-----END RSA PRIVATE KEY-----",
     "password": "hunter2-" + "Secr3t",
 }
@@ -50,7 +55,8 @@ class PiSession:
         self.sid = sid
         self.day = day
         self.recs: list[dict[str, Any]] = [
-            {"type": "session", "version": 3, "id": sid, "timestamp": f"{day}T10:00:00Z", "cwd": cwd}]
+            {"type": "session", "version": 3, "id": sid, "timestamp": f"{day}T10:00:00Z", "cwd": cwd}
+        ]
         self.n = 0
         self.calls: list[str] = []
 
@@ -58,26 +64,59 @@ class PiSession:
         self.n += 1
         return f"{self.day}T10:{self.n // 60:02d}:{self.n % 60:02d}Z"
 
-    def user(self, text: str) -> "PiSession":
-        self.recs.append({"type": "message", "id": f"u{self.n}", "timestamp": self._t(),
-                          "message": {"role": "user", "content": text}})
+    def user(self, text: str) -> PiSession:
+        self.recs.append(
+            {
+                "type": "message",
+                "id": f"u{self.n}",
+                "timestamp": self._t(),
+                "message": {"role": "user", "content": text},
+            }
+        )
         return self
 
-    def call(self, tool: str, args: dict[str, Any], result: str, error: bool = False, text: str = "",
-             tokens: int = 1000) -> "PiSession":
+    def call(
+        self, tool: str, args: dict[str, Any], result: str, error: bool = False, text: str = "", tokens: int = 1000
+    ) -> PiSession:
         cid = f"{self.sid}-c{len(self.calls)}"
         self.calls.append(cid)
         content: list[dict[str, Any]] = []
         if text:
             content.append({"type": "text", "text": text})
         content.append({"type": "toolCall", "id": cid, "name": tool, "arguments": args})
-        self.recs.append({"type": "message", "id": f"a{self.n}", "timestamp": self._t(), "message": {
-            "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
-            "usage": {"input": 10, "output": 40, "cacheRead": tokens - 50, "cacheWrite": 0,
-                      "cost": {"total": tokens / 1e6 * 3}}}})
-        self.recs.append({"type": "message", "id": f"r{self.n}", "timestamp": self._t(), "message": {
-            "role": "toolResult", "toolCallId": cid, "toolName": tool,
-            "content": [{"type": "text", "text": result}], "isError": error}})
+        self.recs.append(
+            {
+                "type": "message",
+                "id": f"a{self.n}",
+                "timestamp": self._t(),
+                "message": {
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": content,
+                    "usage": {
+                        "input": 10,
+                        "output": 40,
+                        "cacheRead": tokens - 50,
+                        "cacheWrite": 0,
+                        "cost": {"total": tokens / 1e6 * 3},
+                    },
+                },
+            }
+        )
+        self.recs.append(
+            {
+                "type": "message",
+                "id": f"r{self.n}",
+                "timestamp": self._t(),
+                "message": {
+                    "role": "toolResult",
+                    "toolCallId": cid,
+                    "toolName": tool,
+                    "content": [{"type": "text", "text": result}],
+                    "isError": error,
+                },
+            }
+        )
         return self
 
     def write(self, folder: Path) -> Path:
@@ -95,27 +134,50 @@ CREATE TABLE findings (
 def add_findings(db: Path, rows: list[dict[str, Any]]) -> None:
     """Create the ``findings`` table with the scan's contract schema and insert ``rows`` (call ids are looked up
     from the store by seq range when a row gives ``seqs`` instead)."""
-    con = store.connect(db)
+    con = connection.connect(db)
     try:
         con.execute("DROP TABLE IF EXISTS findings")
         con.execute(FINDINGS_DDL)
         # Stores that track scans say which sessions were scanned; the report reads that as "scan has run".
-        if store.one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'scan_state'")[0]:
+        if connection.one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'scan_state'")[0]:
             con.execute("DELETE FROM scan_state")
             con.execute("INSERT INTO scan_state (session_id) SELECT session_id FROM sessions")
         for i, r in enumerate(rows):
             seqs = r.pop("seqs")
-            ids = [row[0] for row in con.execute(
-                "SELECT call_id FROM calls WHERE session_id = ? AND seq IN (SELECT unnest(?::INTEGER[])) ORDER BY seq",
-                [r["session_id"], seqs]).fetchall()]
-            tools = [row[0] for row in con.execute(
-                "SELECT DISTINCT tool FROM calls WHERE session_id = ? AND seq IN (SELECT unnest(?::INTEGER[]))",
-                [r["session_id"], seqs]).fetchall()]
-            con.execute("INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", [
-                r.get("finding_id", f"f{i}"), r["session_id"], r["kind"], r.get("period"), sorted(tools), ids,
-                min(seqs), max(seqs), r.get("repeats", len(seqs)), r.get("stuck", True), r.get("user_turn", 0),
-                r.get("wasted_tokens", 1000 * (len(seqs) - 1)), r.get("estimated_tokens", 50 * len(seqs)),
-                r.get("cost_usd", 0.003 * (len(seqs) - 1))])
+            ids = [
+                row[0]
+                for row in con.execute(
+                    "SELECT call_id FROM calls WHERE session_id = ? "
+                    "AND seq IN (SELECT unnest(?::INTEGER[])) ORDER BY seq",
+                    [r["session_id"], seqs],
+                ).fetchall()
+            ]
+            tools = [
+                row[0]
+                for row in con.execute(
+                    "SELECT DISTINCT tool FROM calls WHERE session_id = ? AND seq IN (SELECT unnest(?::INTEGER[]))",
+                    [r["session_id"], seqs],
+                ).fetchall()
+            ]
+            con.execute(
+                "INSERT INTO findings VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    r.get("finding_id", f"f{i}"),
+                    r["session_id"],
+                    r["kind"],
+                    r.get("period"),
+                    sorted(tools),
+                    ids,
+                    min(seqs),
+                    max(seqs),
+                    r.get("repeats", len(seqs)),
+                    r.get("stuck", True),
+                    r.get("user_turn", 0),
+                    r.get("wasted_tokens", 1000 * (len(seqs) - 1)),
+                    r.get("estimated_tokens", 50 * len(seqs)),
+                    r.get("cost_usd", 0.003 * (len(seqs) - 1)),
+                ],
+            )
     finally:
         con.close()
 
@@ -132,8 +194,14 @@ def build_store(tmp: Path, with_findings: bool = True) -> Path:
     for n in (20, 30, 40, 50):  # seq 6-9: drift: the same grep with a different head
         a.call("bash", {"command": f"grep -n handler src/app.js | head -{n}"}, f"12: handler() // {n} lines")
     a.call("read", {"path": "src/app.js", "note": IMG}, "const x = 1;")  # seq 10
-    a.call("bash", {"command": f"export OPENAI_API_KEY={SECRETS['openai']} && curl -H 'Authorization: Bearer "
-                               f"{SECRETS['github']}' https://api.example.com"}, "ok")  # seq 11
+    a.call(
+        "bash",
+        {
+            "command": f"export OPENAI_API_KEY={SECRETS['openai']} && curl -H 'Authorization: Bearer "
+            f"{SECRETS['github']}' https://api.example.com"
+        },
+        "ok",
+    )  # seq 11
     a.user("now deploy")
     for _ in range(3):  # seq 12-17: a cycle of two calls
         a.call("read", {"path": "deploy.yaml"}, f"aws_key: {SECRETS['aws']}\nSTRIPE_KEY={SECRETS['stripe']}")
@@ -162,51 +230,75 @@ def build_store(tmp: Path, with_findings: bool = True) -> Path:
     bad = src / "broken.jsonl"
     bad.write_text(
         '{"type": "session", "version": 3, "id": "sess-broken", "timestamp": "2026-03-04T09:00:00Z", "cwd": "/b"}\n'
-        '{"type": "message", "message": ' + SCRIPT + ' SLACK ' + SECRETS["slack"] + '\n'
+        '{"type": "message", "message": ' + SCRIPT + " SLACK " + SECRETS["slack"] + "\n"
         '{"type": "message", "id": "u1", "timestamp": "2026-03-04T09:00:01Z", '
-        '"message": {"role": "user", "content": "hi"}}\n')
+        '"message": {"role": "user", "content": "hi"}}\n'
+    )
 
     db = tmp / "store.duckdb"
     ingest_paths(db, src)
     if with_findings:
-        add_findings(db, [
-            {"session_id": "sess-loop", "kind": "streak", "seqs": list(range(0, 6)), "stuck": True},
-            {"session_id": "sess-loop", "kind": "drift", "seqs": list(range(6, 10)), "stuck": False},
-            {"session_id": "sess-loop", "kind": "cycle", "period": 2, "seqs": list(range(12, 18)), "stuck": True,
-             "user_turn": 1, "repeats": 3},
-            {"session_id": "sess-loop", "kind": "text", "seqs": [18, 19, 20], "stuck": True, "user_turn": 1},
-            {"session_id": "../../x", "kind": "failure", "seqs": [0, 1, 2, 3], "stuck": True},
-            {"session_id": "sess-window", "kind": "window", "seqs": [0, 3, 6], "stuck": False, "repeats": 3,
-             "wasted_tokens": 2000},
-        ])
+        add_findings(
+            db,
+            [
+                {"session_id": "sess-loop", "kind": "streak", "seqs": list(range(0, 6)), "stuck": True},
+                {"session_id": "sess-loop", "kind": "drift", "seqs": list(range(6, 10)), "stuck": False},
+                {
+                    "session_id": "sess-loop",
+                    "kind": "cycle",
+                    "period": 2,
+                    "seqs": list(range(12, 18)),
+                    "stuck": True,
+                    "user_turn": 1,
+                    "repeats": 3,
+                },
+                {"session_id": "sess-loop", "kind": "text", "seqs": [18, 19, 20], "stuck": True, "user_turn": 1},
+                {"session_id": "../../x", "kind": "failure", "seqs": [0, 1, 2, 3], "stuck": True},
+                {
+                    "session_id": "sess-window",
+                    "kind": "window",
+                    "seqs": [0, 3, 6],
+                    "stuck": False,
+                    "repeats": 3,
+                    "wasted_tokens": 2000,
+                },
+            ],
+        )
     return db
 
 
 def all_text(folder: Path) -> str:
     """Every byte the report wrote, as text (plotly.js excluded: it is the package's own file)."""
-    return "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in sorted(folder.rglob("*"))
-                     if p.is_file() and "plotly-" not in p.name)
+    return "\n".join(
+        p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "plotly-" not in p.name
+    )
 
 
-def sample_replay() -> "Replay":
+def sample_replay() -> Replay:
     """Replay rows as analyzer.guards.policies will hand them over: two presets, one false halt."""
     import polars as pl
 
     from analyzer.results import Replay
 
-    return Replay(pl.DataFrame({
-        "session_id": ["sess-loop", "sess-loop", "../../x", "sess-window", "sess-window"],
-        "policy": ["open-codesign", "pi-anti-doom-loop", "open-codesign", "open-codesign", "pi-anti-doom-loop"],
-        "first_warn_call_id": ["sess-loop-c2", "sess-loop-c2", "../../x-c2", None, "sess-window-c6"],
-        "halt_call_id": ["sess-loop-c4", "sess-loop-c3", None, None, "sess-window-c6"],
-        "calls_after_halt": [17, 18, None, None, 2],
-        "tokens_after_halt": [17000, 18000, None, None, 2000],
-        "cost_after_halt_usd": [0.051, 0.054, None, None, 0.006],
-        "halt_on": ["stuck", "stuck", None, None, "progress"],
-    }))
+    return Replay(
+        pl.DataFrame(
+            {
+                "session_id": ["sess-loop", "sess-loop", "../../x", "sess-window", "sess-window"],
+                "policy": ["open-codesign", "pi-anti-doom-loop", "open-codesign", "open-codesign", "pi-anti-doom-loop"],
+                "first_warn_call_id": ["sess-loop-c2", "sess-loop-c2", "../../x-c2", None, "sess-window-c6"],
+                "halt_call_id": ["sess-loop-c4", "sess-loop-c3", None, None, "sess-window-c6"],
+                "calls_after_halt": [17, 18, None, None, 2],
+                "tokens_after_halt": [17000, 18000, None, None, 2000],
+                "cost_after_halt_usd": [0.051, 0.054, None, None, 0.006],
+                "halt_on": ["stuck", "stuck", None, None, "progress"],
+            }
+        )
+    )
 
 
-def sample_calibration() -> "Calibration":
+def sample_calibration() -> Calibration:
     """A small warn x halt sweep with a recommendation, shaped as analyzer.calibrate will produce it."""
     import polars as pl
 
@@ -215,14 +307,34 @@ def sample_calibration() -> "Calibration":
     rows = []
     for warn in (2, 3, 4):
         for halt in range(warn + 1, warn + 6):
-            rows.append({"warn": warn, "halt": halt, "window": 10, "similarity": 0.55,
-                         "stuck_caught": max(0, 12 - halt), "median_calls_to_detect": float(halt),
-                         "tokens_saved": max(0, 90000 - 9000 * halt - 1000 * warn),
-                         "dollars_saved": max(0.0, 0.27 - 0.027 * halt),
-                         "false_halt_sessions": max(0, 7 - halt), "false_halt_rate": max(0.0, (7 - halt) / 40)})
-    rec = Recommendation(warn=3, halt=5, window=10, similarity=0.55, target_false_halt_rate=0.05, stuck_caught=7,
-                         tokens_saved=42000, dollars_saved=0.135, false_halt_rate=0.05,
-                         settings={"open-codesign": "WARN_REPEATS = 3\nHALT_REPEATS = 5",
-                                   "pi-anti-doom-loop": "PI_ANTI_LOOP_REPEATS=5 <b>bold?</b>"},
-                         rationale="The most tokens saved with at most 5% of sessions halted while making progress.")
+            rows.append(
+                {
+                    "warn": warn,
+                    "halt": halt,
+                    "window": 10,
+                    "similarity": 0.55,
+                    "stuck_caught": max(0, 12 - halt),
+                    "median_calls_to_detect": float(halt),
+                    "tokens_saved": max(0, 90000 - 9000 * halt - 1000 * warn),
+                    "dollars_saved": max(0.0, 0.27 - 0.027 * halt),
+                    "false_halt_sessions": max(0, 7 - halt),
+                    "false_halt_rate": max(0.0, (7 - halt) / 40),
+                }
+            )
+    rec = Recommendation(
+        warn=3,
+        halt=5,
+        window=10,
+        similarity=0.55,
+        target_false_halt_rate=0.05,
+        stuck_caught=7,
+        tokens_saved=42000,
+        dollars_saved=0.135,
+        false_halt_rate=0.05,
+        settings={
+            "open-codesign": "WARN_REPEATS = 3\nHALT_REPEATS = 5",
+            "pi-anti-doom-loop": "PI_ANTI_LOOP_REPEATS=5 <b>bold?</b>",
+        },
+        rationale="The most tokens saved with at most 5% of sessions halted while making progress.",
+    )
     return Calibration(pl.DataFrame(rows), recommendation=rec, labels="the stuck/progress proxy")

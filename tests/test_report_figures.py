@@ -24,9 +24,17 @@ def valid(fig: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_every_builder_produces_a_figure_plotly_accepts() -> None:
-    bars = pl.DataFrame({"kind": ["streak", "cycle"], "episodes": [3, 1], "stuck_tokens": [900, 0],
-                         "other_tokens": [100, 50], "tokens": [1000, 50], "cost_usd": [0.3, None],
-                         "full": ["streak", "cycle"]})
+    bars = pl.DataFrame(
+        {
+            "kind": ["streak", "cycle"],
+            "episodes": [3, 1],
+            "stuck_tokens": [900, 0],
+            "other_tokens": [100, 50],
+            "tokens": [1000, 50],
+            "cost_usd": [0.3, None],
+            "full": ["streak", "cycle"],
+        }
+    )
     valid(figures.stuck_bars(bars, "kind"))
     days = bars.with_columns(pl.Series("day", [date(2026, 3, 1), date(2026, 3, 2)]))
     valid(figures.daily(days))
@@ -37,36 +45,63 @@ def test_every_builder_produces_a_figure_plotly_accepts() -> None:
     same = figures.repeat_histogram(hist, 6, 6)  # one line, one label, when warn and halt coincide
     assert [a["text"] for a in same["layout"]["annotations"]] == ["warn and halt at 6"]
     assert len(same["layout"]["shapes"]) == 1
-    calls = pl.DataFrame({"seq": list(range(6)), "tool": ["bash", "bash", "read", "bash", "edit", "bash"],
-                          "is_error": [True, None, False, True, False, False]})
+    calls = pl.DataFrame(
+        {
+            "seq": list(range(6)),
+            "tool": ["bash", "bash", "read", "bash", "edit", "bash"],
+            "is_error": [True, None, False, True, False, False],
+        }
+    )
     fig, note = figures.timeline(calls, [{"first_seq": 0, "last_seq": 3, "kind": "streak"}])
     valid(fig)
     # Calls are numbered from 1: the episode of seqs 0..3 shades calls #1..#4.
     assert note is None and fig["layout"]["shapes"][0]["x0"] == 0.5 and fig["data"][0]["x"][0] == 1
-    turns = pl.DataFrame({"turn_index": [1, 3, 5], "turn_id": ["a", "b", "c"], "tokens": [10, 0, 30],
-                          "last_seq": [0, None, 2]})
+    turns = pl.DataFrame(
+        {"turn_index": [1, 3, 5], "turn_id": ["a", "b", "c"], "tokens": [10, 0, 30], "last_seq": [0, None, 2]}
+    )
     fig = valid(figures.cumulative_tokens(turns, {"c"}))
     assert fig["data"][0]["y"] == [10, 10, 40] and fig["data"][1]["x"] == [3]
-    sweep = pl.DataFrame({"warn": [2, 3, 3], "halt": [4, 5, 6], "tokens_saved": [10, 30, 20],
-                          "false_halt_rate": [0.0, 0.1, 0.1], "window": [10, 10, 10]})
+    sweep = pl.DataFrame(
+        {
+            "warn": [2, 3, 3],
+            "halt": [4, 5, 6],
+            "tokens_saved": [10, 30, 20],
+            "false_halt_rate": [0.0, 0.1, 0.1],
+            "window": [10, 10, 10],
+        }
+    )
     valid(figures.frontier(sweep, pareto(sweep), {"warn": 3, "halt": 5, "false_halt_rate": 0.1, "tokens_saved": 30}))
     valid(figures.sweep_heatmap(sweep))
 
 
 def test_every_chart_names_both_axes() -> None:
     """A chart reads on its own: an axis title (with its unit) on each axis of every builder's figure."""
-    bars = pl.DataFrame({"kind": ["streak"], "episodes": [3], "stuck_tokens": [900], "other_tokens": [100],
-                         "tokens": [1000], "cost_usd": [0.3], "full": ["streak"]})
+    bars = pl.DataFrame(
+        {
+            "kind": ["streak"],
+            "episodes": [3],
+            "stuck_tokens": [900],
+            "other_tokens": [100],
+            "tokens": [1000],
+            "cost_usd": [0.3],
+            "full": ["streak"],
+        }
+    )
     days = bars.with_columns(pl.Series("day", [date(2026, 3, 1)]))
     hist = pl.DataFrame({"repeats": [3], "stuck": [2], "other": [1]})
     calls = pl.DataFrame({"seq": [0, 1], "tool": ["bash", "bash"], "is_error": [False, False]})
     turns = pl.DataFrame({"turn_index": [1], "turn_id": ["a"], "tokens": [10], "last_seq": [0]})
     sweep = pl.DataFrame({"warn": [2, 3], "halt": [4, 5], "tokens_saved": [10, 30], "false_halt_rate": [0.0, 0.1]})
     rec = {"warn": 3, "halt": 5, "false_halt_rate": 0.1, "tokens_saved": 30}
-    figs = [figures.stuck_bars(bars, "kind", "tokens", "loop kind"), figures.daily(days),
-            figures.repeat_histogram(hist, 3, 5), figures.timeline(calls, [])[0],
-            figures.cumulative_tokens(turns, set()), figures.frontier(sweep, pareto(sweep), rec),
-            figures.sweep_heatmap(sweep)]
+    figs = [
+        figures.stuck_bars(bars, "kind", "tokens", "loop kind"),
+        figures.daily(days),
+        figures.repeat_histogram(hist, 3, 5),
+        figures.timeline(calls, [])[0],
+        figures.cumulative_tokens(turns, set()),
+        figures.frontier(sweep, pareto(sweep), rec),
+        figures.sweep_heatmap(sweep),
+    ]
     for fig in figs:
         for axis in ("xaxis", "yaxis"):
             assert fig["layout"][axis]["title"]["text"], (axis, fig["layout"])
@@ -101,18 +136,27 @@ def test_a_timeline_with_dozens_of_tools_folds_the_rarest_into_one_row() -> None
 
 
 def test_pareto_frontier_keeps_only_undominated_settings() -> None:
-    sweep = pl.DataFrame({"warn": [1, 2, 3, 4], "halt": [2, 3, 4, 5], "tokens_saved": [100, 80, 150, 90],
-                          "false_halt_rate": [0.0, 0.05, 0.1, 0.2]})
+    sweep = pl.DataFrame(
+        {
+            "warn": [1, 2, 3, 4],
+            "halt": [2, 3, 4, 5],
+            "tokens_saved": [100, 80, 150, 90],
+            "false_halt_rate": [0.0, 0.05, 0.1, 0.2],
+        }
+    )
     assert pareto(sweep)["tokens_saved"].to_list() == [100, 150]
 
 
-@pytest.mark.parametrize(("labels", "period", "expected"), [
-    (["A"] * 6, 1, "A ×6"),
-    (["A", "B"] * 3, 2, "(A B) ×3"),
-    (["A", "B", "C"] * 2 + ["A"], 3, "(A B C) ×2 + A"),
-    (["A", "A", "B", "A"], None, "A ×2 · B · A"),
-    (["A", "B", "C", "D"], None, "A · B · C · D"),
-])
+@pytest.mark.parametrize(
+    ("labels", "period", "expected"),
+    [
+        (["A"] * 6, 1, "A ×6"),
+        (["A", "B"] * 3, 2, "(A B) ×3"),
+        (["A", "B", "C"] * 2 + ["A"], 3, "(A B C) ×2 + A"),
+        (["A", "A", "B", "A"], None, "A ×2 · B · A"),
+        (["A", "B", "C", "D"], None, "A · B · C · D"),
+    ],
+)
 def test_pattern(labels: list[str], period: int | None, expected: str) -> None:
     assert pattern(labels, period) == expected
 

@@ -8,22 +8,21 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
-
 from conftest import SAMPLE_DATA
 from helpers import query
 
 from analyzer.analyze import replay_cache_path, write_report
 from analyzer.ingest.pipeline import ingest
-from analyzer.reporting import ReportData
 from analyzer.scan.run import scan
-from analyzer.store import db as store
+from analyzer.store import connection
 from analyzer.store.filters import SessionFilter
+from reports.data import ReportData
 from reports.paths import session_page_path
 from reports.render import render_report
 
@@ -43,7 +42,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def report(db: Path, out: Path, **kw: object):  # noqa: ANN201 - ReportResult
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         return write_report(con, out, workers=1, cache=replay_cache_path(db), **kw)  # type: ignore[arg-type]
     finally:
@@ -75,10 +74,13 @@ def reported_copy(data: Path, tmp_path: Path) -> tuple[Path, Path]:
 
 def one_session_file(db: Path) -> tuple[str, Path]:
     """A transcript that holds exactly one session, which has findings."""
-    (sid, path), = query(db, """
+    ((sid, path),) = query(
+        db,
+        """
         SELECT any_value(s.session_id), s.source_path FROM sessions s GROUP BY s.source_path
         HAVING count(*) = 1 AND any_value(s.session_id) IN (SELECT session_id FROM findings)
-        ORDER BY s.source_path LIMIT 1""")
+        ORDER BY s.source_path LIMIT 1""",
+    )
     return sid, Path(path)
 
 
@@ -96,8 +98,9 @@ def test_an_unchanged_store_keeps_the_whole_report(corpus: tuple[Path, Path], tm
     assert sorted(again.files) == sorted(first.files) and again.generated_at == first.generated_at
 
 
-def test_a_missing_page_an_option_or_a_calibration_rebuilds_the_pages_over_the_scope(corpus: tuple[Path, Path],
-                                                                                      tmp_path: Path) -> None:
+def test_a_missing_page_an_option_or_a_calibration_rebuilds_the_pages_over_the_scope(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
     """The whole report is kept only while every file it wrote is there and it was made under the same options from
     the same store: a deleted session page is written again; a calibration saved since rewrites the pages over the
     whole scope (the calibration page draws it), not the session pages."""
@@ -115,7 +118,7 @@ def test_a_missing_page_an_option_or_a_calibration_rebuilds_the_pages_over_the_s
     assert not again.kept and again.session_pages_written == 1
     assert rewritten(out) == {"index.html", "calibration.html", "sessions.html", gone.relative_to(out).as_posix()}
     assert report(local, out).kept
-    con = store.connect(local)
+    con = connection.connect(local)
     try:
         calibrate_store(con, DEFAULT_BASE, SessionFilter(), workers=1)
     finally:
@@ -128,15 +131,16 @@ def test_a_missing_page_an_option_or_a_calibration_rebuilds_the_pages_over_the_s
 
 
 def test_a_new_file_that_is_no_transcript_rewrites_the_index_and_keeps_the_session_pages(
-        corpus: tuple[Path, Path], tmp_path: Path) -> None:
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
     """A change that touches no session (a new file that is no transcript) still changes what the index shows (its
     files not read): the pages over the scope are rewritten, no session page is."""
     local, out = reported_copy(corpus[0], tmp_path)
     skipped = "SELECT count(*) FROM files WHERE status = 'skipped'"
-    (before,), = query(local, skipped)
+    ((before,),) = query(local, skipped)
     (tmp_path / "data" / "claude_code" / "broken.jsonl").write_text('{"type": "user", "sessionId": \n')
     ingest_and_scan(tmp_path / "data", local)
-    (after,), = query(local, skipped)
+    ((after,),) = query(local, skipped)
     assert after == before + 1
     age(out)
     again = report(local, out)
@@ -144,8 +148,7 @@ def test_a_new_file_that_is_no_transcript_rewrites_the_index_and_keeps_the_sessi
     assert rewritten(out) == {"index.html", "calibration.html", "sessions.html"}
 
 
-def test_a_changed_transcript_rewrites_its_page_and_the_index_only(corpus: tuple[Path, Path],
-                                                                   tmp_path: Path) -> None:
+def test_a_changed_transcript_rewrites_its_page_and_the_index_only(corpus: tuple[Path, Path], tmp_path: Path) -> None:
     local, out = reported_copy(corpus[0], tmp_path)
     sid, path = one_session_file(local)
     path.write_bytes(path.read_bytes() + b"\n")  # new content: ingested again, scanned again
@@ -171,9 +174,13 @@ def test_a_session_that_leaves_the_scope_loses_its_page(corpus: tuple[Path, Path
     _, db = corpus
     out = tmp_path / "r"
     report(db, out)
-    pi = {sid for sid, in query(db, "SELECT DISTINCT f.session_id FROM findings f JOIN sessions s USING (session_id) "
-                                    "WHERE s.format = 'pi'")}
-    others = {sid for sid, in query(db, "SELECT DISTINCT session_id FROM findings")} - pi
+    pi = {
+        sid
+        for (sid,) in query(
+            db, "SELECT DISTINCT f.session_id FROM findings f JOIN sessions s USING (session_id) WHERE s.format = 'pi'"
+        )
+    }
+    others = {sid for (sid,) in query(db, "SELECT DISTINCT session_id FROM findings")} - pi
     assert pi and others
     narrowed = report(db, out, flt=SessionFilter(agent="pi"))
     pages = {p.relative_to(out).as_posix() for p in (out / "sessions").glob("*.html")}
@@ -181,34 +188,38 @@ def test_a_session_that_leaves_the_scope_loses_its_page(corpus: tuple[Path, Path
     assert narrowed.session_pages_written == 0  # the pi pages themselves did not change
 
 
-def test_pages_from_worker_processes_are_byte_identical_to_serial_ones(corpus: tuple[Path, Path],
-                                                                       tmp_path: Path) -> None:
+def test_pages_from_worker_processes_are_byte_identical_to_serial_ones(
+    corpus: tuple[Path, Path], tmp_path: Path
+) -> None:
     _, db = corpus
-    when = datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc)
-    con = store.connect(db, read_only=True)
+    when = datetime(2026, 3, 5, 12, 0, tzinfo=UTC)
+    con = connection.connect(db, read_only=True)
     try:
         serial = render_report(ReportData(con), tmp_path / "serial", generated_at=when, workers=1)
         parallel = render_report(ReportData(con), tmp_path / "parallel", generated_at=when, workers=2, batch=4)
     finally:
         con.close()
     assert parallel.session_pages_written == serial.session_pages_written == serial.session_pages > 8
-    names = sorted(p.relative_to(tmp_path / "serial").as_posix() for p in (tmp_path / "serial").rglob("*")
-                   if p.is_file())
-    assert names == sorted(p.relative_to(tmp_path / "parallel").as_posix()
-                           for p in (tmp_path / "parallel").rglob("*") if p.is_file())
+    names = sorted(
+        p.relative_to(tmp_path / "serial").as_posix() for p in (tmp_path / "serial").rglob("*") if p.is_file()
+    )
+    assert names == sorted(
+        p.relative_to(tmp_path / "parallel").as_posix() for p in (tmp_path / "parallel").rglob("*") if p.is_file()
+    )
     for name in names:
         assert (tmp_path / "serial" / name).read_bytes() == (tmp_path / "parallel" / name).read_bytes(), name
 
 
-def test_replays_from_the_cache_and_in_chunks_equal_one_fresh_replay(corpus: tuple[Path, Path], tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_replays_from_the_cache_and_in_chunks_equal_one_fresh_replay(
+    corpus: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The report replays only sessions whose fingerprint changed and, cold, a chunk of sessions at a time: both
     rest on a session's replay depending on that session alone."""
     import analyzer.analyze as analyze
     from analyzer.analyze import replay_presets
 
     _, db = corpus
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         fresh = replay_presets(con, workers=1)
         monkeypatch.setattr(analyze, "REPLAY_CHUNK", 3)
@@ -222,15 +233,16 @@ def test_replays_from_the_cache_and_in_chunks_equal_one_fresh_replay(corpus: tup
     assert chunked.frame.equals(fresh.frame) and cached.frame.equals(fresh.frame)
 
 
-def test_a_replay_in_worker_processes_equals_one_in_this_process(corpus: tuple[Path, Path],
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_replay_in_worker_processes_equals_one_in_this_process(
+    corpus: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Cold, the report's replay reads each chunk of sessions here and replays it in spawned workers: the rows are
     the same as replaying every session in this process."""
     import analyzer.analyze as analyze
     from analyzer.analyze import replay_presets
 
     _, db = corpus
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         serial = replay_presets(con, workers=1)
         monkeypatch.setattr(analyze, "REPLAY_CHUNK", 3)
@@ -247,9 +259,9 @@ def test_the_calibration_is_computed_after_the_session_pages(corpus: tuple[Path,
     from analyzer.calibrate.recommend import calibration_for_report
 
     _, db = corpus
-    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     seen: list[int] = []
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         cal = calibration_for_report(con)
 
@@ -258,29 +270,34 @@ def test_the_calibration_is_computed_after_the_session_pages(corpus: tuple[Path,
             return cal
 
         eager = render_report(ReportData(con), tmp_path / "eager", generated_at=when, calibration=cal, workers=1)
-        lazy = render_report(ReportData(con), tmp_path / "late", generated_at=when, calibration=late,  # type: ignore[arg-type]
-                             workers=1)
+        lazy = render_report(
+            ReportData(con),
+            tmp_path / "late",
+            generated_at=when,
+            calibration=late,  # type: ignore[arg-type]
+            workers=1,
+        )
     finally:
         con.close()
     assert seen == [lazy.session_pages] and lazy.session_pages > 0
-    assert [p.relative_to(tmp_path / "late") for p in lazy.files] == [p.relative_to(tmp_path / "eager")
-                                                                       for p in eager.files]
+    assert [p.relative_to(tmp_path / "late") for p in lazy.files] == [
+        p.relative_to(tmp_path / "eager") for p in eager.files
+    ]
     for p in eager.files:
         assert (tmp_path / "late" / p.relative_to(tmp_path / "eager")).read_bytes() == p.read_bytes(), p
 
 
 @pytest.mark.parametrize("limit", [None, "3GiB"])
-def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(corpus: tuple[Path, Path],
-                                                                          tmp_path: Path, limit: str | None,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(
+    corpus: tuple[Path, Path], tmp_path: Path, limit: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The report reads its page batches, the sessions it replays the guards on and the calibration's sweep with
     DuckDB capped (``PAGE_READS``: uncapped, the blocks it cached made the report of a large store peak far above a
     small one's), and the connection's own limit is back afterwards."""
     import analyzer.calibrate.recommend
     import analyzer.guards.replay
-    import analyzer.reporting
-
-    from analyzer.reporting import PAGE_READS
+    import reports.data
+    from reports.data import PAGE_READS
 
     _, db = corpus
     seen: dict[str, list[str]] = {"pages": [], "replay": [], "calibration": []}
@@ -289,13 +306,17 @@ def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(corp
         def read(con: duckdb.DuckDBPyConnection, *args: Any, **kwargs: Any) -> Any:
             seen[name].append(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
             return real(con, *args, **kwargs)
+
         return read
 
-    monkeypatch.setattr(analyzer.reporting, "session_batch", spy("pages", analyzer.reporting.session_batch))
+    monkeypatch.setattr(reports.data, "session_batch", spy("pages", reports.data.session_batch))
     monkeypatch.setattr(analyzer.guards.replay, "read_corpus", spy("replay", analyzer.guards.replay.read_corpus))
-    monkeypatch.setattr(analyzer.calibrate.recommend, "calibration_for_report",
-                        spy("calibration", analyzer.calibrate.recommend.calibration_for_report))
-    con = store.connect(db, read_only=True)
+    monkeypatch.setattr(
+        analyzer.calibrate.recommend,
+        "calibration_for_report",
+        spy("calibration", analyzer.calibrate.recommend.calibration_for_report),
+    )
+    con = connection.connect(db, read_only=True)
     try:
         if limit:
             con.execute(f"SET memory_limit = '{limit}'")
@@ -310,30 +331,33 @@ def test_the_pages_are_read_under_duckdbs_page_cap_and_the_limit_comes_back(corp
     assert {name: set(values) for name, values in seen.items()} == {name: {capped} for name in seen}
 
 
-def test_a_page_batch_that_needs_more_than_the_cap_is_read_without_it(corpus: tuple[Path, Path], tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_page_batch_that_needs_more_than_the_cap_is_read_without_it(
+    corpus: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The cap bounds DuckDB's cache, never what a batch may use: a batch (of pages, of sessions to replay, the
     calibration's sweep) that runs out of memory under it is read again uncapped, and the report is the report an
     uncapped read writes."""
-    import analyzer.reporting
+    import reports.data
 
     _, db = corpus
     outs = {}
     for name, cap in (("tiny", {"memory_limit": "1MB"}), ("none", {})):
-        monkeypatch.setattr(analyzer.reporting, "PAGE_READS", cap)
-        con = store.connect(db, read_only=True)
+        monkeypatch.setattr(reports.data, "PAGE_READS", cap)
+        con = connection.connect(db, read_only=True)
         try:
             if cap:  # the cap really is too small for a batch
                 ids = [r[0] for r in con.execute("SELECT session_id FROM sessions").fetchall()]
                 ReportData(con)  # the scope the batch reads from
-                with pytest.raises(duckdb.OutOfMemoryException), store.duckdb_settings(con, cap):
-                    analyzer.reporting.session_batch(con, ids)
+                with pytest.raises(duckdb.OutOfMemoryException), connection.duckdb_settings(con, cap):
+                    reports.data.session_batch(con, ids)
             write_report(con, tmp_path / name, workers=1)
         finally:
             con.close()
         # The two reports may be written a minute apart (seen on a slow machine): the footer's time aside.
-        outs[name] = {p.relative_to(tmp_path / name): GENERATED.sub("generated", p.read_text())
-                      for p in (tmp_path / name / "sessions").iterdir()}
+        outs[name] = {
+            p.relative_to(tmp_path / name): GENERATED.sub("generated", p.read_text())
+            for p in (tmp_path / name / "sessions").iterdir()
+        }
     assert outs["tiny"] and outs["tiny"] == outs["none"]
 
 
@@ -357,8 +381,9 @@ except SystemExit as e:
     assert not e.code, e.code
 print("detect_secrets" in sys.modules)
 """
-    runs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-            for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300) for _ in range(2)
+    ]
     assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
     # The first run wrote the pages (and redacted them); the second found the report current.
     assert [r.stdout.split()[-1] for r in runs] == ["True", "False"]

@@ -10,9 +10,9 @@ import pytest
 from test_report_corpus import build_store
 
 from analyzer.guards.replay import read_corpus
-from analyzer.reporting import ReportData
-from analyzer.store import db as store
+from analyzer.store import connection
 from analyzer.store.filters import SessionIds
+from reports.data import ReportData
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture()
 def con(corpus: Path) -> duckdb.DuckDBPyConnection:
-    c = store.connect(corpus, read_only=True)
+    c = connection.connect(corpus, read_only=True)
     yield c
     c.close()
 
@@ -32,18 +32,21 @@ def _ids(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 
 def test_a_sessions_row_bound_holds_its_rows_and_no_other_sessions(con: duckdb.DuckDBPyConnection) -> None:
-    store.record_places(con)
+    connection.record_places(con)
     for table in ("calls", "turns"):
         bounded = 0
         for sid in _ids(con):
-            n = store.one(con, f"SELECT count(*) FROM {table} WHERE session_id = ?", [sid])[0]
-            rows = store.rows_of(con, table, "SELECT ?", [sid])
+            n = connection.one(con, f"SELECT count(*) FROM {table} WHERE session_id = ?", [sid])[0]
+            rows = connection.rows_of(con, table, "SELECT ?", [sid])
             if not n:  # no rows there: nothing to bound
                 assert rows == "TRUE"
                 continue
-            own, other = store.one(con, f"SELECT count(*) FILTER (WHERE session_id = ?), "
-                                        f"count(*) FILTER (WHERE session_id <> ?) FROM {table} WHERE {rows}",
-                                   [sid, sid])
+            own, other = connection.one(
+                con,
+                f"SELECT count(*) FILTER (WHERE session_id = ?), "
+                f"count(*) FILTER (WHERE session_id <> ?) FROM {table} WHERE {rows}",
+                [sid, sid],
+            )
             assert (own, other) == (n, 0)
             bounded += 1
         assert bounded >= 3
@@ -72,11 +75,10 @@ def test_batches_in_read_order_read_what_batches_of_one_session_read(con: duckdb
 
 
 def test_replay_reads_bounded_by_places_equal_unbounded_reads(con: duckdb.DuckDBPyConnection) -> None:
-    store.record_places(con)
-    ids = store.in_place_order(con, _ids(con))
+    connection.record_places(con)
+    ids = connection.in_place_order(con, _ids(con))
     for chunk in ([ids[0]], ids[:2], ids[1:], ids):
         a = read_corpus(con, SessionIds(tuple(chunk)), placed=True)
         b = read_corpus(con, SessionIds(tuple(chunk)))
         assert a.turns.equals(b.turns) and a.calls.equals(b.calls) and a.turns.height
         assert (a.findings, a.scanned) == (b.findings, b.scanned)
-

@@ -7,15 +7,15 @@ from __future__ import annotations
 import difflib
 import os
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from test_report_corpus import build_store
 
 from analyzer import __version__
-from analyzer.store import db as store
-from analyzer.reporting import ReportData
+from analyzer.store import connection
 from reports import render_report
+from reports.data import ReportData
 from reports.paths import session_slug
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -32,9 +32,9 @@ def normalise(html: str, tmp: Path) -> str:
 
 def test_session_page_matches_snapshot(tmp_path: Path) -> None:
     db = build_store(tmp_path)
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
-        render_report(ReportData(con), tmp_path / "r", generated_at=datetime(2026, 3, 5, 12, 0, tzinfo=timezone.utc))
+        render_report(ReportData(con), tmp_path / "r", generated_at=datetime(2026, 3, 5, 12, 0, tzinfo=UTC))
     finally:
         con.close()
     page = tmp_path / "r" / "sessions" / f"{session_slug('sess-window')}.html"
@@ -46,6 +46,7 @@ def test_session_page_matches_snapshot(tmp_path: Path) -> None:
     assert snap.is_file(), f"no snapshot at {snap}: run with LOOPSCOPE_UPDATE_SNAPSHOTS=1 and review it"
     want = snap.read_text()
     if got != want:
-        diff = "\n".join(difflib.unified_diff(want.splitlines(), got.splitlines(), "snapshot", "rendered",
-                                              lineterm="", n=2))
+        diff = "\n".join(
+            difflib.unified_diff(want.splitlines(), got.splitlines(), "snapshot", "rendered", lineterm="", n=2)
+        )
         raise AssertionError(f"session page differs from {snap.name}:\n{diff[:6000]}")

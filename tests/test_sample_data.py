@@ -13,9 +13,9 @@ from typing import Any
 
 import orjson
 import pytest
+from helpers import ingest_paths, query
 
 from analyzer.ingest.parse import ADAPTERS
-from helpers import ingest_paths, query
 
 SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 EXPECTED: dict[str, Any] = json.loads((SAMPLE_DATA / ".expected.json").read_text())
@@ -66,11 +66,15 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_samples_are_reproducible(tmp_path: Path) -> None:
-    subprocess.run([sys.executable, str(SAMPLE_DATA / "make_samples.py"), "--out", str(tmp_path)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        [sys.executable, str(SAMPLE_DATA / "make_samples.py"), "--out", str(tmp_path)], check=True, capture_output=True
+    )
     written = {p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()}
-    shipped = {p.relative_to(SAMPLE_DATA) for p in SAMPLE_DATA.rglob("*")
-               if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts}
+    shipped = {
+        p.relative_to(SAMPLE_DATA)
+        for p in SAMPLE_DATA.rglob("*")
+        if p.is_file() and p.suffix != ".py" and "__pycache__" not in p.parts
+    }
     assert written == shipped, "sample_data/ holds files make_samples.py does not write, or lacks some"
     changed = [str(p) for p in sorted(written) if (tmp_path / p).read_bytes() != (SAMPLE_DATA / p).read_bytes()]
     assert not changed, f"stale sample files (run sample_data/make_samples.py): {changed}"
@@ -100,18 +104,23 @@ def test_sessions_calls_and_positions(store: Path, session: dict[str, Any]) -> N
     sid = session["session_id"]
     rows = query(store, "SELECT format, parent_session_id, calls, cwd FROM sessions WHERE session_id = ?", [sid])
     assert rows == [(session["format"], session["parent_session_id"], session["calls"], session["cwd"])]
-    (unanswered, nested), = query(
-        store, "SELECT count(*) FILTER (WHERE result_key IS NULL), count(*) FILTER (WHERE parent_call_id IS NOT NULL) "
-               "FROM calls WHERE session_id = ?", [sid])
+    ((unanswered, nested),) = query(
+        store,
+        "SELECT count(*) FILTER (WHERE result_key IS NULL), count(*) FILTER (WHERE parent_call_id IS NOT NULL) "
+        "FROM calls WHERE session_id = ?",
+        [sid],
+    )
     assert (unanswered, nested) == (session["calls_without_result"], session["nested_calls"])
     if session["error_calls"] is not None:  # OpenAI messages carry no error flag
-        (errors,), = query(store, "SELECT count(*) FILTER (WHERE is_error) FROM calls WHERE session_id = ?", [sid])
+        ((errors,),) = query(store, "SELECT count(*) FILTER (WHERE is_error) FROM calls WHERE session_id = ?", [sid])
         assert errors == session["error_calls"]
     tools = dict(query(store, "SELECT tool, count(*) FROM calls WHERE session_id = ? GROUP BY tool", [sid]))
     assert tools == session["tools"]
     # every call a loop episode names sits at the seq the README gives it, in the user turn it gives
-    seq_of = {cid: (seq, ut) for cid, seq, ut in query(
-        store, "SELECT call_id, seq, user_turn FROM calls WHERE session_id = ?", [sid])}
+    seq_of = {
+        cid: (seq, ut)
+        for cid, seq, ut in query(store, "SELECT call_id, seq, user_turn FROM calls WHERE session_id = ?", [sid])
+    }
     for finding in session["findings"]:
         got = [seq_of.get(cid) for cid in finding["call_ids"]]
         assert got == [(s, finding["user_turn"]) for s in finding["seqs"]], finding["kind"]

@@ -8,10 +8,9 @@ from typing import Any
 
 from helpers import ingest_paths, query, write_jsonl
 
-from analyzer.store import queries
-from analyzer.store import db as store
 from analyzer.detect.stream.calls import Config
 from analyzer.scan.run import scan
+from analyzer.store import connection, queries
 
 
 @dataclass
@@ -29,8 +28,9 @@ class Pi:
 
     def __init__(self, session_id: str = "sess") -> None:
         self.session_id = session_id
-        self.records: list[dict[str, Any]] = [{"type": "session", "version": 3, "id": session_id,
-                                               "timestamp": "2026-01-01T00:00:00Z", "cwd": "/repo"}]
+        self.records: list[dict[str, Any]] = [
+            {"type": "session", "version": 3, "id": session_id, "timestamp": "2026-01-01T00:00:00Z", "cwd": "/repo"}
+        ]
         self.n = 0
         self.calls = 0
 
@@ -38,12 +38,18 @@ class Pi:
         self.n += 1
         return f"2026-01-01T{self.n // 3600:02d}:{self.n // 60 % 60:02d}:{self.n % 60:02d}Z"
 
-    def user(self, text: str = "please fix it") -> "Pi":
-        self.records.append({"type": "message", "id": f"u{self.n}", "timestamp": self._ts(),
-                             "message": {"role": "user", "content": text}})
+    def user(self, text: str = "please fix it") -> Pi:
+        self.records.append(
+            {
+                "type": "message",
+                "id": f"u{self.n}",
+                "timestamp": self._ts(),
+                "message": {"role": "user", "content": text},
+            }
+        )
         return self
 
-    def say(self, text: str = "", *calls: Call, tokens: int = 1000) -> "Pi":
+    def say(self, text: str = "", *calls: Call, tokens: int = 1000) -> Pi:
         ts = self._ts()
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         for c in calls:
@@ -53,19 +59,45 @@ class Pi:
             if c.parent:
                 block["parentToolCallId"] = c.parent
             content.append(block)
-        self.records.append({"type": "message", "id": f"a{self.n}", "timestamp": ts, "message": {
-            "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
-            "usage": {"input": tokens, "output": 0, "cacheRead": 0, "cacheWrite": 0,
-                      "cost": {"total": tokens / 1_000_000}}}})
+        self.records.append(
+            {
+                "type": "message",
+                "id": f"a{self.n}",
+                "timestamp": ts,
+                "message": {
+                    "role": "assistant",
+                    "model": "claude-sonnet-4-5",
+                    "content": content,
+                    "usage": {
+                        "input": tokens,
+                        "output": 0,
+                        "cacheRead": 0,
+                        "cacheWrite": 0,
+                        "cost": {"total": tokens / 1_000_000},
+                    },
+                },
+            }
+        )
         for c in calls:
             if c.result is None:
                 continue
-            self.records.append({"type": "message", "id": f"r{c.id}", "timestamp": ts, "message": {
-                "role": "toolResult", "toolCallId": c.id, "toolName": c.tool,
-                "content": [{"type": "text", "text": c.result}], "isError": c.error}})
+            self.records.append(
+                {
+                    "type": "message",
+                    "id": f"r{c.id}",
+                    "timestamp": ts,
+                    "message": {
+                        "role": "toolResult",
+                        "toolCallId": c.id,
+                        "toolName": c.tool,
+                        "content": [{"type": "text", "text": c.result}],
+                        "isError": c.error,
+                    },
+                }
+            )
         return self
 
-    def each(self, *calls: Call, text: str = "", tokens: int = 1000) -> "Pi":
+    def each(self, *calls: Call, text: str = "", tokens: int = 1000) -> Pi:
         """One assistant message per call."""
         for c in calls:
             self.say(text, c, tokens=tokens)
@@ -79,7 +111,7 @@ def scanned(tmp_path: Path, *sessions: Pi, config: Config | None = None) -> list
     db = tmp_path / "store.duckdb"
     ingest_paths(db, *(s.write(tmp_path / "t") for s in sessions))
     scan(db, config)
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
         return queries.findings(con).to_dicts()
     finally:
@@ -102,8 +134,11 @@ def test_identical_streak_costs_the_turns_after_the_first(tmp_path: Path) -> Non
 
 
 def test_a_poll_with_changing_results_is_not_stuck(tmp_path: Path) -> None:
-    pi = Pi().user().each(*[bash("gh run view 42 --json status", s) for s in ("queued", "running", "running",
-                                                                              "completed")])
+    pi = (
+        Pi()
+        .user()
+        .each(*[bash("gh run view 42 --json status", s) for s in ("queued", "running", "running", "completed")])
+    )
     (f,) = scanned(tmp_path, pi)
     assert (f["kind"], f["repeats"], f["stuck"]) == ("streak", 4, False)
 
@@ -117,17 +152,24 @@ def test_a_poll_that_never_changes_is_stuck(tmp_path: Path) -> None:
 def test_an_edit_build_cycle_whose_edits_differ_is_no_finding(tmp_path: Path) -> None:
     pi = Pi().user()
     for i, out in enumerate(["error: x undefined", "error: y undefined", "error: z undefined", "ok"]):
-        pi.each(Call("edit", {"path": "src/main.rs", "old": f"let v{i} = 1;", "new": f"let v{i} = 2;"},
-                     "Successfully replaced text in src/main.rs"),
-                bash("cargo build", out, error=out != "ok"))
+        pi.each(
+            Call(
+                "edit",
+                {"path": "src/main.rs", "old": f"let v{i} = 1;", "new": f"let v{i} = 2;"},
+                "Successfully replaced text in src/main.rs",
+            ),
+            bash("cargo build", out, error=out != "ok"),
+        )
     assert scanned(tmp_path, pi) == []
 
 
 def test_an_identical_edit_build_cycle_is_a_stuck_cycle(tmp_path: Path) -> None:
     pi = Pi().user()
     for _ in range(4):
-        pi.each(Call("edit", {"path": "a.py", "old": "x = 1", "new": "x = 2"}, "old text not found", True),
-                bash("pytest -x", "1 failed", True))
+        pi.each(
+            Call("edit", {"path": "a.py", "old": "x = 1", "new": "x = 2"}, "old text not found", True),
+            bash("pytest -x", "1 failed", True),
+        )
     (f,) = scanned(tmp_path, pi)
     assert (f["kind"], f["period"], f["repeats"], f["stuck"]) == ("cycle", 2, 4, True)
     assert f["tools"] == ["edit", "bash"] and len(f["call_ids"]) == 8
@@ -174,26 +216,52 @@ def test_without_reset_counters_continue_but_episodes_still_split_at_prompts(tmp
 
 
 def test_drift_by_a_sleep_wrapper_is_stuck_when_the_result_repeats(tmp_path: Path) -> None:
-    pi = Pi().user().each(*[bash(f"sleep {s} && curl -s http://ci/api/status", "status: pending")
-                            for s in (30, 60, 90, 120)])
+    pi = (
+        Pi()
+        .user()
+        .each(*[bash(f"sleep {s} && curl -s http://ci/api/status", "status: pending") for s in (30, 60, 90, 120)])
+    )
     (f,) = scanned(tmp_path, pi)
     assert (f["kind"], f["repeats"], f["stuck"]) == ("drift", 4, True)
 
 
 def test_drift_by_tail_and_by_an_extra_flag(tmp_path: Path) -> None:
     tail = Pi("tail").user().each(*[bash(f"npm test 2>&1 | tail -{n}", "FAIL src/app.test.ts") for n in (20, 50, 100)])
-    flag = Pi("flag").user().each(bash("python -m pytest tests unit", "1 failed", True),
-                                  bash("python -m pytest tests unit --verbose", "1 failed", True),
-                                  bash("python -m pytest tests unit --verbose --color", "1 failed", True))
+    flag = (
+        Pi("flag")
+        .user()
+        .each(
+            bash("python -m pytest tests unit", "1 failed", True),
+            bash("python -m pytest tests unit --verbose", "1 failed", True),
+            bash("python -m pytest tests unit --verbose --color", "1 failed", True),
+        )
+    )
     found = scanned(tmp_path, tail, flag)
     assert sorted((f["session_id"], f["kind"], f["repeats"], f["stuck"]) for f in found) == [
-        ("flag", "drift", 3, True), ("tail", "drift", 3, True)]
+        ("flag", "drift", 3, True),
+        ("tail", "drift", 3, True),
+    ]
 
 
 def test_near_identical_edits_that_all_succeed_are_work_not_a_loop(tmp_path: Path) -> None:
-    pi = Pi().user().each(*[Call("edit", {"path": "client.py", "old": f"timeout = {i} seconds for the payment gateway",
-                                          "new": f"timeout = {i + 1} seconds for the payment gateway"},
-                                 "Successfully replaced text in client.py") for i in range(4)])
+    pi = (
+        Pi()
+        .user()
+        .each(
+            *[
+                Call(
+                    "edit",
+                    {
+                        "path": "client.py",
+                        "old": f"timeout = {i} seconds for the payment gateway",
+                        "new": f"timeout = {i + 1} seconds for the payment gateway",
+                    },
+                    "Successfully replaced text in client.py",
+                )
+                for i in range(4)
+            ]
+        )
+    )
     assert scanned(tmp_path, pi) == []
 
 
@@ -221,8 +289,11 @@ def test_narration_before_different_calls_is_not_a_text_loop(tmp_path: Path) -> 
 def test_the_same_reply_again_and_again_is_a_text_loop_with_its_calls(tmp_path: Path) -> None:
     pi = Pi().user()
     for i in range(4):
-        pi.say("The build still fails on the same import, so I will try the build once more now.",
-               Call("read", {"path": f"f{i}.py"}, f"body {i}"), tokens=500)
+        pi.say(
+            "The build still fails on the same import, so I will try the build once more now.",
+            Call("read", {"path": f"f{i}.py"}, f"body {i}"),
+            tokens=500,
+        )
     (f,) = scanned(tmp_path, pi)
     assert (f["kind"], f["repeats"]) == ("text", 4)
     assert f["call_ids"] == ["call0", "call1", "call2", "call3"]
@@ -239,9 +310,13 @@ def test_narration_of_a_call_loop_is_not_a_second_finding(tmp_path: Path) -> Non
 
 
 def test_nested_calls_inside_one_script(tmp_path: Path) -> None:
-    script = Call("codemode", {"code": "for (let i = 0; i < 5; i++) await tools.read({path: 'status.json'})"},
-                  "done", id="script1")
-    polls = [Call("read", {"path": "status.json"}, "{\"state\": \"running\"}", parent="script1") for _ in range(5)]
+    script = Call(
+        "codemode",
+        {"code": "for (let i = 0; i < 5; i++) await tools.read({path: 'status.json'})"},
+        "done",
+        id="script1",
+    )
+    polls = [Call("read", {"path": "status.json"}, '{"state": "running"}', parent="script1") for _ in range(5)]
     pi = Pi().user().say("Polling in a script.", script, *polls)
     (f,) = scanned(tmp_path, pi)
     assert (f["kind"], f["repeats"], f["stuck"], f["tools"]) == ("nested", 5, True, ["read"])
@@ -269,6 +344,9 @@ def test_scripts_are_compared_by_identity_only(tmp_path: Path) -> None:
     pi = Pi().user()
     for i, fn in enumerate(("parseConfig", "loadPlugins", "resolvePaths")):
         sid = f"script{i}"
-        pi.say("", Call("codemode", {"code": f"const r = await tools.grep({{q: '{fn}'}}); return r"}, "x", id=sid),
-               Call("grep", {"q": fn}, "hits", parent=sid))
+        pi.say(
+            "",
+            Call("codemode", {"code": f"const r = await tools.grep({{q: '{fn}'}}); return r"}, "x", id=sid),
+            Call("grep", {"q": fn}, "hits", parent=sid),
+        )
     assert scanned(tmp_path, pi) == []

@@ -12,16 +12,13 @@ import pytest
 from conftest import FIXTURES, SAMPLE_DATA
 from helpers import ingest_paths, query
 
-from analyzer.store import db as store
-from analyzer.detect.stream.calls import Config, scan_calls
-from analyzer.detect.rules import SIGNAL_FIELDS
-from analyzer.detect.stream.episodes import SessionData, build_findings
-from analyzer.detect.rules import RESULT_HEAD
 from analyzer.detect.keys import args_token_set, estimate_tokens, tokens_of_length
+from analyzer.detect.rules import FINDINGS, RESULT_HEAD, SIGNAL_FIELDS, TEXT_FIELDS
+from analyzer.detect.stream.calls import Config, scan_calls
+from analyzer.detect.stream.episodes import SessionData, build_findings
 from analyzer.detect.stream.text import scan_texts
-from analyzer.detect.rules import TEXT_FIELDS
 from analyzer.scan.run import scan
-from analyzer.detect.rules import FINDINGS
+from analyzer.store import connection
 
 
 def _rows(con: Any, sql: str) -> list[dict[str, Any]]:
@@ -32,16 +29,25 @@ def _rows(con: Any, sql: str) -> list[dict[str, Any]]:
 
 def reference(db: Path, config: Config) -> tuple[set[tuple], set[tuple], set[tuple]]:
     """Signals, text counters and findings as the per-session reference computes them from the store's rows."""
-    con = store.connect(db, read_only=True)
+    con = connection.connect(db, read_only=True)
     try:
-        calls = _rows(con, "SELECT session_id, seq, call_id, turn_id, user_turn, tool, call_key, args, result_key, "
-                           f"is_error, parent_call_id, left(result_text, {RESULT_HEAD}) AS head, result_chars "
-                           "FROM calls ORDER BY session_id, seq")
-        msgs = _rows(con, "SELECT session_id, turn_id, turn_index, user_turn, text FROM turns "
-                          "WHERE role = 'assistant' ORDER BY session_id, turn_index")
-        usage = _rows(con, "SELECT session_id, turn_id, sum(total_tokens)::BIGINT AS tokens, "
-                           "sum(coalesce(cost_usd, 0)) AS cost FROM turns WHERE role = 'assistant' AND usage_counted "
-                           "AND turn_id IS NOT NULL GROUP BY ALL")
+        calls = _rows(
+            con,
+            "SELECT session_id, seq, call_id, turn_id, user_turn, tool, call_key, args, result_key, "
+            f"is_error, parent_call_id, left(result_text, {RESULT_HEAD}) AS head, result_chars "
+            "FROM calls ORDER BY session_id, seq",
+        )
+        msgs = _rows(
+            con,
+            "SELECT session_id, turn_id, turn_index, user_turn, text FROM turns "
+            "WHERE role = 'assistant' ORDER BY session_id, turn_index",
+        )
+        usage = _rows(
+            con,
+            "SELECT session_id, turn_id, sum(total_tokens)::BIGINT AS tokens, "
+            "sum(coalesce(cost_usd, 0)) AS cost FROM turns WHERE role = 'assistant' AND usage_counted "
+            "AND turn_id IS NOT NULL GROUP BY ALL",
+        )
         sessions = [r[0] for r in con.execute("SELECT session_id FROM sessions").fetchall()]
     finally:
         con.close()
@@ -52,22 +58,47 @@ def reference(db: Path, config: Config) -> tuple[set[tuple], set[tuple], set[tup
         cs = [c for c in calls if c["session_id"] == sid]
         ms = [m for m in msgs if m["session_id"] == sid]
         col = {k: [c[k] for c in cs] for k in (cs[0] if cs else {})}
-        sig, links = scan_calls(col.get("call_key", []), col.get("tool", []), col.get("args", []),
-                                col.get("result_key", []), col.get("is_error", []), col.get("parent_call_id", []),
-                                col.get("user_turn", []), config)
-        tsig, tlinks = scan_texts([m["text"] for m in ms], [m["user_turn"] for m in ms], config.similarity,
-                                  config.reset_on_user)
-        fs = build_findings(SessionData(
-            session_id=sid, seq=col.get("seq", []), call_id=col.get("call_id", []), turn_id=col.get("turn_id", []),
-            user_turn=col.get("user_turn", []), tool=col.get("tool", []), key=col.get("call_key", []),
-            args=col.get("args", []), parent=col.get("parent_call_id", []),
-            est_tokens=[estimate_tokens(c["args"]) + tokens_of_length(c["result_chars"]) for c in cs],
-            signals=sig, nested_links=links, m_turn_id=[m["turn_id"] for m in ms],
-            m_turn_index=[m["turn_index"] for m in ms], m_user_turn=[m["user_turn"] for m in ms],
-            m_text=[m["text"] for m in ms], m_est_tokens=[estimate_tokens(m["text"]) for m in ms], m_signals=tsig,
-            text_links=tlinks, usage={u["turn_id"]: (u["tokens"], u["cost"]) for u in usage if u["session_id"] == sid},
-            tokens={c["call_key"]: args_token_set(c["args"]) for c in cs}, result_key=col.get("result_key", []),
-            is_error=col.get("is_error", []), result_head=[c["head"] for c in cs].__getitem__))
+        sig, links = scan_calls(
+            col.get("call_key", []),
+            col.get("tool", []),
+            col.get("args", []),
+            col.get("result_key", []),
+            col.get("is_error", []),
+            col.get("parent_call_id", []),
+            col.get("user_turn", []),
+            config,
+        )
+        tsig, tlinks = scan_texts(
+            [m["text"] for m in ms], [m["user_turn"] for m in ms], config.similarity, config.reset_on_user
+        )
+        fs = build_findings(
+            SessionData(
+                session_id=sid,
+                seq=col.get("seq", []),
+                call_id=col.get("call_id", []),
+                turn_id=col.get("turn_id", []),
+                user_turn=col.get("user_turn", []),
+                tool=col.get("tool", []),
+                key=col.get("call_key", []),
+                args=col.get("args", []),
+                parent=col.get("parent_call_id", []),
+                est_tokens=[estimate_tokens(c["args"]) + tokens_of_length(c["result_chars"]) for c in cs],
+                signals=sig,
+                nested_links=links,
+                m_turn_id=[m["turn_id"] for m in ms],
+                m_turn_index=[m["turn_index"] for m in ms],
+                m_user_turn=[m["user_turn"] for m in ms],
+                m_text=[m["text"] for m in ms],
+                m_est_tokens=[estimate_tokens(m["text"]) for m in ms],
+                m_signals=tsig,
+                text_links=tlinks,
+                usage={u["turn_id"]: (u["tokens"], u["cost"]) for u in usage if u["session_id"] == sid},
+                tokens={c["call_key"]: args_token_set(c["args"]) for c in cs},
+                result_key=col.get("result_key", []),
+                is_error=col.get("is_error", []),
+                result_head=[c["head"] for c in cs].__getitem__,
+            )
+        )
         cf: list[str | None] = [None] * len(cs)
         tf: list[str | None] = [None] * len(ms)
         for f in fs:
@@ -85,8 +116,11 @@ def stored(db: Path) -> tuple[set[tuple], set[tuple], set[tuple]]:
     sig = query(db, f"SELECT session_id, seq, {', '.join(SIGNAL_FIELDS)}, finding_id FROM signals")
     txt = query(db, f"SELECT session_id, turn_index, {', '.join(TEXT_FIELDS)}, finding_id FROM text_signals")
     found = query(db, f"SELECT {', '.join(FINDINGS.names)} FROM findings")
-    return ({tuple(r) for r in sig}, {tuple(r) for r in txt},
-            {tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in found})
+    return (
+        {tuple(r) for r in sig},
+        {tuple(r) for r in txt},
+        {tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in found},
+    )
 
 
 @pytest.fixture(scope="module")

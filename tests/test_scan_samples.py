@@ -14,8 +14,18 @@ from analyzer.scan.run import scan
 
 SAMPLE_DATA = Path(__file__).resolve().parents[1] / "sample_data"
 EXPECTED_FILE = SAMPLE_DATA / ".expected.json"
-FIELDS = ("kind", "period", "tools", "first_seq", "last_seq", "repeats", "stuck", "user_turn", "wasted_tokens",
-          "call_ids")
+FIELDS = (
+    "kind",
+    "period",
+    "tools",
+    "first_seq",
+    "last_seq",
+    "repeats",
+    "stuck",
+    "user_turn",
+    "wasted_tokens",
+    "call_ids",
+)
 
 
 def _expected() -> list[dict[str, Any]]:
@@ -36,8 +46,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_sample_findings_match_the_expected_episodes(store: Path, session: dict[str, Any]) -> None:
     if not query(store, "SELECT count(*) FROM sessions WHERE session_id = ?", [session["session_id"]])[0][0]:
         pytest.skip(f"the {session['format']} adapter did not load this sample")
-    got = query(store, f"SELECT {', '.join(FIELDS)} FROM findings WHERE session_id = ? "
-                       "ORDER BY user_turn, first_seq NULLS FIRST", [session["session_id"]])
-    expected = sorted((tuple(f[k] for k in FIELDS) for f in session["findings"]),
-                      key=lambda f: (f[7], -1 if f[3] is None else f[3]))
+    got = query(
+        store,
+        f"SELECT {', '.join(FIELDS)} FROM findings WHERE session_id = ? ORDER BY user_turn, first_seq NULLS FIRST",
+        [session["session_id"]],
+    )
+    expected = sorted(
+        (tuple(f[k] for k in FIELDS) for f in session["findings"]), key=lambda f: (f[7], -1 if f[3] is None else f[3])
+    )
     assert [tuple(r) for r in got] == expected, session["summary"]

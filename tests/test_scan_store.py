@@ -13,14 +13,29 @@ from helpers import ingest_paths, query
 from test_scan_findings import Call, Pi, bash
 from typer.testing import CliRunner
 
-from analyzer.scan import run as scan_mod
-from analyzer.detect import keys
 from analyzer.cli import app
+from analyzer.detect import keys
 from analyzer.detect.stream.calls import Config
+from analyzer.scan import run as scan_mod
 from analyzer.scan.run import DETECTOR_VERSION, scan
 
-CONTRACT = ["finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq", "repeats",
-            "stuck", "user_turn", "why", "wasted_tokens", "estimated_tokens", "cost_usd"]
+CONTRACT = [
+    "finding_id",
+    "session_id",
+    "kind",
+    "period",
+    "tools",
+    "call_ids",
+    "first_seq",
+    "last_seq",
+    "repeats",
+    "stuck",
+    "user_turn",
+    "why",
+    "wasted_tokens",
+    "estimated_tokens",
+    "cost_usd",
+]
 runner = CliRunner()
 
 
@@ -29,8 +44,13 @@ def looping(session_id: str, n: int = 4, command: str = "make test") -> Pi:
 
 
 def healthy(session_id: str) -> Pi:
-    return (Pi(session_id).user().say("Reading the module first.", Call("read", {"path": "a"}, "a"))
-            .say("Now the fix.", Call("edit", {"path": "a", "x": 1}, "ok")).say("Build:", bash("make", "ok")))
+    return (
+        Pi(session_id)
+        .user()
+        .say("Reading the module first.", Call("read", {"path": "a"}, "a"))
+        .say("Now the fix.", Call("edit", {"path": "a", "x": 1}, "ok"))
+        .say("Build:", bash("make", "ok"))
+    )
 
 
 def ids(db: Path) -> dict[str, str]:
@@ -78,7 +98,8 @@ def test_other_options_or_full_rescan_everything(tmp_path: Path, db: Path) -> No
     assert scan(db, Config(reset_on_user=False)).scanned == 2
     assert scan(db, Config(reset_on_user=False)).scanned == 0
     assert query(db, "SELECT DISTINCT detector FROM scan_state") == [
-        (f"v{DETECTOR_VERSION};reset_on_user=0;sim=0.55;script=100;exempt=",)]
+        (f"v{DETECTOR_VERSION};reset_on_user=0;sim=0.55;script=100;exempt=",)
+    ]
 
 
 def test_small_groups_write_what_one_group_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,8 +115,11 @@ def test_small_groups_write_what_one_group_writes(tmp_path: Path, monkeypatch: p
     assert s.workers == 2 and s.scanned == 12
     # where the time went, as bench_scan prints it: start-up apart from the groups' read, detect and land
     assert min(s.startup, s.read, s.detect, s.land) > 0 and s.startup + s.read + s.detect + s.land <= s.seconds
-    for table, order in (("signals", "session_id, seq"), ("findings", "finding_id"),
-                         ("text_signals", "session_id, turn_index")):
+    for table, order in (
+        ("signals", "session_id, seq"),
+        ("findings", "finding_id"),
+        ("text_signals", "session_id, turn_index"),
+    ):
         rows = [query(d, f"SELECT * FROM {table} ORDER BY {order}") for d in dbs]
         assert rows[0] == rows[1] and rows[0]
 
@@ -104,11 +128,16 @@ def test_signals_and_text_signals_rows(tmp_path: Path, db: Path) -> None:
     pi = Pi().user().say("Checking.", bash("ls", "a b")).say("", bash("ls", "a b")).say("Checking.", bash("ls", "a b"))
     ingest_paths(db, pi.write(tmp_path / "t"))
     scan(db)
-    rows = query(db, "SELECT seq, call_id, tool, nested, streak, window_count, same_result, progress, finding_id "
-                     "IS NOT NULL FROM signals ORDER BY seq")
-    assert rows == [(0, "call0", "bash", False, 1, 1, None, True, True),
-                    (1, "call1", "bash", False, 2, 2, True, False, True),
-                    (2, "call2", "bash", False, 3, 3, True, False, True)]
+    rows = query(
+        db,
+        "SELECT seq, call_id, tool, nested, streak, window_count, same_result, progress, finding_id "
+        "IS NOT NULL FROM signals ORDER BY seq",
+    )
+    assert rows == [
+        (0, "call0", "bash", False, 1, 1, None, True, True),
+        (1, "call1", "bash", False, 2, 2, True, False, True),
+        (2, "call2", "bash", False, 3, 3, True, False, True),
+    ]
     texts = query(db, "SELECT turn_index, same_count, similar_run FROM text_signals ORDER BY turn_index")
     assert texts == [(1, 1, 1), (3, 2, 2)]  # the blank message is not recorded, so the run continues across it
 
@@ -165,8 +194,10 @@ def test_summary_counts_a_turn_shared_by_two_findings_once(tmp_path: Path, db: P
     ingest_paths(db, looping("loopy", 4).write(tmp_path / "t"))
     scan(db)
     con = duckdb.connect(str(db))
-    con.execute("INSERT INTO findings BY NAME SELECT * REPLACE ('extra' AS finding_id, 'window' AS kind, "
-                "NULL AS period) FROM findings")
+    con.execute(
+        "INSERT INTO findings BY NAME SELECT * REPLACE ('extra' AS finding_id, 'window' AS kind, "
+        "NULL AS period) FROM findings"
+    )
     con.close()
     s = orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)
     assert s["totals"]["loops"] == 2 and s["totals"]["wasted_tokens"] == 3000
@@ -207,12 +238,16 @@ def test_a_store_with_argument_words_scans_the_same(tmp_path: Path) -> None:
         ingest_paths(d, folder)
     con = duckdb.connect(str(dbs[1]))
     rows = con.execute("SELECT session_id, seq, args FROM calls").fetchall()
-    words = pl.DataFrame({"session_id": [r[0] for r in rows], "seq": [r[1] for r in rows],
-                          "w": [keys.args_words(r[2]) for r in rows]}, schema_overrides={"w": pl.List(pl.String)})
+    words = pl.DataFrame(
+        {"session_id": [r[0] for r in rows], "seq": [r[1] for r in rows], "w": [keys.args_words(r[2]) for r in rows]},
+        schema_overrides={"w": pl.List(pl.String)},
+    )
     con.register("_words", words)
     con.execute("ALTER TABLE calls ADD COLUMN args_words VARCHAR[]")
-    con.execute("UPDATE calls SET args_words = w FROM _words WHERE calls.session_id = _words.session_id "
-                "AND calls.seq = _words.seq")
+    con.execute(
+        "UPDATE calls SET args_words = w FROM _words WHERE calls.session_id = _words.session_id "
+        "AND calls.seq = _words.seq"
+    )
     con.close()
     for d in dbs:
         scan(d)

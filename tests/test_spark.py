@@ -31,8 +31,20 @@ def spark():  # noqa: ANN201 - one SparkSession for the module
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     gen = tmp_path_factory.mktemp("gen") / "corpus"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "gen_corpus.py"), "--size-mb", "1.5", "--out", str(gen),
-                    "--seed", "7"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "gen_corpus.py"),
+            "--size-mb",
+            "1.5",
+            "--out",
+            str(gen),
+            "--seed",
+            "7",
+        ],
+        check=True,
+        capture_output=True,
+    )
     # A resumed Claude Code session (a new session id repeating the earlier responses: usage counts once across
     # files) and an archived copy of a session (the same id twice: one is loaded, the other is an ingest error).
     src = next((SAMPLE_DATA / "claude_code").glob("*/9e3d5b17-*.jsonl"))
@@ -80,11 +92,11 @@ def both(spark, corpus: list[Path], tmp_path_factory: pytest.TempPathFactory, re
 
 
 def test_spark_run_gives_the_stores_rows(both) -> None:  # noqa: ANN001
-    from analyzer.store import db as store
+    from analyzer.store import connection
     from analyzer.store.parquet import open_dir
 
     db, out, summary = both
-    con, pq = store.connect(db, read_only=True), open_dir(out)
+    con, pq = connection.connect(db, read_only=True), open_dir(out)
     try:
         for table in TABLES:
             assert rows(pq, table) == rows(con, table), table
@@ -96,11 +108,13 @@ def test_spark_run_gives_the_stores_rows(both) -> None:  # noqa: ANN001
         shared = con.execute("""
             SELECT count(*), count(*) FILTER (WHERE counted <> 1) FROM (
                 SELECT usage_key, count(DISTINCT session_id) AS sessions, count(*) FILTER (WHERE usage_counted) AS counted
-                FROM turns WHERE usage_key IS NOT NULL GROUP BY usage_key) WHERE sessions > 1""").fetchone()
+                FROM turns WHERE usage_key IS NOT NULL GROUP BY usage_key) WHERE sessions > 1""").fetchone()  # noqa: E501 (SQL text kept as is)
         assert shared[0] > 0 and shared[1] == 0
         # and the archived copy of a session is loaded once
-        assert con.execute("SELECT count(*) FROM ingest_errors WHERE reason LIKE 'duplicate session id%'"
-                           ).fetchone()[0] == 1
+        assert (
+            con.execute("SELECT count(*) FROM ingest_errors WHERE reason LIKE 'duplicate session id%'").fetchone()[0]
+            == 1
+        )
     finally:
         con.close()
         pq.close()
@@ -116,11 +130,11 @@ def test_adapters_and_detectors_ran_in_spark_tasks(both) -> None:  # noqa: ANN00
 
 
 def test_report_from_spark_results_is_the_stores_report(both, tmp_path: Path) -> None:  # noqa: ANN001
-    from analyzer.store import db as store
+    from analyzer.store import connection
     from analyzer.store.parquet import open_dir
 
     db, out, _ = both
-    con, pq = store.connect(db, read_only=True), open_dir(out)
+    con, pq = connection.connect(db, read_only=True), open_dir(out)
     try:
         render(con, tmp_path / "store")
         render(pq, tmp_path / "spark")

@@ -61,7 +61,7 @@ class LabelSpans:
     (one row per label whose session is in the store); ``skipped`` counts rows naming a session the store lacks."""
 
     source: str
-    spans: "pl.DataFrame"
+    spans: pl.DataFrame
     rows: int
     skipped: int
 
@@ -223,37 +223,56 @@ def _row(path: Path, line: int, row: Any) -> Label:
         raise _err(path, line, f"label must be stuck or benign, got {got['label'] or ''!r}")
     if got["finding_id"] and (got["first_call_id"] or got["last_call_id"]):
         raise _err(path, line, "give either finding_id or first_call_id/last_call_id, not both")
-    return Label(line, got["session_id"], label, got["first_call_id"], got["last_call_id"],  # type: ignore[arg-type]
-                 got["finding_id"])
+    return Label(
+        line,
+        got["session_id"],
+        label,
+        got["first_call_id"],
+        got["last_call_id"],  # type: ignore[arg-type]
+        got["finding_id"],
+    )
 
 
-# -- resolving against the store ----------------------------------------------------------------------------------------
-def resolve_labels(con: "duckdb.DuckDBPyConnection", labels: list[Label], source: str | Path) -> LabelSpans:
+# -- resolving against the store ---------------------------------------------------------------------------------------
+def resolve_labels(con: duckdb.DuckDBPyConnection, labels: list[Label], source: str | Path) -> LabelSpans:
     """Turn label rows into seq spans with the store's calls and findings; reject rows that name calls or findings
     the store does not hold, spans that end before they start, and conflicting overlaps."""
     import polars as pl
 
     path = Path(source)
     sids = sorted({lb.session_id for lb in labels})
-    bounds = {r[0]: (r[1], r[2]) for r in con.execute(
-        "SELECT session_id, min(seq), max(seq) FROM calls WHERE session_id IN (SELECT unnest(?::VARCHAR[])) "
-        "GROUP BY session_id", [sids]).fetchall()}
-    known = {r[0] for r in con.execute(
-        "SELECT session_id FROM sessions WHERE session_id IN (SELECT unnest(?::VARCHAR[]))", [sids]).fetchall()}
+    bounds = {
+        r[0]: (r[1], r[2])
+        for r in con.execute(
+            "SELECT session_id, min(seq), max(seq) FROM calls WHERE session_id IN (SELECT unnest(?::VARCHAR[])) "
+            "GROUP BY session_id",
+            [sids],
+        ).fetchall()
+    }
+    known = {
+        r[0]
+        for r in con.execute(
+            "SELECT session_id FROM sessions WHERE session_id IN (SELECT unnest(?::VARCHAR[]))", [sids]
+        ).fetchall()
+    }
     call_ids = sorted({c for lb in labels for c in (lb.first_call_id, lb.last_call_id) if c})
     seqs: dict[tuple[str, str], tuple[int, int]] = {}
     if call_ids:
         for sid, cid, lo, hi in con.execute(
-                "SELECT session_id, call_id, min(seq), max(seq) FROM calls "
-                "WHERE session_id IN (SELECT unnest(?::VARCHAR[])) AND call_id IN (SELECT unnest(?::VARCHAR[])) "
-                "GROUP BY session_id, call_id", [sids, call_ids]).fetchall():
+            "SELECT session_id, call_id, min(seq), max(seq) FROM calls "
+            "WHERE session_id IN (SELECT unnest(?::VARCHAR[])) AND call_id IN (SELECT unnest(?::VARCHAR[])) "
+            "GROUP BY session_id, call_id",
+            [sids, call_ids],
+        ).fetchall():
             seqs[(sid, cid)] = (lo, hi)
     fids = sorted({lb.finding_id for lb in labels if lb.finding_id})
     found: dict[str, tuple[str, int | None, int | None]] = {}
     if fids:
         for fid, sid, lo, hi in con.execute(
-                "SELECT finding_id, session_id, first_seq, last_seq FROM findings "
-                "WHERE finding_id IN (SELECT unnest(?::VARCHAR[]))", [fids]).fetchall():
+            "SELECT finding_id, session_id, first_seq, last_seq FROM findings "
+            "WHERE finding_id IN (SELECT unnest(?::VARCHAR[]))",
+            [fids],
+        ).fetchall():
             found[fid] = (sid, lo, hi)
     rows: list[tuple[str, int, int, str, int]] = []
     skipped = 0
@@ -265,18 +284,35 @@ def resolve_labels(con: "duckdb.DuckDBPyConnection", labels: list[Label], source
         if span is not None:
             rows.append((lb.session_id, span[0], span[1], lb.label, lb.line))
     _check_overlaps(path, rows)
-    spans = pl.DataFrame(rows, schema={"session_id": pl.String, "first_seq": pl.Int64, "last_seq": pl.Int64,
-                                       "label": pl.String, "line": pl.Int64}, orient="row")
+    spans = pl.DataFrame(
+        rows,
+        schema={
+            "session_id": pl.String,
+            "first_seq": pl.Int64,
+            "last_seq": pl.Int64,
+            "label": pl.String,
+            "line": pl.Int64,
+        },
+        orient="row",
+    )
     return LabelSpans(str(source), spans, len(labels), skipped)
 
 
-def _span(path: Path, lb: Label, bounds: tuple[int, int] | None, seqs: dict[tuple[str, str], tuple[int, int]],
-          found: dict[str, tuple[str, int | None, int | None]]) -> tuple[int, int] | None:
+def _span(
+    path: Path,
+    lb: Label,
+    bounds: tuple[int, int] | None,
+    seqs: dict[tuple[str, str], tuple[int, int]],
+    found: dict[str, tuple[str, int | None, int | None]],
+) -> tuple[int, int] | None:
     if lb.finding_id:
         f = found.get(lb.finding_id)
         if f is None:
-            raise _err(path, lb.line, f"finding_id {lb.finding_id!r} is not in the store's findings "
-                                      "(run `loopscope scan`, or check the id)")
+            raise _err(
+                path,
+                lb.line,
+                f"finding_id {lb.finding_id!r} is not in the store's findings (run `loopscope scan`, or check the id)",
+            )
         if f[0] != lb.session_id:
             raise _err(path, lb.line, f"finding {lb.finding_id!r} belongs to session {f[0]!r}, not {lb.session_id!r}")
         if f[1] is None:
@@ -293,8 +329,7 @@ def _span(path: Path, lb: Label, bounds: tuple[int, int] | None, seqs: dict[tupl
     first = seqs[(lb.session_id, lb.first_call_id)][0] if lb.first_call_id else lo
     last = seqs[(lb.session_id, lb.last_call_id)][1] if lb.last_call_id else hi
     if last < first:
-        raise _err(path, lb.line, f"last_call_id {lb.last_call_id!r} comes before first_call_id "
-                                  f"{lb.first_call_id!r}")
+        raise _err(path, lb.line, f"last_call_id {lb.last_call_id!r} comes before first_call_id {lb.first_call_id!r}")
     return first, last
 
 
@@ -307,7 +342,7 @@ def _check_overlaps(path: Path, rows: list[tuple[str, int, int, str, int]]) -> N
     for spans in by_sid.values():
         spans.sort()
         for i, (_lo, hi, label, line) in enumerate(spans):
-            for lo2, _hi2, label2, line2 in spans[i + 1:]:
+            for lo2, _hi2, label2, line2 in spans[i + 1 :]:
                 if lo2 > hi:
                     break
                 if label2 != label:

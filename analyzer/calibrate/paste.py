@@ -16,8 +16,15 @@ from typing import Any
 from analyzer.guards import ENGINES, Recommended, seeds
 
 
-def paste_settings(base: str, warn: int, halt: int, window: int | None, similarity: float | None,
-                   params: dict[str, Any], defaults: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def paste_settings(
+    base: str,
+    warn: int,
+    halt: int,
+    window: int | None,
+    similarity: float | None,
+    params: dict[str, Any],
+    defaults: Mapping[str, Mapping[str, Any]],
+) -> dict[str, str]:
     """Guard name -> text to paste, for the recommended (warn, halt, window, similarity) of ``base`` (whose other
     settings are ``params``); ``defaults`` holds each seed guard's default settings."""
     cls = ENGINES[base]
@@ -26,8 +33,9 @@ def paste_settings(base: str, warn: int, halt: int, window: int | None, similari
     stop_warn, stop_halt = cls.streak_stop(warn, halt)
     for name, seed in seeds().items():
         if name != base:
-            out[f"{name} (translation)"] = seed.translate(cls, stop_warn, stop_halt,
-                                                          defaults.get(name) or _defaults(name))
+            out[f"{name} (translation)"] = seed.translate(
+                cls, stop_warn, stop_halt, defaults.get(name) or _defaults(name)
+            )
     return out
 
 

@@ -4,10 +4,10 @@ One load (``load_frames``) reads, per call in scope, the signals a base policy's
 that call would mean — the tokens it saves, whether it lands in a loop — and the stuck episodes; every setting is then
 a few polars expressions over that frame. Every figure is a sum over sessions (or, for the median and the float
 sums, taken over per-halt and per-episode values), so calibrate loads and sweeps a batch of sessions at a time
-(``variant_parts``) and adds the batches up (``finish_sweep``): the same rows as one pass, in a batch's memory. The idea that makes a 200-setting sweep cheap: for a threshold-on-a-measure
-guard, "the first call of a run whose measure reaches t" is the same call for every t between two *records* of the
-run's running maximum, so each record row is exploded over the thresholds it decides, and one group-by yields the
-figures of every threshold at once (``first_reaching``).
+(``variant_parts``) and adds the batches up (``finish_sweep``): the same rows as one pass, in a batch's memory. The idea
+that makes a 200-setting sweep cheap: for a threshold-on-a-measure guard, "the first call of a run whose measure reaches
+t" is the same call for every t between two *records* of the run's running maximum, so each record row is exploded over
+the thresholds it decides, and one group-by yields the figures of every threshold at once (``first_reaching``).
 
 **Measures** (per call, counters restart at each user prompt as the stored signals do; ``a`` decides the warning and
 ``h`` the halt; a run is one user turn of one session):
@@ -32,11 +32,11 @@ figures of every threshold at once (``first_reaching``).
   ``text_repeats``) steers the first time in a run and aborts the second time; a call repeated inside its script
   (``nested_repeat`` reaching ``nested_repeats``) is blocked.
 
-**Approximations** (why calibrate verifies its recommendation with one exact replay, ``analyzer.guards.replay``): the signals
-use the canonical key (gitagent and gemini-cli hash ``JSON.stringify`` order, roo-code sorts the top level only);
-``done`` is not exempt for open-codesign; cline and roo-code never reset at user prompts but the signals do; pi does
-not record blocked calls in its window (the sweep counts every recorded call), compares near-identical arguments with
-every call in its window (the sweep only with the previous call of the same tool), reads its text rules over
+**Approximations** (why calibrate verifies its recommendation with one exact replay, ``analyzer.guards.replay``): the
+signals use the canonical key (gitagent and gemini-cli hash ``JSON.stringify`` order, roo-code sorts the top level
+only); ``done`` is not exempt for open-codesign; cline and roo-code never reset at user prompts but the signals do; pi
+does not record blocked calls in its window (the sweep counts every recorded call), compares near-identical arguments
+with every call in its window (the sweep only with the previous call of the same tool), reads its text rules over
 ``PI_ANTI_LOOP_WINDOW`` texts (the stored counters over 10, with rule 4 as a set of mutually similar texts), and aborts
 when a call blocked in one script is issued in another (not modelled, nor loop_ack or the fail rate); gemini-cli's
 text rule and gitagent's batches with a call that got no result are left out as well.
@@ -67,8 +67,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from analyzer.guards import SweepSpec, sweepable
+from analyzer.store.connection import frame, one
 from analyzer.store.filters import SessionFilter, SessionIds
-from analyzer.store.db import frame, one
 
 if TYPE_CHECKING:
     import duckdb
@@ -79,13 +79,28 @@ ALWAYS = 1 << 20  # a measure value above every threshold (pi's failure block, g
 WINDOW_COLUMNS = {5: "window5", 10: "window_count", 20: "window20"}  # pi window W -> the stored count over W calls
 
 SWEEP_SCHEMA: dict[str, Any] = {
-    "warn": pl.Int64, "halt": pl.Int64, "window": pl.Int64, "similarity": pl.Float64,
-    "halts": pl.Int64, "halts_stuck": pl.Int64, "halts_progress": pl.Int64, "halts_none": pl.Int64,
-    "halts_benign": pl.Int64, "sessions_warned": pl.Int64, "sessions_halted": pl.Int64,
-    "false_halt_sessions": pl.Int64, "sessions": pl.Int64, "false_halt_rate": pl.Float64,
-    "false_warn_sessions": pl.Int64, "false_warn_rate": pl.Float64,
-    "stuck_episodes": pl.Int64, "stuck_caught": pl.Int64, "median_calls_to_detect": pl.Float64,
-    "tokens_saved": pl.Int64, "dollars_saved": pl.Float64, "calls_saved": pl.Int64,
+    "warn": pl.Int64,
+    "halt": pl.Int64,
+    "window": pl.Int64,
+    "similarity": pl.Float64,
+    "halts": pl.Int64,
+    "halts_stuck": pl.Int64,
+    "halts_progress": pl.Int64,
+    "halts_none": pl.Int64,
+    "halts_benign": pl.Int64,
+    "sessions_warned": pl.Int64,
+    "sessions_halted": pl.Int64,
+    "false_halt_sessions": pl.Int64,
+    "sessions": pl.Int64,
+    "false_halt_rate": pl.Float64,
+    "false_warn_sessions": pl.Int64,
+    "false_warn_rate": pl.Float64,
+    "stuck_episodes": pl.Int64,
+    "stuck_caught": pl.Int64,
+    "median_calls_to_detect": pl.Float64,
+    "tokens_saved": pl.Int64,
+    "dollars_saved": pl.Float64,
+    "calls_saved": pl.Int64,
 }
 
 
@@ -100,11 +115,11 @@ class Frames:
 
     ``calls``: one row per call in scope, ordered by session and ``seq``: ``sidx`` (session index), ``run`` (run
     index), ``session_id``, ``seq``, ``user_turn``, ``tool``, ``nested``, the signals, ``key`` (hash of the call key),
-    ``nested_repeat``, ``has_result``, ``turn_pos`` (the issuing message's ``turn_index``), ``tok_after``/``cost_after``/``calls_after``
-    (what a halt here saves) and ``cls`` (what a halt here hits: 0 stuck, 1 progress, 2 none, 3 benign).
-    ``texts`` (pi-anti-doom-loop only): the text-rule counters of each assistant message with text, with ``run``,
-    ``turn_index`` and what a halt at the message saves. ``episodes``: ``ep``, ``sidx``, ``first_seq``, ``last_seq``
-    of the stuck episodes.
+    ``nested_repeat``, ``has_result``, ``turn_pos`` (the issuing message's ``turn_index``),
+    ``tok_after``/``cost_after``/``calls_after`` (what a halt here saves) and ``cls`` (what a halt here hits: 0 stuck, 1
+    progress, 2 none, 3 benign). ``texts`` (pi-anti-doom-loop only): the text-rule counters of each assistant message
+    with text, with ``run``, ``turn_index`` and what a halt at the message saves. ``episodes``: ``ep``, ``sidx``,
+    ``first_seq``, ``last_seq`` of the stuck episodes.
     """
 
     calls: pl.DataFrame
@@ -128,18 +143,27 @@ class Frames:
             self._members = e.join(self.calls.select("sidx", "seq", "run", "nested"), on=["sidx", "seq"])
         return self._members
 
-    def for_verification(self) -> "Frames":
+    def for_verification(self) -> Frames:
         """These frames without what only the sweep reads (the signals, the texts): what the exact replay of the
         recommendation needs of a batch (``recommend.verify_parts``), kept while the other batches are swept."""
-        return Frames(self.calls.select(_VERIFY_COLUMNS), self.episodes, self.sessions, self.unscanned,
-                      self.total_tokens, self.total_cost, self.scope_ids, None, self.labelled)
+        return Frames(
+            self.calls.select(_VERIFY_COLUMNS),
+            self.episodes,
+            self.sessions,
+            self.unscanned,
+            self.total_tokens,
+            self.total_cost,
+            self.scope_ids,
+            None,
+            self.labelled,
+        )
 
 
 _VERIFY_COLUMNS = ["session_id", "sidx", "seq", "run", "cls", "nested"]
 
 
 @dataclass(frozen=True)
-class Scope:
+class CalibrationScope:
     """The scanned sessions matching a filter (``ids``, sorted), the matching ones never scanned, and the counted
     usage of the scanned ones."""
 
@@ -149,24 +173,31 @@ class Scope:
     total_cost: float
 
 
-def _create_scope(con: "duckdb.DuckDBPyConnection", flt: "SessionFilter | SessionIds") -> Scope:
+def _create_scope(con: duckdb.DuckDBPyConnection, flt: SessionFilter | SessionIds) -> CalibrationScope:
     """The scope of ``flt``, left in the temp table ``_cal_scope`` for the queries that follow."""
     where, params = flt.where("s")
-    con.execute(f"""
+    con.execute(
+        f"""
         CREATE OR REPLACE TEMP TABLE _cal_scope AS
         SELECT s.session_id FROM sessions s
-        WHERE {where} AND s.session_id IN (SELECT session_id FROM scan_state)""", params)
-    row = one(con, f"""
+        WHERE {where} AND s.session_id IN (SELECT session_id FROM scan_state)""",
+        params,
+    )
+    row = one(
+        con,
+        f"""
         SELECT (SELECT count(*) FROM sessions s WHERE {where}) - (SELECT count(*) FROM _cal_scope),
                (SELECT coalesce(sum(total_tokens), 0) FROM sessions WHERE session_id IN (SELECT * FROM _cal_scope)),
                (SELECT coalesce(sum(cost_usd), 0) FROM sessions WHERE session_id IN (SELECT * FROM _cal_scope))
-    """, params)
+    """,
+        params,
+    )
     assert row is not None
     ids = [r[0] for r in con.execute("SELECT session_id FROM _cal_scope ORDER BY session_id").fetchall()]
-    return Scope(ids, int(row[0]), int(row[1]), float(row[2]))
+    return CalibrationScope(ids, int(row[0]), int(row[1]), float(row[2]))
 
 
-def load_scope(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFilter()) -> Scope:
+def load_scope(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> CalibrationScope:
     """The scanned sessions matching ``flt`` and their totals, without their calls: what a sweep in batches of
     sessions (``SessionIds``) needs before the first batch."""
     try:
@@ -178,8 +209,12 @@ def load_scope(con: "duckdb.DuckDBPyConnection", flt: SessionFilter = SessionFil
 _LABELS_SCHEMA = {"session_id": pl.String, "first_seq": pl.Int64, "last_seq": pl.Int64, "label": pl.String}
 
 
-def load_frames(con: "duckdb.DuckDBPyConnection", flt: "SessionFilter | SessionIds" = SessionFilter(),
-                labels: pl.DataFrame | None = None, texts: bool = False) -> Frames:
+def load_frames(
+    con: duckdb.DuckDBPyConnection,
+    flt: SessionFilter | SessionIds = SessionFilter(),
+    labels: pl.DataFrame | None = None,
+    texts: bool = False,
+) -> Frames:
     """One read of the store: the scanned sessions matching ``flt`` (a filter, or one batch of a scope by id),
     their calls' signals, and what a halt at each call would save and hit (``labels``: spans with ``session_id``,
     ``first_seq``, ``last_seq``, ``label``); with ``texts``, the text-rule counters of their assistant messages
@@ -197,24 +232,44 @@ def load_frames(con: "duckdb.DuckDBPyConnection", flt: "SessionFilter | SessionI
         con.unregister("_cal_labels")
         con.execute("DROP TABLE IF EXISTS _cal_scope")
         con.execute("DROP TABLE IF EXISTS _cal_msg")
-    sidx = pl.DataFrame({"session_id": pl.Series(scope_ids, dtype=pl.String),
-                         "sidx": pl.int_range(len(scope_ids), dtype=pl.Int32, eager=True)})
+    sidx = pl.DataFrame(
+        {
+            "session_id": pl.Series(scope_ids, dtype=pl.String),
+            "sidx": pl.int_range(len(scope_ids), dtype=pl.Int32, eager=True),
+        }
+    )
     calls = calls.join(sidx, on="session_id", maintain_order="left")
     keys = [calls.select("sidx", "user_turn")]
     if text_rows is not None:
         text_rows = text_rows.join(sidx, on="session_id", maintain_order="left")
         keys.append(text_rows.select("sidx", "user_turn"))
-    runs = (pl.concat(keys).unique().sort("sidx", "user_turn")
-            .with_row_index("run").with_columns(pl.col("run").cast(pl.Int32)))
+    runs = (
+        pl.concat(keys)
+        .unique()
+        .sort("sidx", "user_turn")
+        .with_row_index("run")
+        .with_columns(pl.col("run").cast(pl.Int32))
+    )
     calls = calls.join(runs, on=["sidx", "user_turn"], maintain_order="left")
     if text_rows is not None:
         text_rows = text_rows.join(runs, on=["sidx", "user_turn"], maintain_order="left")
-    episodes = (episodes.join(sidx, on="session_id")
-                .sort("session_id", "first_seq", "last_seq")
-                .with_row_index("ep")
-                .select(pl.col("ep").cast(pl.Int32), "sidx", "session_id", "first_seq", "last_seq"))
-    return Frames(calls, episodes, len(scope_ids), scope.unscanned, scope.total_tokens, scope.total_cost, scope_ids,
-                  text_rows, labelled=labels is not None and labels.height > 0)
+    episodes = (
+        episodes.join(sidx, on="session_id")
+        .sort("session_id", "first_seq", "last_seq")
+        .with_row_index("ep")
+        .select(pl.col("ep").cast(pl.Int32), "sidx", "session_id", "first_seq", "last_seq")
+    )
+    return Frames(
+        calls,
+        episodes,
+        len(scope_ids),
+        scope.unscanned,
+        scope.total_tokens,
+        scope.total_cost,
+        scope_ids,
+        text_rows,
+        labelled=labels is not None and labels.height > 0,
+    )
 
 
 # Every message of the sessions in scope with the counted usage after it in its run (the replay's "tokens after").
@@ -303,7 +358,7 @@ WHERE label = 'stuck' AND session_id IN (SELECT session_id FROM _cal_scope)
 """
 
 
-# -- measures -----------------------------------------------------------------------------------------------------------
+# -- measures ----------------------------------------------------------------------------------------------------------
 @dataclass
 class Measured:
     """One base policy's measures at one (window, similarity): ``top`` holds the top-level calls with ``a`` (acts:
@@ -319,8 +374,9 @@ class Measured:
 _STOP = ["stop_seq", "stop_tok", "stop_cost", "stop_calls", "stop_cls"]
 
 
-def measures(base: str, f: Frames, params: dict[str, Any], window: int | None = None,
-             similarity: float | None = None) -> Measured:
+def measures(
+    base: str, f: Frames, params: dict[str, Any], window: int | None = None, similarity: float | None = None
+) -> Measured:
     """Compute one base policy's measures over the loaded frames."""
     spec = BASES[base]
     top = f.calls.filter(~pl.col("nested"))
@@ -344,8 +400,9 @@ def measures(base: str, f: Frames, params: dict[str, Any], window: int | None = 
     return Measured(_stop_here(top))
 
 
-def _windowed(f: Frames, top: pl.DataFrame, params: dict[str, Any], window: int | None,
-              similarity: float | None) -> Measured:
+def _windowed(
+    f: Frames, top: pl.DataFrame, params: dict[str, Any], window: int | None, similarity: float | None
+) -> Measured:
     """pi's measure (rule ``window``) with its threshold-free text and script rules."""
     key = ("pi-texts", int(params.get("text_repeats") or 3), int(params.get("nested_repeats") or 2))
     if key not in f.cache:
@@ -359,19 +416,27 @@ def _stuck(top: pl.DataFrame, cycles: int) -> pl.DataFrame:
     the calls (blocks) since the last call of the run that made progress (``progress``)."""
     top = top.with_columns(pl.int_range(pl.len()).over("run").alias("_i"))
     top = top.with_columns(pl.when(pl.col("progress")).then(pl.col("_i")).alias("_p"))
-    top = top.with_columns((pl.col("_i") - pl.col("_p").shift(1).forward_fill().over("run"))
-                           .fill_null(1 << 30).alias("_since")).drop("_i", "_p")
+    top = top.with_columns(
+        (pl.col("_i") - pl.col("_p").shift(1).forward_fill().over("run")).fill_null(1 << 30).alias("_since")
+    ).drop("_i", "_p")
     since = pl.col("_since")
     parts = [pl.min_horizontal("streak", since), pl.min_horizontal("drift_run", since)]
     parts += [pl.min_horizontal(f"cycle{k}", since // k) for k in range(2, cycles + 1)]
-    return top.with_columns(pl.max_horizontal(*parts).cast(pl.Int64).alias("a")).with_columns(
-        pl.col("a").alias("h")).drop("_since")
+    return (
+        top.with_columns(pl.max_horizontal(*parts).cast(pl.Int64).alias("a"))
+        .with_columns(pl.col("a").alias("h"))
+        .drop("_since")
+    )
 
 
 def _stop_here(top: pl.DataFrame) -> pl.DataFrame:
-    return top.with_columns(pl.col("seq").alias("stop_seq"), pl.col("tok_after").alias("stop_tok"),
-                            pl.col("cost_after").alias("stop_cost"), pl.col("calls_after").alias("stop_calls"),
-                            pl.col("cls").alias("stop_cls"))
+    return top.with_columns(
+        pl.col("seq").alias("stop_seq"),
+        pl.col("tok_after").alias("stop_tok"),
+        pl.col("cost_after").alias("stop_cost"),
+        pl.col("calls_after").alias("stop_calls"),
+        pl.col("cls").alias("stop_cls"),
+    )
 
 
 def _cline(top: pl.DataFrame, params: dict[str, Any]) -> pl.DataFrame:
@@ -381,12 +446,16 @@ def _cline(top: pl.DataFrame, params: dict[str, Any]) -> pl.DataFrame:
     if not limit:
         return top.with_columns(pl.col("a").alias("h"))
     err = pl.col("has_result") & (pl.col("fail_run") > 0) & ~pl.col("tool").is_in(list(params.get("shell_tools", ())))
-    top = top.with_columns(err.alias("_err"), (pl.col("has_result") & ~err).cast(pl.Int64).cum_sum().over("run")
-                           .alias("_grp"))
+    top = top.with_columns(
+        err.alias("_err"), (pl.col("has_result") & ~err).cast(pl.Int64).cum_sum().over("run").alias("_grp")
+    )
     top = top.with_columns(pl.col("_err").cast(pl.Int64).cum_sum().over("run", "_grp").alias("_mistakes"))
     h = pl.when(pl.col("_err") & (pl.col("_mistakes") >= limit)).then(ALWAYS).otherwise(pl.col("a"))
-    return top.with_columns(h.alias("h")).with_columns(pl.max_horizontal("a", "h").alias("a")).drop(
-        "_err", "_grp", "_mistakes")
+    return (
+        top.with_columns(h.alias("h"))
+        .with_columns(pl.max_horizontal("a", "h").alias("a"))
+        .drop("_err", "_grp", "_mistakes")
+    )
 
 
 def _gitagent(top: pl.DataFrame, params: dict[str, Any]) -> pl.DataFrame:
@@ -400,19 +469,32 @@ def _gitagent(top: pl.DataFrame, params: dict[str, Any]) -> pl.DataFrame:
     top = top.with_columns(new_turn.cast(pl.Int64).cum_sum().over("run").alias("_turns"))
     capped = (pl.col("_turns") >= max_turns) if max_turns else pl.lit(False)
     top = top.with_columns(
-        pl.when(~pl.col("has_result")).then(0).when(capped).then(ALWAYS).otherwise(pl.col("a")).alias("a"))
+        pl.when(~pl.col("has_result")).then(0).when(capped).then(ALWAYS).otherwise(pl.col("a")).alias("a")
+    )
     top = top.with_columns(pl.col("a").alias("h"))
-    msgs = (top.group_by("run", "turn_pos", maintain_order=True)
-            .agg(pl.col("seq").min().alias("_first"), pl.col("seq").max().alias("_last"))
-            .with_columns(pl.col("_last").shift(-1).over("run").alias("_next_last")))
+    msgs = (
+        top.group_by("run", "turn_pos", maintain_order=True)
+        .agg(pl.col("seq").min().alias("_first"), pl.col("seq").max().alias("_last"))
+        .with_columns(pl.col("_last").shift(-1).over("run").alias("_next_last"))
+    )
     top = top.join(msgs, on=["run", "turn_pos"], how="left", maintain_order="left")
-    top = top.with_columns(pl.when(pl.col("seq") == pl.col("_first")).then(pl.col("_last"))
-                           .otherwise(pl.col("_next_last")).alias("stop_seq"))
-    own = top.select("sidx", pl.col("seq").alias("stop_seq"), pl.col("tok_after").alias("stop_tok"),
-                     pl.col("cost_after").alias("stop_cost"), pl.col("calls_after").alias("stop_calls"),
-                     pl.col("cls").alias("stop_cls"))
+    top = top.with_columns(
+        pl.when(pl.col("seq") == pl.col("_first"))
+        .then(pl.col("_last"))
+        .otherwise(pl.col("_next_last"))
+        .alias("stop_seq")
+    )
+    own = top.select(
+        "sidx",
+        pl.col("seq").alias("stop_seq"),
+        pl.col("tok_after").alias("stop_tok"),
+        pl.col("cost_after").alias("stop_cost"),
+        pl.col("calls_after").alias("stop_calls"),
+        pl.col("cls").alias("stop_cls"),
+    )
     return top.join(own, on=["sidx", "stop_seq"], how="left", maintain_order="left").drop(
-        "_turns", "_first", "_last", "_next_last")
+        "_turns", "_first", "_last", "_next_last"
+    )
 
 
 def _pi(top: pl.DataFrame, params: dict[str, Any], window: int, similarity: float | None) -> pl.DataFrame:
@@ -429,8 +511,9 @@ def _pi(top: pl.DataFrame, params: dict[str, Any], window: int, similarity: floa
         start = pl.when(~link).then(pos).forward_fill()
         m = pl.max_horizontal(m, (pos - start + 1).clip(upper_bound=window + 1))
     fails = int(params.get("fails") or 3)
-    fail_block = (same_run & (pl.col("tool") == pl.col("tool").shift(1))
-                  & (pl.col("fail_run").shift(1) >= fails)).fill_null(False)
+    fail_block = (
+        same_run & (pl.col("tool") == pl.col("tool").shift(1)) & (pl.col("fail_run").shift(1) >= fails)
+    ).fill_null(False)
     excluded = pl.col("tool").is_in(list(params.get("exclude_tools") or ())) | (pl.col("tool") == "loop_ack")
     b = pl.when(excluded).then(0).when(fail_block).then(ALWAYS).otherwise(m)
     top = top.with_columns(b.alias("a")).with_row_index("_row")
@@ -460,34 +543,54 @@ def _pi_events(f: Frames, params: dict[str, Any]) -> tuple[pl.DataFrame | None, 
     the run). Scripts: a nested call repeated ``nested_repeats`` times inside its script is blocked (a warning)."""
     limit = int(params.get("nested_repeats") or 2)
     excluded = list(params.get("exclude_tools") or ())
-    nested = (f.calls.filter(pl.col("nested") & (pl.col("nested_repeat") >= limit) & ~pl.col("tool").is_in(excluded))
-              .select("sidx", "seq", "run"))
+    nested = f.calls.filter(
+        pl.col("nested") & (pl.col("nested_repeat") >= limit) & ~pl.col("tool").is_in(excluded)
+    ).select("sidx", "seq", "run")
     if f.texts is None or f.texts.height == 0:
         return None, nested
     t = int(params.get("text_repeats") or 3)
     hit = pl.max_horizontal("sentence_repeats", "same_count", "similar_run", "similar_count") >= t
     x = f.texts.filter(hit).with_columns(pl.int_range(pl.len()).over("run").alias("_hit"))
-    firsts = (f.calls.group_by("run", "turn_pos").agg(pl.col("seq").min())
-              .join(f.calls.select("run", "seq", "cls", "calls_after"), on=["run", "seq"]))
-    steer = (x.filter(pl.col("_hit") == 0)
-             .join(firsts, left_on=["run", "turn_index"], right_on=["run", "turn_pos"])
-             .select("sidx", "seq", "run"))
+    firsts = (
+        f.calls.group_by("run", "turn_pos")
+        .agg(pl.col("seq").min())
+        .join(f.calls.select("run", "seq", "cls", "calls_after"), on=["run", "seq"])
+    )
+    steer = (
+        x.filter(pl.col("_hit") == 0)
+        .join(firsts, left_on=["run", "turn_index"], right_on=["run", "turn_pos"])
+        .select("sidx", "seq", "run")
+    )
     # Both sides are sorted on the key, hence within every run too (polars cannot check that with ``by``).
-    abort = x.filter(pl.col("_hit") == 1).sort("turn_index").join_asof(
-        firsts.sort("turn_pos"), left_on="turn_index", right_on="turn_pos", by="run", strategy="forward",
-        check_sortedness=False)
+    abort = (
+        x.filter(pl.col("_hit") == 1)
+        .sort("turn_index")
+        .join_asof(
+            firsts.sort("turn_pos"),
+            left_on="turn_index",
+            right_on="turn_pos",
+            by="run",
+            strategy="forward",
+            check_sortedness=False,
+        )
+    )
     # The abort marks its call like a halting call (seq + 0.25): before the message's calls run, so it wins a tie
     # with a call of that message (the sweep puts these events first and sorts stably).
     halts = abort.select(
-        "run", "sidx", pl.col("seq").alias("stop_seq"), pl.col("tok_after").alias("stop_tok"),
-        pl.col("cost_after").alias("stop_cost"), pl.col("calls_after").fill_null(0).alias("stop_calls"),
+        "run",
+        "sidx",
+        pl.col("seq").alias("stop_seq"),
+        pl.col("tok_after").alias("stop_tok"),
+        pl.col("cost_after").alias("stop_cost"),
+        pl.col("calls_after").fill_null(0).alias("stop_calls"),
         pl.col("cls").fill_null(NONE).alias("stop_cls"),
-        (pl.col("seq").cast(pl.Float64) + 0.25).fill_null(float("inf")).alias("halt_at"))
+        (pl.col("seq").cast(pl.Float64) + 0.25).fill_null(float("inf")).alias("halt_at"),
+    )
     acts = pl.concat([steer, abort.filter(pl.col("seq").is_not_null()).select("sidx", "seq", "run"), nested])
     return halts, acts
 
 
-# -- the sweep ----------------------------------------------------------------------------------------------------------
+# -- the sweep ---------------------------------------------------------------------------------------------------------
 def first_reaching(df: pl.DataFrame, col: str, group: str, lo: int, hi: int, keep: list[str]) -> pl.DataFrame:
     """For every threshold ``t`` in ``lo..hi`` and every group: the first row (in frame order) whose ``col`` is at
     least ``t`` — as rows ``(group, t, *keep)``. Only rows that raise the group's running maximum can be such a row;
@@ -505,9 +608,20 @@ def first_reaching(df: pl.DataFrame, col: str, group: str, lo: int, hi: int, kee
 _HALT_COLS = ["run", "t", "sidx", "halt_at", *_STOP]
 
 
-_SUMMED = ["halts", "halts_stuck", "halts_progress", "halts_none", "halts_benign", "sessions_halted",
-           "false_halt_sessions", "tokens_saved", "calls_saved", "sessions_warned", "stuck_caught",
-           "false_warn_sessions"]
+_SUMMED = [
+    "halts",
+    "halts_stuck",
+    "halts_progress",
+    "halts_none",
+    "halts_benign",
+    "sessions_halted",
+    "false_halt_sessions",
+    "tokens_saved",
+    "calls_saved",
+    "sessions_warned",
+    "stuck_caught",
+    "false_warn_sessions",
+]
 """The integer figures of a sweep row: counts over halts, episodes or sessions, so the sum of a batch of sessions'
 figures is the corpus's (a session lies in one batch; ``sessions_*`` count distinct sessions)."""
 _VARIANT = ["window", "similarity"]
@@ -528,15 +642,19 @@ class SweepParts:
     detect: pl.DataFrame
 
 
-def variant_parts(meas: Measured, f: Frames, settings: list[tuple[int, int]], window: int | None,
-                  similarity: float | None) -> SweepParts:
+def variant_parts(
+    meas: Measured, f: Frames, settings: list[tuple[int, int]], window: int | None, similarity: float | None
+) -> SweepParts:
     """The figures of every (warn, halt) pair in ``settings`` for one set of measures over ``f``'s sessions, as parts
     that add up over batches of sessions."""
     lits = [pl.lit(window, pl.Int64).alias("window"), pl.lit(similarity, pl.Float64).alias("similarity")]
     s = pl.DataFrame(settings, schema={"warn": pl.Int64, "halt": pl.Int64}, orient="row")
     if not settings:
-        return SweepParts(s.with_columns(*lits, *[pl.lit(0, pl.Int64).alias(c) for c in _SUMMED]),
-                          pl.DataFrame(schema={**_COST_SCHEMA}), pl.DataFrame(schema={**_DETECT_SCHEMA}))
+        return SweepParts(
+            s.with_columns(*lits, *[pl.lit(0, pl.Int64).alias(c) for c in _SUMMED]),
+            pl.DataFrame(schema={**_COST_SCHEMA}),
+            pl.DataFrame(schema={**_DETECT_SCHEMA}),
+        )
     top = meas.top
     warns = sorted({w for w, _ in settings})
     halts = sorted({h for _, h in settings})
@@ -545,14 +663,20 @@ def variant_parts(meas: Measured, f: Frames, settings: list[tuple[int, int]], wi
 
     # Halts: per run the first call whose halt measure reaches h (a gitagent trip with no batch left stops nothing),
     # or a threshold-free halt (pi's text rules) when that comes first.
-    ht = (first_reaching(top, "h", "run", lo, hi, ["sidx", "seq", *_STOP])
-          .filter(pl.col("t").is_in(halts) & pl.col("stop_seq").is_not_null())
-          .with_columns((pl.col("seq").cast(pl.Float64) + 0.25).alias("halt_at")))
+    ht = (
+        first_reaching(top, "h", "run", lo, hi, ["sidx", "seq", *_STOP])
+        .filter(pl.col("t").is_in(halts) & pl.col("stop_seq").is_not_null())
+        .with_columns((pl.col("seq").cast(pl.Float64) + 0.25).alias("halt_at"))
+    )
     stops = ht.select(_HALT_COLS)
     if meas.halts is not None and meas.halts.height:
         extra = meas.halts.join(thresholds, how="cross").select(_HALT_COLS)
-        stops = (pl.concat([extra, stops], how="vertical_relaxed").sort("halt_at", maintain_order=True)
-                 .group_by("run", "t", maintain_order=True).first())
+        stops = (
+            pl.concat([extra, stops], how="vertical_relaxed")
+            .sort("halt_at", maintain_order=True)
+            .group_by("run", "t", maintain_order=True)
+            .first()
+        )
     not_stuck = pl.col("stop_cls") != STUCK
     per_halt = stops.group_by(pl.col("t").alias("halt")).agg(
         pl.len().alias("halts"),
@@ -565,8 +689,14 @@ def variant_parts(meas: Measured, f: Frames, settings: list[tuple[int, int]], wi
     costs = stops.select(*lits, pl.col("t").alias("halt"), pl.col("stop_cost").cast(pl.Float64))
     warned = first_reaching(top, "a", "run", lo, hi, ["sidx"]).select("t", "sidx")
     if meas.acts is not None and meas.acts.height:
-        warned = pl.concat([warned, meas.acts.select("sidx").join(pl.DataFrame({"t": warns}, schema={"t": pl.Int64}),
-                                                                  how="cross").select("t", "sidx")])
+        warned = pl.concat(
+            [
+                warned,
+                meas.acts.select("sidx")
+                .join(pl.DataFrame({"t": warns}, schema={"t": pl.Int64}), how="cross")
+                .select("t", "sidx"),
+            ]
+        )
     warned = warned.group_by(pl.col("t").alias("warn")).agg(pl.col("sidx").n_unique().alias("sessions_warned"))
     false_warned = _false_warns(top, meas.acts, f, s, stops, lo, hi)
 
@@ -575,29 +705,48 @@ def variant_parts(meas: Measured, f: Frames, settings: list[tuple[int, int]], wi
     mem = f.members.filter(~pl.col("nested")).join(top.select("sidx", "seq", "a"), on=["sidx", "seq"])
     det = first_reaching(mem.sort("ep", "seq"), "a", "ep", lo, hi, ["seq", "run"]).select("ep", "t", "seq", "run")
     if meas.acts is not None and meas.acts.height:
-        fixed = (f.members.select("ep", "sidx", "seq").join(meas.acts, on=["sidx", "seq"])
-                 .group_by("ep").agg(pl.col("seq").min(), pl.col("run").sort_by("seq").first()))
+        fixed = (
+            f.members.select("ep", "sidx", "seq")
+            .join(meas.acts, on=["sidx", "seq"])
+            .group_by("ep")
+            .agg(pl.col("seq").min(), pl.col("run").sort_by("seq").first())
+        )
         fixed = fixed.join(pl.DataFrame({"t": warns}, schema={"t": pl.Int64}), how="cross").select(det.columns)
         det = pl.concat([det, fixed]).sort("seq").group_by("ep", "t", maintain_order=True).first()
     det = det.join(f.episodes.select("ep", "first_seq"), on="ep").rename({"t": "warn", "seq": "det_seq"})
     trips = stops.select("run", pl.col("t").alias("halt"), "halt_at")
-    caught = (det.join(s, on="warn").join(trips, on=["run", "halt"], how="left")
-              .filter(pl.col("halt_at").is_null() | (pl.col("det_seq") <= pl.col("halt_at")))
-              .select("warn", "halt", (pl.col("det_seq") - pl.col("first_seq") + 1).cast(pl.Int64).alias("d")))
+    caught = (
+        det.join(s, on="warn")
+        .join(trips, on=["run", "halt"], how="left")
+        .filter(pl.col("halt_at").is_null() | (pl.col("det_seq") <= pl.col("halt_at")))
+        .select("warn", "halt", (pl.col("det_seq") - pl.col("first_seq") + 1).cast(pl.Int64).alias("d"))
+    )
     detect = caught.group_by("warn", "halt", "d").agg(pl.len().cast(pl.Int64).alias("n")).select(*lits, pl.all())
     counted = caught.group_by("warn", "halt").agg(pl.len().alias("stuck_caught"))
 
-    out = (s.join(per_halt, on="halt", how="left").join(warned, on="warn", how="left")
-           .join(counted, on=["warn", "halt"], how="left").join(false_warned, on=["warn", "halt"], how="left"))
+    out = (
+        s.join(per_halt, on="halt", how="left")
+        .join(warned, on="warn", how="left")
+        .join(counted, on=["warn", "halt"], how="left")
+        .join(false_warned, on=["warn", "halt"], how="left")
+    )
     sums = out.select(*lits, "warn", "halt", *[pl.col(c).fill_null(0).cast(pl.Int64) for c in _SUMMED])
-    return SweepParts(sums, costs.select(list(_COST_SCHEMA)).cast(_COST_SCHEMA),
-                      detect.select(list(_DETECT_SCHEMA)).cast(_DETECT_SCHEMA))
+    return SweepParts(
+        sums,
+        costs.select(list(_COST_SCHEMA)).cast(_COST_SCHEMA),
+        detect.select(list(_DETECT_SCHEMA)).cast(_DETECT_SCHEMA),
+    )
 
 
-_COST_SCHEMA: dict[str, Any] = {"window": pl.Int64, "similarity": pl.Float64, "halt": pl.Int64,
-                                "stop_cost": pl.Float64}
-_DETECT_SCHEMA: dict[str, Any] = {"window": pl.Int64, "similarity": pl.Float64, "warn": pl.Int64,
-                                  "halt": pl.Int64, "d": pl.Int64, "n": pl.Int64}
+_COST_SCHEMA: dict[str, Any] = {"window": pl.Int64, "similarity": pl.Float64, "halt": pl.Int64, "stop_cost": pl.Float64}
+_DETECT_SCHEMA: dict[str, Any] = {
+    "window": pl.Int64,
+    "similarity": pl.Float64,
+    "warn": pl.Int64,
+    "halt": pl.Int64,
+    "d": pl.Int64,
+    "n": pl.Int64,
+}
 
 
 def finish_sweep(parts: list[SweepParts], sessions: int, stuck_episodes: int) -> pl.DataFrame:
@@ -609,14 +758,21 @@ def finish_sweep(parts: list[SweepParts], sessions: int, stuck_episodes: int) ->
     sums = pl.concat([p.sums for p in parts]).group_by(keys, maintain_order=True).agg(pl.col(_SUMMED).sum())
     costs = pl.concat([p.costs for p in parts]).rechunk()
     # One sum per (variant, halt) over the halts in corpus order, as the one-pass sweep took it.
-    dollars = costs.group_by([*_VARIANT, "halt"], maintain_order=True).agg(pl.col("stop_cost").sum().alias(
-        "dollars_saved"))
+    dollars = costs.group_by([*_VARIANT, "halt"], maintain_order=True).agg(
+        pl.col("stop_cost").sum().alias("dollars_saved")
+    )
     detect = pl.concat([p.detect for p in parts])
-    medians = (detect.group_by([*keys, "d"]).agg(pl.col("n").sum())
-               .select(*keys, pl.col("d").repeat_by("n")).explode("d")
-               .group_by(keys).agg(pl.col("d").median().alias("median_calls_to_detect")))
-    out = (sums.join(dollars, on=[*_VARIANT, "halt"], how="left", nulls_equal=True, maintain_order="left")
-           .join(medians, on=keys, how="left", nulls_equal=True, maintain_order="left"))
+    medians = (
+        detect.group_by([*keys, "d"])
+        .agg(pl.col("n").sum())
+        .select(*keys, pl.col("d").repeat_by("n"))
+        .explode("d")
+        .group_by(keys)
+        .agg(pl.col("d").median().alias("median_calls_to_detect"))
+    )
+    out = sums.join(dollars, on=[*_VARIANT, "halt"], how="left", nulls_equal=True, maintain_order="left").join(
+        medians, on=keys, how="left", nulls_equal=True, maintain_order="left"
+    )
     out = out.with_columns(
         pl.col("dollars_saved").fill_null(0.0).cast(pl.Float64),
         pl.lit(sessions, pl.Int64).alias("sessions"),
@@ -628,29 +784,44 @@ def finish_sweep(parts: list[SweepParts], sessions: int, stuck_episodes: int) ->
     return out.select([pl.col(c).cast(t) for c, t in SWEEP_SCHEMA.items()])
 
 
-def sweep_variant(meas: Measured, f: Frames, settings: list[tuple[int, int]], window: int | None,
-                  similarity: float | None) -> pl.DataFrame:
+def sweep_variant(
+    meas: Measured, f: Frames, settings: list[tuple[int, int]], window: int | None, similarity: float | None
+) -> pl.DataFrame:
     """The figures of every (warn, halt) pair in ``settings`` for one set of measures over all of ``f``."""
     return finish_sweep([variant_parts(meas, f, settings, window, similarity)], f.sessions, f.episodes.height)
 
 
-def _false_warns(top: pl.DataFrame, acts: pl.DataFrame | None, f: Frames, s: pl.DataFrame, stops: pl.DataFrame,
-                 lo: int, hi: int) -> pl.DataFrame:
+def _false_warns(
+    top: pl.DataFrame, acts: pl.DataFrame | None, f: Frames, s: pl.DataFrame, stops: pl.DataFrame, lo: int, hi: int
+) -> pl.DataFrame:
     """Per (warn, halt): sessions where the guard acts (warns, or halts) on a call that is not stuck before its run
     stops. A warning blocks the call in open-codesign and pi, so a warning on healthy work costs too."""
     healthy = top.filter(pl.col("cls") != STUCK)
-    first = first_reaching(healthy, "a", "run", lo, hi, ["sidx", "seq"]).select("run", "sidx", "seq",
-                                                                                 pl.col("t").alias("warn"))
+    first = first_reaching(healthy, "a", "run", lo, hi, ["sidx", "seq"]).select(
+        "run", "sidx", "seq", pl.col("t").alias("warn")
+    )
     if acts is not None and acts.height:
-        fixed = (acts.join(f.calls.select("sidx", "seq", "cls"), on=["sidx", "seq"]).filter(pl.col("cls") != STUCK)
-                 .group_by("run").agg(pl.col("sidx").first(), pl.col("seq").min()))
+        fixed = (
+            acts.join(f.calls.select("sidx", "seq", "cls"), on=["sidx", "seq"])
+            .filter(pl.col("cls") != STUCK)
+            .group_by("run")
+            .agg(pl.col("sidx").first(), pl.col("seq").min())
+        )
         warns = s.select("warn").unique()
-        first = (pl.concat([first, fixed.join(warns, how="cross").select(first.columns)])
-                 .sort("seq").group_by("run", "warn", maintain_order=True).first())
+        first = (
+            pl.concat([first, fixed.join(warns, how="cross").select(first.columns)])
+            .sort("seq")
+            .group_by("run", "warn", maintain_order=True)
+            .first()
+        )
     trips = stops.select("run", pl.col("t").alias("halt"), "halt_at")
-    return (first.join(s, on="warn").join(trips, on=["run", "halt"], how="left")
-            .filter(pl.col("halt_at").is_null() | (pl.col("seq") <= pl.col("halt_at")))
-            .group_by("warn", "halt").agg(pl.col("sidx").n_unique().alias("false_warn_sessions")))
+    return (
+        first.join(s, on="warn")
+        .join(trips, on=["run", "halt"], how="left")
+        .filter(pl.col("halt_at").is_null() | (pl.col("seq") <= pl.col("halt_at")))
+        .group_by("warn", "halt")
+        .agg(pl.col("sidx").n_unique().alias("false_warn_sessions"))
+    )
 
 
 def fixed_false_halts(f: Frames, base: str, params: dict[str, Any]) -> int:

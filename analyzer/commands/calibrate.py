@@ -1,21 +1,18 @@
-"""``loopscope calibrate``: sweep a guard's thresholds over the store and recommend a setting for a false-halt target."""
+"""``loopscope calibrate``: sweep a guard's thresholds over the store and recommend a setting for a false-halt
+target."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from analyzer.errors import StoreError
-from analyzer.guards import ENGINES, SweepSpec, aliases, sweepable
-from analyzer.commands.common import check_output_file
+from analyzer.commands.common import Listing, QuietOpt, err, listing
 from analyzer.commands.output import OutputFormat
-from analyzer.commands.common import (
-    AgentOpt, DbOpt, FormatOpt, OutputOpt, ProjectOpt, QuietOpt, SinceOpt, UntilOpt, db_path, err, handle_errors,
-    session_filter,
-)
+from analyzer.commands.params import number, whole_number
+from analyzer.guards import ENGINES, SweepSpec, aliases, sweepable
 
 if TYPE_CHECKING:
     import polars as pl
@@ -40,97 +37,145 @@ def _and(names: list[str]) -> str:
 
 ONE_THRESHOLD_TEXT = _and(_named("one_threshold"))
 WINDOWED_TEXT = _and(_named("sweeps_window"))
-FRONTIER_COLUMNS = ["warn", "halt", "window", "similarity", "halts", "stuck_caught", "median_calls_to_detect",
-                    "tokens_saved", "dollars_saved", "false_halt_sessions", "false_halt_rate"]
+FRONTIER_COLUMNS = [
+    "warn",
+    "halt",
+    "window",
+    "similarity",
+    "halts",
+    "stuck_caught",
+    "median_calls_to_detect",
+    "tokens_saved",
+    "dollars_saved",
+    "false_halt_sessions",
+    "false_halt_rate",
+]
 
 
-@handle_errors
+@listing
 def calibrate(
-    policy: Annotated[Optional[str], typer.Option(
-        "--policy", "-p", help=f"Base guard whose thresholds are swept: {BASES_TEXT}. Default: open-codesign "
-                               "(loopscope with --write-settings).", show_default=False)] = None,
-    labels: Annotated[Optional[Path], typer.Option(
-        "--labels", help="CSV or JSON labels (session_id, label stuck|benign, optional first_call_id/last_call_id "
-                         "or finding_id) that override the scan's stuck/progress proxy.", show_default=False)] = None,
-    target: Annotated[float, typer.Option(
-        "--target-false-halt-rate", help="Share of sessions allowed a false halt (0.01 = 1%).")] = 0.01,
-    warn_range: Annotated[str, typer.Option(
-        "--warn-range", help="Warning thresholds to sweep: 2-15, 3,5,8 or both (2-5,8).")] = "2-15",
-    halt_range: Annotated[str, typer.Option(
-        "--halt-range", help=f"Halt thresholds to sweep; the one threshold of {ONE_THRESHOLD_TEXT}.")] = "2-15",
-    windows: Annotated[Optional[str], typer.Option(
-        "--windows", help=f"{WINDOWED_TEXT} window sizes (of 5, 10, 20). Default: all three.",
-        show_default=False)] = None,
-    similarities: Annotated[Optional[str], typer.Option(
-        "--similarities", help=f"{WINDOWED_TEXT} near-identical bars, `off` for exact arguments only. "
-                               "Default: off,0.55,0.7,0.85.", show_default=False)] = None,
-    force: Annotated[bool, typer.Option(
-        "--force-recommendation", help="Recommend the sweep's best setting even when the corpus has too few loops "
-                                       "to support the target (by default the guard's shipped defaults are kept, "
-                                       "and the output says why).")] = False,
-    verify: Annotated[bool, typer.Option(
-        "--verify/--no-verify", help="Replay the recommended setting exactly and print both figures.")] = True,
-    save: Annotated[bool, typer.Option(
-        "--save/--no-save", help="Record the run in the store (calibration_runs, calibration_sweep) for the "
-                                 "report; --no-save opens the store read-only.")] = True,
-    write_settings: Annotated[bool, typer.Option(
-        "--write-settings", help="Write the recommended setting to the hook's settings file, which `loopscope hook "
-                                 "claude-code` then runs (~/.config/loopscope/hook-settings.json).")] = False,
-    workers: Annotated[Optional[int], typer.Option(
-        "--workers", min=1, help="Processes for the exact replay of each batch of sessions. Default: one "
-        "per batch under 200k calls (forking costs more than it saves below that).", show_default=False)] = None,
-    db: DbOpt = None,
-    format: FormatOpt = OutputFormat.table,
-    output: OutputOpt = None,
-    since: SinceOpt = None,
-    until: UntilOpt = None,
-    agent: AgentOpt = None,
-    project: ProjectOpt = None,
+    listing: Listing,
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            "--policy",
+            "-p",
+            help=f"Base guard whose thresholds are swept: {BASES_TEXT}. Default: open-codesign "
+            "(loopscope with --write-settings).",
+            show_default=False,
+        ),
+    ] = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            "--labels",
+            help="CSV or JSON labels (session_id, label stuck|benign, optional first_call_id/last_call_id "
+            "or finding_id) that override the scan's stuck/progress proxy.",
+            show_default=False,
+        ),
+    ] = None,
+    target: Annotated[
+        float, number("--target-false-halt-rate", help="Share of sessions allowed a false halt (0.01 = 1%).")
+    ] = 0.01,
+    warn_range: Annotated[
+        str, typer.Option("--warn-range", help="Warning thresholds to sweep: 2-15, 3,5,8 or both (2-5,8).")
+    ] = "2-15",
+    halt_range: Annotated[
+        str, typer.Option("--halt-range", help=f"Halt thresholds to sweep; the one threshold of {ONE_THRESHOLD_TEXT}.")
+    ] = "2-15",
+    windows: Annotated[
+        str | None,
+        typer.Option(
+            "--windows", help=f"{WINDOWED_TEXT} window sizes (of 5, 10, 20). Default: all three.", show_default=False
+        ),
+    ] = None,
+    similarities: Annotated[
+        str | None,
+        typer.Option(
+            "--similarities",
+            help=f"{WINDOWED_TEXT} near-identical bars, `off` for exact arguments only. Default: off,0.55,0.7,0.85.",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force-recommendation",
+            help="Recommend the sweep's best setting even when the corpus has too few loops "
+            "to support the target (by default the guard's shipped defaults are kept, "
+            "and the output says why).",
+        ),
+    ] = False,
+    verify: Annotated[
+        bool,
+        typer.Option("--verify/--no-verify", help="Replay the recommended setting exactly and print both figures."),
+    ] = True,
+    save: Annotated[
+        bool,
+        typer.Option(
+            "--save/--no-save",
+            help="Record the run in the store (calibration_runs, calibration_sweep) for the "
+            "report; --no-save opens the store read-only.",
+        ),
+    ] = True,
+    write_settings: Annotated[
+        bool,
+        typer.Option(
+            "--write-settings",
+            help="Write the recommended setting to the hook's settings file, which `loopscope hook "
+            "claude-code` then runs (~/.config/loopscope/hook-settings.json).",
+        ),
+    ] = False,
+    workers: Annotated[
+        int | None,
+        whole_number(
+            "--workers",
+            min=1,
+            help="Processes for the exact replay of each batch of sessions. Default: one "
+            "per batch under 200k calls (forking costs more than it saves below that).",
+            show_default=False,
+        ),
+    ] = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Sweep warn/halt thresholds (and pi's window and similarity) over the stored signals; print the frontier of
     tokens saved against sessions with a false halt, and the setting to paste into each guard.
 
     The sweep reads `loopscope scan`'s signals (no rescan) and approximates the guard; the recommended setting is
-    then replayed exactly and both figures are printed. `--format json` prints one object (run, recommendation,
-    settings to paste, exact replay, every sweep row); csv, ndjson and parquet print the sweep rows, with
-    `on_frontier` and `recommended` columns.
+    then replayed exactly and both figures are printed. The table (the default) shows the sweep's frontier;
+    `--format json` (or `--json`) prints one object (run, recommendation, settings to paste, exact replay, every
+    sweep row); csv, ndjson and parquet print the sweep rows, with `on_frontier` and `recommended` columns.
+    --sort/--order and --columns/--all-columns apply to the sweep rows wherever they are printed: the frontier
+    table, the object's `sweep`, the rows of the other formats.
     """
-    from analyzer.store import db as store
-    from analyzer.calibrate.recommend import Grid, calibrate_store, parse_range, parse_similarities, parse_windows
+    from analyzer.calibrate.recommend import Grid, parse_range, parse_similarities, parse_windows
 
     policy = policy or ("loopscope" if write_settings else "open-codesign")
-    flt = session_filter(since, until, agent, project)
-    if output is not None:
-        check_output_file(output)
-    grid = Grid(parse_range(warn_range, "--warn-range"), parse_range(halt_range, "--halt-range"),
-                parse_windows(windows) if windows else None,
-                parse_similarities(similarities) if similarities else None)
+    grid = Grid(
+        parse_range(warn_range, "--warn-range"),
+        parse_range(halt_range, "--halt-range"),
+        parse_windows(windows) if windows else None,
+        parse_similarities(similarities) if similarities else None,
+    )
     base = aliases().get(policy.strip().lower(), policy.strip().lower())
     spec: SweepSpec | None = ENGINES[base].SWEEP if base in ENGINES else None
     if (windows or similarities) and not (spec and spec.sweeps_window):
         err.print(f"note: --windows and --similarities apply to {WINDOWED_TEXT} only; ignored", soft_wrap=True)
     if warn_range != "2-15" and spec and spec.one_threshold:
-        err.print(f"note: {base} has one threshold, swept from --halt-range; --warn-range is ignored",
-                  soft_wrap=True)
-    path = db_path(db)
-    if not path.exists():
-        raise StoreError(f"no store at {path}: run `loopscope ingest` and `loopscope scan` first (or pass --db)")
-    con = store.connect(path, read_only=not save)
-    try:
-        res = calibrate_store(con, policy, flt, labels, target, grid, verify=verify, save=save, workers=workers,
-                              enough=not force)
-    finally:
-        con.close()
+        err.print(f"note: {base} has one threshold, swept from --halt-range; --warn-range is ignored", soft_wrap=True)
+    with listing.store(write=save) as store:  # the run is recorded (--save) in a store open for writing
+        res = store.calibrate(
+            policy, listing.filter, labels, target, grid, verify=verify, workers=workers, enough=not force
+        )
     if not quiet:
         for note in res.notes:
             err.print(f"note: {note}", soft_wrap=True)
-    _write(res, format, output)
+    _write(res, listing)
     if write_settings:
         _write_settings(res)
 
 
-def _write_settings(res: "CalibrationResult") -> None:
+def _write_settings(res: CalibrationResult) -> None:
     """The recommended thresholds into the hook's settings file (nothing without a recommendation)."""
     from analyzer.calibrate.recommend import base_policy
     from analyzer.hook.settings import write_settings
@@ -141,36 +186,45 @@ def _write_settings(res: "CalibrationResult") -> None:
     pol = base_policy(res.base)
     settings = pol.engine_class.sweep_settings(res.recommended, pol.params)
     within = "" if res.qualified else ", NOT within the target"
-    path = write_settings(pol.name, settings, f"loopscope calibrate --policy {pol.name} (target false-halt rate "
-                                             f"{res.target:.2%}, {res.sessions:,} sessions{within})")
+    path = write_settings(
+        pol.name,
+        settings,
+        f"loopscope calibrate --policy {pol.name} (target false-halt rate "
+        f"{res.target:.2%}, {res.sessions:,} sessions{within})",
+    )
     shown = ", ".join(f"{k} {v}" for k, v in settings.items())
     err.print(f"hook settings written to {path}: {pol.name}, {shown}", soft_wrap=True, markup=False)
 
 
-def _write(res: "CalibrationResult", fmt: OutputFormat, output: Path | None) -> None:
+def _write(res: CalibrationResult, listing: Listing) -> None:
     import orjson
 
-    from analyzer.commands.output import write_frame
-
-    if fmt is OutputFormat.table:
-        _print_table(res, output)
-    elif fmt is OutputFormat.json:
-        data = orjson.dumps(res.to_json(), option=orjson.OPT_INDENT_2 | orjson.OPT_NAIVE_UTC) + b"\n"
-        if output is None:
+    if listing.fmt is OutputFormat.table:
+        _print_table(res, listing)
+    elif listing.fmt is OutputFormat.json:
+        rows = listing.arrange(res.sweep)
+        if listing.columns:
+            rows = rows.select(listing.chosen_columns(rows, None))
+        data = (
+            orjson.dumps({**res.to_json(), "sweep": rows.to_dicts()}, option=orjson.OPT_INDENT_2 | orjson.OPT_NAIVE_UTC)
+            + b"\n"
+        )
+        if listing.output is None:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
         else:
-            output.write_bytes(data)
+            listing.output.write_bytes(data)
     else:
-        write_frame(res.sweep, fmt, output, title="calibration sweep")
+        listing.write(res.sweep, "calibration sweep")
 
 
-def _console(output: Path | None) -> "Console":
+def _console(output: Path | None) -> Console:
     from rich.console import Console
 
     wide = output is not None or not sys.stdout.isatty()
-    return Console(file=open(output, "w", encoding="utf-8") if output else None, width=200 if wide else None,
-                   highlight=False)
+    return Console(
+        file=open(output, "w", encoding="utf-8") if output else None, width=200 if wide else None, highlight=False
+    )
 
 
 def _fmt(name: str, v: object) -> str:
@@ -185,7 +239,7 @@ def _fmt(name: str, v: object) -> str:
     return f"{v:,}" if isinstance(v, int) else str(v)
 
 
-def _texts(df: "pl.DataFrame") -> "pl.DataFrame":
+def _texts(df: pl.DataFrame) -> pl.DataFrame:
     """Every cell as display text (rates as percentages, dollars with a sign), numbers still right-aligned by rich."""
     import polars as pl
 
@@ -193,21 +247,33 @@ def _texts(df: "pl.DataFrame") -> "pl.DataFrame":
     return pl.DataFrame(rows, schema={c: pl.String for c in df.columns})
 
 
-def _print_table(res: "CalibrationResult", output: Path | None) -> None:
-    """The frontier, then the recommendation with the sweep's and the exact replay's figures, then what to paste."""
+def _print_table(res: CalibrationResult, listing: Listing) -> None:
+    """The frontier (sorted and its columns chosen as the listing options ask), then the recommendation with the
+    sweep's and the exact replay's figures, then what to paste."""
     import polars as pl
     from rich.markup import escape
 
     from analyzer.commands.output import render_table
 
+    frontier = listing.arrange(res.frontier)  # a bad --sort or --columns fails before --output is opened
+    cols = (
+        listing.chosen_columns(
+            frontier,
+            [c for c in FRONTIER_COLUMNS if c not in ("window", "similarity") or res.sweep[c].is_not_null().any()],
+        )
+        or frontier.columns
+    )
+    front = frontier.select(pl.when(pl.col("recommended")).then(pl.lit("*")).otherwise(pl.lit("")).alias("rec"), *cols)
+    output = listing.output
     console = _console(output)
     try:
-        console.print(f"{res.base}: {res.sweep.height:,} settings over {res.sessions:,} sessions "
-                      f"({res.stuck_episodes:,} stuck episodes, {res.total_tokens:,} tokens) in "
-                      f"{res.sweep_seconds:.2f} s; stuck comes from {res.labels_text}.", markup=False, soft_wrap=True)
-        cols = [c for c in FRONTIER_COLUMNS if c not in ("window", "similarity") or res.sweep[c].is_not_null().any()]
-        front = res.frontier.select(pl.when(pl.col("recommended")).then(pl.lit("*")).otherwise(pl.lit("")).alias("rec"),
-                                    *cols)
+        console.print(
+            f"{res.base}: {res.sweep.height:,} settings over {res.sessions:,} sessions "
+            f"({res.stuck_episodes:,} stuck episodes, {res.total_tokens:,} tokens) in "
+            f"{res.sweep_seconds:.2f} s; stuck comes from {res.labels_text}.",
+            markup=False,
+            soft_wrap=True,
+        )
         console.print(_right(render_table(_texts(front), "frontier (* = recommended)")))
         if res.recommended is None:
             console.print("no recommendation: nothing was swept")
@@ -215,16 +281,25 @@ def _print_table(res: "CalibrationResult", output: Path | None) -> None:
         r = res.recommended
         where = "".join(f", {k} {_fmt(k, r[k])}" for k in ("window", "similarity") if r[k] is not None)
         flag = "  [NOT within the target]" if not res.qualified else ""
-        console.print(f"\nrecommended for a false-halt rate of at most {res.target:.2%}: warn {r['warn']}, "
-                      f"halt {r['halt']}{where}{flag}", markup=False, soft_wrap=True)
+        console.print(
+            f"\nrecommended for a false-halt rate of at most {res.target:.2%}: warn {r['warn']}, "
+            f"halt {r['halt']}{where}{flag}",
+            markup=False,
+            soft_wrap=True,
+        )
         console.print(res.rationale, markup=False, soft_wrap=True)
         if res.verification is not None:
             cmp = res.comparison()
             shown = pl.DataFrame(
                 [(f, _fmt(f, _back(f, a)), _fmt(f, _back(f, b))) for f, a, b in cmp.iter_rows()],
-                schema={"figure": pl.String, "sweep": pl.String, "exact replay": pl.String}, orient="row")
-            console.print(f"\nsweep vs exact replay of {res.verification.policy} ({res.verification.seconds:.2f} s):",
-                          markup=False, soft_wrap=True)
+                schema={"figure": pl.String, "sweep": pl.String, "exact replay": pl.String},
+                orient="row",
+            )
+            console.print(
+                f"\nsweep vs exact replay of {res.verification.policy} ({res.verification.seconds:.2f} s):",
+                markup=False,
+                soft_wrap=True,
+            )
             console.print(_right(render_table(shown)))
         console.print(f"approximation ({res.base}): {res.caveat}", markup=False, soft_wrap=True)
         for guard, text in res.settings.items():
@@ -235,7 +310,7 @@ def _print_table(res: "CalibrationResult", output: Path | None) -> None:
             console.file.close()
 
 
-def _right(table: "Table") -> "Table":
+def _right(table: Table) -> Table:
     """Figures read best right-aligned (the cells are text, so rich cannot tell)."""
     for col in table.columns[1:]:
         col.justify = "right"

@@ -1,9 +1,10 @@
 """What every command shares: the store option, the listing options (``--format``/``--output``), the session filter
 options (``--since``/``--until``/``--agent``/``--project``), error handling, and progress.
 
-As in sqlite-utils, one decorator gives every command that reads the store the same options: ``@scoped`` adds
-``--db`` and the four filters and hands the command a ``Scope``; ``@listing`` adds ``--format``/``--output`` too and
-hands it a ``Listing`` that writes its rows."""
+As in sqlite-utils, one decorator gives every command that reads the store the same options: ``@selecting`` adds
+``--db`` and the four filters and hands the command a ``Selection`` (whose ``store()`` opens the ``Store``);
+``@listing`` adds ``--format``/``--output`` too and hands it a ``Listing`` that writes its rows. Option values that
+are numbers or choices are typed by ``commands.params``."""
 
 from __future__ import annotations
 
@@ -14,20 +15,21 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
+from analyzer.commands.output import OutputFormat
+from analyzer.commands.params import choice
 from analyzer.errors import LoopscopeError, UsageError
 from analyzer.ingest import formats
 from analyzer.store.filters import SessionFilter
-from analyzer.commands.output import OutputFormat
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from analyzer.store.store import Store
+    from analyzer.library import Store
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False)
@@ -35,30 +37,44 @@ out = Console(highlight=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
 DbOpt = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--db", help="DuckDB store file. Default: $LOOPSCOPE_DB or ./loopscope.duckdb.", show_default=False),
 ]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", "-f", help="Output format.")]
+FormatOpt = Annotated[OutputFormat, choice(OutputFormat, "--format", "-f", help="Output format.")]
 OutputOpt = Annotated[
-    Optional[Path], typer.Option("--output", "-o", help="Write to this file instead of stdout.", show_default=False)
+    Path | None, typer.Option("--output", "-o", help="Write to this file instead of stdout.", show_default=False)
 ]
-SinceOpt = Annotated[Optional[str], typer.Option(
-    "--since", help="Only sessions started on or after this date (YYYY-MM-DD, UTC).", show_default=False)]
-UntilOpt = Annotated[Optional[str], typer.Option(
-    "--until", help="Only sessions started on or before this date (YYYY-MM-DD, UTC).", show_default=False)]
-AgentOpt = Annotated[Optional[str], typer.Option(
-    "--agent", help=f"Only this agent's sessions: {', '.join(formats.names())}.", show_default=False)]
-ForceOpt = Annotated[bool, typer.Option(
-    "--force", help="Write the report even into the current folder or a folder that holds other files.")]
-ProjectOpt = Annotated[Optional[str], typer.Option(
-    "--project", help="Only sessions whose working directory contains this text.", show_default=False)]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option("--since", help="Only sessions started on or after this date (YYYY-MM-DD, UTC).", show_default=False),
+]
+UntilOpt = Annotated[
+    str | None,
+    typer.Option("--until", help="Only sessions started on or before this date (YYYY-MM-DD, UTC).", show_default=False),
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option("--agent", help=f"Only this agent's sessions: {', '.join(formats.names())}.", show_default=False),
+]
+ForceOpt = Annotated[
+    bool,
+    typer.Option("--force", help="Write the report even into the current folder or a folder that holds other files."),
+]
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option("--project", help="Only sessions whose working directory contains this text.", show_default=False),
+]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar and no summary.")]
-FullResultsOpt = Annotated[Optional[bool], typer.Option(
-    "--full-results/--clip-results",
-    help="Store whole tool results, or only the head and tail of a long one (the default: detection is the same "
-         "either way, and `loopscope show` reads a whole result back from its transcript). The store remembers the "
-         "choice; switching re-reads the files stored the other way. Default: the store's choice.",
-    show_default=False)]
+FullResultsOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--full-results/--clip-results",
+        help="Store whole tool results, or only the head and tail of a long one (the default: detection is the same "
+        "either way, and `loopscope show` reads a whole result back from its transcript). The store remembers the "
+        "choice; switching re-reads the files stored the other way. Default: the store's choice.",
+        show_default=False,
+    ),
+]
 
 
 class SortOrder(str, Enum):
@@ -66,57 +82,32 @@ class SortOrder(str, Enum):
     desc = "desc"
 
 
-SortOpt = Annotated[Optional[str], typer.Option(
-    "--sort", help="Sort the rows by this column (any of --all-columns).", show_default=False, metavar="COLUMN")]
-OrderOpt = Annotated[Optional[SortOrder], typer.Option(
-    "--order", help="Sort order: asc or desc. Default: desc for numbers, asc for text.", show_default=False)]
-ColumnsOpt = Annotated[Optional[str], typer.Option(
-    "--columns", help="Show these columns, comma-separated (see --all-columns for their names).", show_default=False,
-    metavar="A,B,...")]
+SortOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sort", help="Sort the rows by this column (any of --all-columns).", show_default=False, metavar="COLUMN"
+    ),
+]
+OrderOpt = Annotated[
+    SortOrder | None,
+    choice(
+        SortOrder,
+        "--order",
+        help="Sort order: asc or desc. Default: desc for numbers, asc for text.",
+        show_default=False,
+    ),
+]
+ColumnsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--columns",
+        help="Show these columns, comma-separated (see --all-columns for their names).",
+        show_default=False,
+        metavar="A,B,...",
+    ),
+]
 AllColumnsOpt = Annotated[bool, typer.Option("--all-columns", help="Show every column in the table view.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Shortcut for --format json.")]
-
-
-def _human_error(exc: Any) -> str:
-    """A bad option value said for people, not as a pydantic validation error (typer validates with pydantic)."""
-    try:
-        errors = exc.errors()
-    except Exception:  # noqa: BLE001
-        return str(exc)
-    if not errors:
-        return str(exc)
-    e = errors[0]
-    value, kind, ctx = e.get("input"), e.get("type", ""), e.get("ctx") or {}
-    if kind in ("int_parsing", "int_type", "int_from_float"):
-        return f"{value!r} is not a whole number"
-    if kind in ("float_parsing", "float_type"):
-        return f"{value!r} is not a number"
-    if kind in ("bool_parsing", "bool_type"):
-        return f"{value!r} is not yes/no (use true or false)"
-    if kind in ("enum", "literal_error") and "expected" in ctx:
-        return f"{value!r} is not one of {ctx['expected']}"
-    msg = str(e.get("msg") or exc)
-    return msg.removeprefix("Value error, ")
-
-
-def _install_human_errors() -> None:
-    """Typer (0.2x) formats a bad value with pydantic's first error message ("Input should be a valid integer,
-    unable to parse string as an integer"); say it plainly instead, once for every command."""
-    try:
-        from typer import _coercion
-    except ImportError:  # a typer without pydantic coercion already prints click's plain messages
-        return
-    if hasattr(_coercion, "get_error_msg"):
-        _coercion.get_error_msg = _human_error  # type: ignore[attr-defined]
-
-
-_install_human_errors()
-
-
-def db_path(db: Path | None) -> Path:
-    from analyzer.store.db import default_db_path
-
-    return db if db is not None else default_db_path()
 
 
 def session_filter(since: str | None, until: str | None, agent: str | None, project: str | None) -> SessionFilter:
@@ -131,27 +122,28 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except LoopscopeError as exc:
-            err.print(f"[bold red]error:[/] {exc}", soft_wrap=True)
+        except LoopscopeError as exc:  # its text as written (a path or DuckDB's words may hold [brackets])
+            from rich.markup import escape
+
+            err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
             raise typer.Exit(exc.exit_code) from None
         except OSError as exc:  # disk full, a folder gone, permission: the system's own words, one line
             from rich.markup import escape
 
             err.print(f"[bold red]error:[/] {escape(os_error_text(exc))}", soft_wrap=True)
             raise typer.Exit(2) from None
-        except Exception as exc:  # noqa: BLE001 - DuckDB's errors (disk full inside a transaction, a damaged page)
-            from concurrent.futures.process import BrokenProcessPool
+        except Exception as exc:
+            from concurrent.futures.process import BrokenProcessPool  # imported here: the CLI starts faster
 
-            if isinstance(exc, BrokenProcessPool):  # a worker killed (out of memory, a signal)
-                err.print("[bold red]error:[/] a worker process died (out of memory, or killed); the store keeps "
-                          "every chunk that finished, run the command again", soft_wrap=True)
-                raise typer.Exit(1) from None
-            if not type(exc).__module__.startswith(("duckdb", "_duckdb")):
+            if not isinstance(exc, BrokenProcessPool):
                 raise
-            from rich.markup import escape
-
-            err.print(f"[bold red]error:[/] store: {escape(_first_line(exc))}", soft_wrap=True)
-            raise typer.Exit(2) from None
+            # a worker killed (out of memory, a signal)
+            err.print(
+                "[bold red]error:[/] a worker process died (out of memory, or killed); the store keeps every "
+                "chunk that finished, run the command again",
+                soft_wrap=True,
+            )
+            raise typer.Exit(1) from None
         except KeyboardInterrupt:
             err.print("interrupted; the store keeps every chunk that finished")
             raise typer.Exit(130) from None
@@ -224,24 +216,35 @@ def check_report_target(out_dir: Path, single_file: bool, force: bool) -> None:
         _probe_folder(base)
         return
     if not force and not html_file and any(folder.iterdir()) and not (folder / MANIFEST).is_file():
-        raise UsageError(f"--out {out_dir} is a folder that holds other files, not an earlier loopscope report; "
-                         "choose another folder (or pass --force to write into it)")
+        raise UsageError(
+            f"--out {out_dir} is a folder that holds other files, not an earlier loopscope report; "
+            "choose another folder (or pass --force to write into it)"
+        )
     if html_file and out_dir.exists() and not force and not out_dir.is_file():
         raise UsageError(f"--out {out_dir} is not a regular file")
     _probe_folder(folder)
 
 
-def with_progress(label: str, quiet: bool, job: Callable[[Callable[[int, int], None] | None], Any],
-                  unit: str = "bytes") -> Any:
+def with_progress(
+    label: str, quiet: bool, job: Callable[[Callable[[int, int], None] | None], Any], unit: str = "bytes"
+) -> Any:
     """Run ``job(progress)`` with a progress bar on stderr when stderr is a terminal; ``progress(done, total)``."""
     if quiet or not sys.stderr.isatty():
         return job(None)
-    from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeRemainingColumn, TransferSpeedColumn)
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     cols = (DownloadColumn(), TransferSpeedColumn()) if unit == "bytes" else (MofNCompleteColumn(),)
-    with Progress(TextColumn(f"[bold]{label}"), BarColumn(), *cols, TimeRemainingColumn(), console=err,
-                  transient=True) as bar:
+    with Progress(
+        TextColumn(f"[bold]{label}"), BarColumn(), *cols, TimeRemainingColumn(), console=err, transient=True
+    ) as bar:
         task = bar.add_task(label, total=None)
 
         def cb(done: int, total: int) -> None:
@@ -251,23 +254,24 @@ def with_progress(label: str, quiet: bool, job: Callable[[Callable[[int, int], N
 
 
 @dataclass(frozen=True)
-class Scope:
-    """The store and the sessions a command works on: ``--db`` and the four filter options, gathered."""
+class Selection:
+    """The store and the sessions a command works on: ``--db`` (None: the default store) and the four filter
+    options, gathered."""
 
-    db: Path
+    db: Path | None
     filter: SessionFilter
 
-    def store(self, read_only: bool = True) -> "Store":
-        """The store, opened the one way every command opens it; use it as a context manager."""
-        from analyzer.store.store import Store
+    def store(self, write: bool = False) -> Store:
+        """The ``Store``, read-only unless ``write``; use it as a context manager."""
+        from analyzer.library import Store
 
-        return Store(self.db, read_only=read_only)
+        return Store.open(self.db, write=write)
 
 
 @dataclass(frozen=True)
-class Listing(Scope):
-    """A ``Scope`` plus how to write the command's rows: ``--format``/``--json``, ``--output``, ``--sort``/``--order``,
-    ``--columns``/``--all-columns``."""
+class Listing(Selection):
+    """A ``Selection`` plus how to write the command's rows: ``--format``/``--json``, ``--output``,
+    ``--sort``/``--order``, ``--columns``/``--all-columns``."""
 
     format: OutputFormat = OutputFormat.table
     output: Path | None = None
@@ -281,7 +285,7 @@ class Listing(Scope):
     def fmt(self) -> OutputFormat:
         return OutputFormat.json if self.json else self.format
 
-    def arrange(self, df: "pl.DataFrame", limit: int | None = None) -> "pl.DataFrame":
+    def arrange(self, df: pl.DataFrame, limit: int | None = None) -> pl.DataFrame:
         """``df`` sorted as ``--sort``/``--order`` ask, then cut to ``limit`` rows."""
         if self.sort:
             col = self.sort.strip()
@@ -294,21 +298,23 @@ class Listing(Scope):
             raise UsageError("--order needs --sort COLUMN")
         return df.head(limit) if limit is not None else df
 
-    def chosen_columns(self, df: "pl.DataFrame", default: list[str] | None) -> list[str] | None:
+    def chosen_columns(self, df: pl.DataFrame, default: list[str] | None) -> list[str] | None:
         """The columns to show: ``--columns``, every one with ``--all-columns``, else ``default``."""
         if self.columns:
             wanted = [c.strip() for c in self.columns.split(",") if c.strip()]
             unknown = [c for c in wanted if c not in df.columns]
             if unknown:
-                raise UsageError(f"--columns: no column {', '.join(map(repr, unknown))}; choose from "
-                                 f"{', '.join(df.columns)}")
+                raise UsageError(
+                    f"--columns: no column {', '.join(map(repr, unknown))}; choose from {', '.join(df.columns)}"
+                )
             return wanted
         if self.all_columns:
             return None
         return default
 
-    def write(self, df: "pl.DataFrame", title: str, table_columns: list[str] | None = None,
-              limit: int | None = None) -> None:
+    def write(
+        self, df: pl.DataFrame, title: str, table_columns: list[str] | None = None, limit: int | None = None
+    ) -> None:
         """Write the rows: sorted, cut to ``limit``; the table shows ``table_columns`` (or what ``--columns`` and
         ``--all-columns`` ask for); the machine formats carry every column unless ``--columns`` names some."""
         from analyzer.commands.output import write_frame
@@ -320,13 +326,20 @@ class Listing(Scope):
         write_frame(df, self.fmt, self.output, title=title, table_columns=cols)
 
 
-_SCOPE_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
-    ("db", DbOpt, None), ("since", SinceOpt, None), ("until", UntilOpt, None), ("agent", AgentOpt, None),
+_SELECTION_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
+    ("db", DbOpt, None),
+    ("since", SinceOpt, None),
+    ("until", UntilOpt, None),
+    ("agent", AgentOpt, None),
     ("project", ProjectOpt, None),
 )
 _ROW_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
-    ("format", FormatOpt, OutputFormat.table), ("json", JsonOpt, False), ("output", OutputOpt, None),
-    ("sort", SortOpt, None), ("order", OrderOpt, None), ("columns", ColumnsOpt, None),
+    ("format", FormatOpt, OutputFormat.table),
+    ("json", JsonOpt, False),
+    ("output", OutputOpt, None),
+    ("sort", SortOpt, None),
+    ("order", OrderOpt, None),
+    ("columns", ColumnsOpt, None),
     ("all_columns", AllColumnsOpt, False),
 )
 
@@ -344,7 +357,7 @@ def _adding_options(fn: F, name: str, options: tuple[tuple[str, Any, Any], ...],
         flt = session_filter(values.pop("since"), values.pop("until"), values.pop("agent"), values.pop("project"))
         if values.get("output") is not None:
             check_output_file(values["output"])
-        kwargs[name] = make(db=db_path(values.pop("db")), filter=flt, **values)
+        kwargs[name] = make(filter=flt, **values)
         return fn(**kwargs)
 
     wrapper.__signature__ = sig.replace(parameters=own + added)  # type: ignore[attr-defined]
@@ -352,19 +365,39 @@ def _adding_options(fn: F, name: str, options: tuple[tuple[str, Any, Any], ...],
     return handle_errors(wrapper)  # type: ignore[return-value]
 
 
-def scoped(fn: F) -> F:
-    """Add ``--db``, ``--since``, ``--until``, ``--agent``, ``--project``; the command receives ``scope: Scope``."""
-    return _adding_options(fn, "scope", _SCOPE_OPTIONS, Scope)
+def selecting(fn: F) -> F:
+    """Add ``--db``, ``--since``, ``--until``, ``--agent``, ``--project``; the command receives
+    ``selection: Selection``."""
+    return _adding_options(fn, "selection", _SELECTION_OPTIONS, Selection)
 
 
 def listing(fn: F) -> F:
-    """``scoped`` plus ``--format``/``--json``, ``--output``, ``--sort``/``--order`` and ``--columns``/``--all-columns``;
-    the command receives ``listing: Listing``."""
-    return _adding_options(fn, "listing", _SCOPE_OPTIONS + _ROW_OPTIONS, Listing)
+    """``selecting`` plus ``--format``/``--json``, ``--output``, ``--sort``/``--order`` and
+    ``--columns``/``--all-columns``; the command receives ``listing: Listing``."""
+    return _adding_options(fn, "listing", _SELECTION_OPTIONS + _ROW_OPTIONS, Listing)
 
 
 __all__ = [
-    "AgentOpt", "DbOpt", "ForceOpt", "check_output_file", "check_report_target", "FormatOpt", "Listing", "OutputFormat", "OutputOpt", "ProjectOpt", "QuietOpt", "Scope",
-    "SinceOpt", "UntilOpt", "db_path", "err", "handle_errors", "listing", "out", "scoped", "session_filter",
+    "AgentOpt",
+    "DbOpt",
+    "ForceOpt",
+    "FormatOpt",
+    "FullResultsOpt",
+    "Listing",
+    "OutputFormat",
+    "OutputOpt",
+    "ProjectOpt",
+    "QuietOpt",
+    "Selection",
+    "SinceOpt",
+    "UntilOpt",
+    "check_output_file",
+    "check_report_target",
+    "err",
+    "handle_errors",
+    "listing",
+    "out",
+    "selecting",
+    "session_filter",
     "with_progress",
 ]

@@ -8,7 +8,8 @@ from typing import Annotated
 
 import typer
 
-from analyzer.commands.common import DbOpt, QuietOpt, db_path, handle_errors, out
+from analyzer.commands.common import DbOpt, QuietOpt, handle_errors, out
+from analyzer.commands.params import choice
 
 
 class ExportFormat(str, Enum):
@@ -18,20 +19,16 @@ class ExportFormat(str, Enum):
 @handle_errors
 def export(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write (DIR/<table>/...).")],
-    format: Annotated[ExportFormat, typer.Option("--format", "-f", help="File format.")] = ExportFormat.parquet,
+    format: Annotated[ExportFormat, choice(ExportFormat, "--format", "-f", help="File format.")] = ExportFormat.parquet,
     db: DbOpt = None,
     quiet: QuietOpt = False,
 ) -> None:
     """Write every table of the store as Parquet, partitioned by format and session start date (the layout
     `loopscope spark run` writes and `loopscope report --from DIR` reads)."""
-    from analyzer.store import db as store
-    from analyzer.store.parquet import export as export_parquet
+    from analyzer.library import Store
 
-    con = store.connect(db_path(db), read_only=True)
-    try:
-        counts = export_parquet(con, out_dir)
-    finally:
-        con.close()
+    with Store.open(db) as store:
+        counts = store.export(out_dir)
     if not quiet:
         rows = ", ".join(f"{n} {c:,}" for n, c in counts.items())
         out.print(f"wrote {out_dir}: {rows}", soft_wrap=True, markup=False)

@@ -9,41 +9,64 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from analyzer.commands.common import err, handle_errors, out
+from analyzer.commands.params import Choice
 from analyzer.errors import UsageError
 
-app = typer.Typer(name="hook", help="Run loopscope's guard live inside an agent, and install it there.",
-                  no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+app = typer.Typer(
+    name="hook",
+    help="Run loopscope's guard live inside an agent, and install it there.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode=None,
+)
 
 
 class Agent(str, Enum):
     claude_code = "claude-code"
 
 
-class Scope(str, Enum):
+class SettingsScope(str, Enum):
+    """Which of Claude Code's settings files install and uninstall write."""
+
     user = "user"
     project = "project"
     local = "local"
 
 
-PolicyOpt = Annotated[Optional[str], typer.Option(
-    "--policy", "-p", help="Policy the guard runs: loopscope (default, or the settings file's) or any preset.",
-    show_default=False)]
-SettingsOpt = Annotated[Optional[Path], typer.Option(
-    "--settings", help="Hook settings file (default: the one `loopscope calibrate --write-settings` writes).",
-    show_default=False)]
-SetOpt = Annotated[Optional[list[str]], typer.Option(
-    "--set", help="Change a setting of the policy: NAME=VALUE. Repeatable.", show_default=False)]
+PolicyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--policy",
+        "-p",
+        help="Policy the guard runs: loopscope (default, or the settings file's) or any preset.",
+        show_default=False,
+    ),
+]
+SettingsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--settings",
+        help="Hook settings file (default: the one `loopscope calibrate --write-settings` writes).",
+        show_default=False,
+    ),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", help="Change a setting of the policy: NAME=VALUE. Repeatable.", show_default=False),
+]
 # where install/uninstall write: one of the three settings files (see _scope)
 UserOpt = Annotated[bool, typer.Option("--user", help="~/.claude/settings.json (the default).")]
 ProjectOpt = Annotated[bool, typer.Option("--project", help="<project>/.claude/settings.json.")]
 LocalOpt = Annotated[bool, typer.Option("--local", help="<project>/.claude/settings.local.json.")]
-ProjectDirOpt = Annotated[Optional[Path], typer.Option(
-    "--project-dir", help="The project (default: the current directory).", show_default=False)]
+ProjectDirOpt = Annotated[
+    Path | None,
+    typer.Option("--project-dir", help="The project (default: the current directory).", show_default=False),
+]
 
 
 def _extra(policy: str | None, settings: Path | None, sets: list[str] | None) -> list[str]:
@@ -66,17 +89,21 @@ def claude_code(policy: PolicyOpt = None, settings: SettingsOpt = None, sets: Se
     raise typer.Exit(main(["claude-code"] + _extra(policy, settings, sets)))
 
 
-def _scope(user: bool, project: bool, local: bool) -> Scope:
-    chosen = [s for s, on in ((Scope.user, user), (Scope.project, project), (Scope.local, local)) if on]
+def _scope(user: bool, project: bool, local: bool) -> SettingsScope:
+    chosen = [
+        s
+        for s, on in ((SettingsScope.user, user), (SettingsScope.project, project), (SettingsScope.local, local))
+        if on
+    ]
     if len(chosen) > 1:
         raise UsageError("choose one of --user, --project, --local")
-    return chosen[0] if chosen else Scope.user
+    return chosen[0] if chosen else SettingsScope.user
 
 
 @app.command("install")
 @handle_errors
 def install(
-    agent: Annotated[Agent, typer.Argument(help="The agent: claude-code.")],
+    agent: Annotated[Agent, typer.Argument(parser=Choice(Agent), help="The agent: claude-code.")],
     user: UserOpt = False,
     project: ProjectOpt = False,
     local: LocalOpt = False,
@@ -104,14 +131,17 @@ def install(
     src = settings or settings_path()
     changed = ", ".join(f"{k} {v}" for k, v in pol.changed().items()) or "its defaults"
     whence = f" (from {src})" if src.exists() and pol.changed() else ""
-    out.print(f"guard: {pol.name}, {changed}{whence}. Claude Code reads hooks at startup: restart running "
-              "sessions.", markup=False, soft_wrap=True)
+    out.print(
+        f"guard: {pol.name}, {changed}{whence}. Claude Code reads hooks at startup: restart running sessions.",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @app.command("uninstall")
 @handle_errors
 def uninstall(
-    agent: Annotated[Agent, typer.Argument(help="The agent: claude-code.")],
+    agent: Annotated[Agent, typer.Argument(parser=Choice(Agent), help="The agent: claude-code.")],
     user: UserOpt = False,
     project: ProjectOpt = False,
     local: LocalOpt = False,

@@ -3,23 +3,40 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
-from analyzer.commands.common import (DbOpt, FullResultsOpt, Listing, QuietOpt, db_path, err, handle_errors,
-                                     listing, out, with_progress)
+from analyzer.commands.common import (
+    DbOpt,
+    FullResultsOpt,
+    Listing,
+    QuietOpt,
+    err,
+    handle_errors,
+    listing,
+    out,
+    with_progress,
+)
+from analyzer.commands.params import whole_number
 
 
 @handle_errors
 def ingest(
-    paths: Annotated[Optional[list[Path]], typer.Argument(
-        help="Transcript files or folders. Default: the agents' own folders that exist "
-             "(~/.pi/agent/sessions, ~/.claude/projects, ~/.codex/sessions).", show_default=False)] = None,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Transcript files or folders. Default: the agents' own folders that exist "
+            "(~/.pi/agent/sessions, ~/.claude/projects, ~/.codex/sessions).",
+            show_default=False,
+        ),
+    ] = None,
     db: DbOpt = None,
     quiet: QuietOpt = False,
-    workers: Annotated[Optional[int], typer.Option(
-        "--workers", min=1, help="Parser processes. Default: one per core.", show_default=False)] = None,
+    workers: Annotated[
+        int | None,
+        whole_number("--workers", min=1, help="Parser processes. Default: one per core.", show_default=False),
+    ] = None,
     full_results: FullResultsOpt = None,
 ) -> None:
     """Load every transcript under PATHS into the DuckDB store.
@@ -27,10 +44,14 @@ def ingest(
     The format is detected from content. Unchanged files are skipped; a changed file replaces its rows; each chunk
     of files lands in one transaction, so an interrupted ingest leaves a consistent store that the next run completes.
     """
-    from analyzer.ingest.pipeline import ingest as run_ingest
+    from analyzer.library import Store
 
-    summary = with_progress("ingest", quiet, lambda cb: run_ingest(paths or None, db_path(db), workers=workers,
-                                                                   progress=cb, full_results=full_results))
+    with Store.open(db, write=True) as store:
+        summary = with_progress(
+            "ingest",
+            quiet,
+            lambda cb: store.ingest(paths or None, workers=workers, progress=cb, full_results=full_results),
+        )
     for note in summary.notes:
         err.print(f"note: {note}", soft_wrap=True, markup=False)
     if not quiet:
@@ -54,7 +75,9 @@ def print_ingest_summary(s: Any) -> None:
 @listing
 def sessions(
     listing: Listing,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many rows.", show_default=False)] = None,
+    limit: Annotated[
+        int | None, whole_number("--limit", min=0, help="At most this many rows.", show_default=False)
+    ] = None,
 ) -> None:
     """List sessions with their totals, most expensive first.
 
@@ -83,17 +106,24 @@ def _price_notes(df: Any) -> None:
             inexact[s.split("~", 1)[1]] = inexact.get(s.split("~", 1)[1], 0) + 1
         unknown += 1 if "unknown model" in srcs else 0
     for model, n in sorted(inexact.items()):
-        err.print(f"note: {n:,} session(s) priced as {model} by an inexact model match (genai-prices); "
-                  "see turns.cost_source", soft_wrap=True, markup=False)
+        err.print(
+            f"note: {n:,} session(s) priced as {model} by an inexact model match (genai-prices); see turns.cost_source",
+            soft_wrap=True,
+            markup=False,
+        )
     if unknown:
-        err.print(f"note: {unknown:,} session(s) use a model with no known price: their cost leaves those turns "
-                  "out", soft_wrap=True, markup=False)
+        err.print(
+            f"note: {unknown:,} session(s) use a model with no known price: their cost leaves those turns out",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 @handle_errors
 def show(
-    call: Annotated[str, typer.Argument(help="A call id, or SESSION:SEQ (the session id and the call's seq).",
-                                        show_default=False)],
+    call: Annotated[
+        str, typer.Argument(help="A call id, or SESSION:SEQ (the session id and the call's seq).", show_default=False)
+    ],
     db: DbOpt = None,
 ) -> None:
     """Print one call: its tool, arguments and whole result.
@@ -103,11 +133,15 @@ def show(
     """
     import sys
 
-    from analyzer.ingest.show import show_call
+    from analyzer.library import Store
 
-    c = show_call(db_path(db), call)
+    with Store.open(db) as store:
+        c = store.call(call)
     where = f"{c.path}:{c.line}" if c.line is not None else c.path
-    result = ("(no result)" if c.result is None
-              else f"{'error' if c.is_error else 'result'} ({len(c.result):,} characters):\n{c.result}")
+    result = (
+        "(no result)"
+        if c.result is None
+        else f"{'error' if c.is_error else 'result'} ({len(c.result):,} characters):\n{c.result}"
+    )
     text = f"call {c.session_id}:{c.seq}  id {c.call_id}  tool {c.tool}  ({where})\nargs: {c.args}\n{result}\n"
     sys.stdout.write(text.encode("utf-8", "replace").decode("utf-8"))  # lone surrogates (\ud800 escapes) as '?'

@@ -7,9 +7,7 @@ import sys
 from datetime import date, datetime
 from enum import Enum
 from pathlib import Path
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -34,11 +32,11 @@ def _default(obj: Any) -> Any:
     raise TypeError
 
 
-def _json_rows(df: "pl.DataFrame") -> list[dict[str, Any]]:
+def _json_rows(df: pl.DataFrame) -> list[dict[str, Any]]:
     return df.to_dicts()
 
 
-def _flatten_for_csv(df: "pl.DataFrame") -> "pl.DataFrame":
+def _flatten_for_csv(df: pl.DataFrame) -> pl.DataFrame:
     """CSV has no lists: join them with ``;``."""
     import polars as pl
 
@@ -47,8 +45,11 @@ def _flatten_for_csv(df: "pl.DataFrame") -> "pl.DataFrame":
         if isinstance(dtype, pl.List):
             exprs.append(pl.col(name).cast(pl.List(pl.String)).list.join(";").alias(name))
         elif isinstance(dtype, (pl.Struct, pl.Object)):
-            exprs.append(pl.col(name).map_elements(lambda v: orjson.dumps(v, default=_default).decode(),
-                                                   return_dtype=pl.String).alias(name))
+            exprs.append(
+                pl.col(name)
+                .map_elements(lambda v: orjson.dumps(v, default=_default).decode(), return_dtype=pl.String)
+                .alias(name)
+            )
     return df.with_columns(exprs) if exprs else df
 
 
@@ -87,8 +88,13 @@ ID_WIDTH = 13
 """A session id cut to this many characters still tells sessions apart; it gives up its width first."""
 
 
-def fit_widths(natural: list[int], total: int | None, floor: int = 8, ids: frozenset[int] = frozenset(),
-               numeric: frozenset[int] = frozenset()) -> list[int]:
+def fit_widths(
+    natural: list[int],
+    total: int | None,
+    floor: int = 8,
+    ids: frozenset[int] = frozenset(),
+    numeric: frozenset[int] = frozenset(),
+) -> list[int]:
     """Column widths that fit ``total`` characters (the gaps between columns included): short columns (counts,
     money, kinds, flags) keep their width; id columns (``ids``) shrink first, to ``ID_WIDTH``; then the long text
     columns share what is left, in proportion to their length."""
@@ -114,31 +120,48 @@ def fit_widths(natural: list[int], total: int | None, floor: int = 8, ids: froze
     return out
 
 
-def render_table(df: "pl.DataFrame", title: str | None = None, width: int = 48,
-                 total_width: int | None = None) -> "Table":
+def render_table(df: pl.DataFrame, title: str | None = None, width: int = 48, total_width: int | None = None) -> Table:
     """``df`` as a rich table; with ``total_width`` (the console's) the long text columns are cut so that the table
     fits it, and the short ones are never squeezed."""
     from rich import box
     from rich.table import Table
 
     # Columns two spaces apart under a rule, no outer border: narrow terminals keep room for the data.
-    table = Table(title=title, show_lines=False, header_style="bold", box=box.SIMPLE_HEAD, show_edge=False,
-                  pad_edge=False, collapse_padding=True, title_justify="left")
+    table = Table(
+        title=title,
+        show_lines=False,
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+        title_justify="left",
+    )
     money = [name.endswith(("_usd", "cost")) for name in df.columns]
     rows = [[_cell(v, width, m) for v, m in zip(row, money)] for row in df.iter_rows()]
     natural = [max([len(name)] + [len(r[i]) for r in rows]) for i, name in enumerate(df.columns)]
-    fitted = fit_widths(natural, total_width, ids=frozenset(i for i, c in enumerate(df.columns) if c.endswith("_id")),
-                        numeric=frozenset(i for i, t in enumerate(df.dtypes) if t.is_numeric()))
+    fitted = fit_widths(
+        natural,
+        total_width,
+        ids=frozenset(i for i, c in enumerate(df.columns) if c.endswith("_id")),
+        numeric=frozenset(i for i, t in enumerate(df.dtypes) if t.is_numeric()),
+    )
     for i, (name, dtype) in enumerate(df.schema.items()):
-        table.add_column(name, justify="right" if dtype.is_numeric() else "left", no_wrap=True,
-                         overflow="ellipsis", min_width=fitted[i], max_width=fitted[i])
+        table.add_column(
+            name,
+            justify="right" if dtype.is_numeric() else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+            min_width=fitted[i],
+            max_width=fitted[i],
+        )
     for r in rows:
         table.add_row(*r)
     return table
 
 
 def write_frame(
-    df: "pl.DataFrame",
+    df: pl.DataFrame,
     fmt: OutputFormat,
     output: Path | None = None,
     title: str | None = None,

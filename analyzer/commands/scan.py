@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any, Optional
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from analyzer.detect.rules import KINDS
 from analyzer.commands.common import (
-    DbOpt, Listing, OutputFormat, QuietOpt, db_path, err, handle_errors, listing, out, with_progress,
+    DbOpt,
+    Listing,
+    OutputFormat,
+    QuietOpt,
+    err,
+    handle_errors,
+    listing,
+    out,
+    with_progress,
 )
-
+from analyzer.commands.params import whole_number
+from analyzer.detect.rules import KINDS
 
 if TYPE_CHECKING:
     import polars as pl
@@ -26,12 +32,23 @@ if TYPE_CHECKING:
 def scan(
     db: DbOpt = None,
     quiet: QuietOpt = False,
-    workers: Annotated[Optional[int], typer.Option(
-        "--workers", min=1, help="Threads for reading and landing (the detectors run vectorised in polars, which uses "
-                          "every core). Default: one per core.", show_default=False)] = None,
-    reset_on_user: Annotated[bool, typer.Option(
-        "--reset-on-user/--no-reset-on-user",
-        help="Restart every counter at each user prompt (as almost every guard does).")] = True,
+    workers: Annotated[
+        int | None,
+        whole_number(
+            "--workers",
+            min=1,
+            help="Threads for reading and landing (the detectors run vectorised in polars, which uses "
+            "every core). Default: one per core.",
+            show_default=False,
+        ),
+    ] = None,
+    reset_on_user: Annotated[
+        bool,
+        typer.Option(
+            "--reset-on-user/--no-reset-on-user",
+            help="Restart every counter at each user prompt (as almost every guard does).",
+        ),
+    ] = True,
     full: Annotated[bool, typer.Option("--full", help="Rescan every session, changed or not.")] = False,
 ) -> None:
     """Find every loop: run the detector core over each session that is new or changed since the last scan.
@@ -40,11 +57,13 @@ def scan(
     Each group of sessions lands in one transaction; an interrupted scan is completed by the next one.
     """
     from analyzer.detect.stream.calls import Config
-    from analyzer.scan.run import scan as run_scan
+    from analyzer.library import Store
 
     config = Config(reset_on_user=reset_on_user)
-    s = with_progress("scan", quiet, lambda cb: run_scan(db_path(db), config, workers=workers, full=full,
-                                                         progress=cb), unit="calls")
+    with Store.open(db, write=True) as store:
+        s = with_progress(
+            "scan", quiet, lambda cb: store.scan(config, workers=workers, full=full, progress=cb), unit="calls"
+        )
     if quiet:
         return
     rate = f", {s.calls / s.seconds:,.0f} calls/s" if s.calls >= 10_000 and s.seconds > 0 else ""
@@ -60,22 +79,38 @@ def scan(
 @listing
 def findings(
     listing: Listing,
-    kind: Annotated[Optional[str], typer.Option(
-        "--kind", help=f"Only this kind: {', '.join(KINDS)}.", show_default=False)] = None,
-    min_repeats: Annotated[Optional[int], typer.Option(
-        "--min-repeats", min=1, help="Only episodes that repeated at least N times.", show_default=False)] = None,
-    session: Annotated[Optional[str], typer.Option(
-        "--session", help="Only this session's findings.", show_default=False)] = None,
-    stuck: Annotated[Optional[bool], typer.Option(
-        "--stuck/--progress", help="Only stuck loops, or only loops that made progress.", show_default=False)] = None,
-    limit: Annotated[Optional[int], typer.Option("--limit", min=0, help="At most this many rows.", show_default=False)] = None,
+    kind: Annotated[
+        str | None, typer.Option("--kind", help=f"Only this kind: {', '.join(KINDS)}.", show_default=False)
+    ] = None,
+    min_repeats: Annotated[
+        int | None,
+        whole_number("--min-repeats", min=1, help="Only episodes that repeated at least N times.", show_default=False),
+    ] = None,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Only this session's findings.", show_default=False)
+    ] = None,
+    stuck: Annotated[
+        bool | None,
+        typer.Option(
+            "--stuck/--progress", help="Only stuck loops, or only loops that made progress.", show_default=False
+        ),
+    ] = None,
+    limit: Annotated[
+        int | None, whole_number("--limit", min=0, help="At most this many rows.", show_default=False)
+    ] = None,
 ) -> None:
     """List loop episodes, in the order they happened."""
     from analyzer.store.queries import FINDING_TABLE_COLUMNS
 
     with listing.store() as store:
-        df = store.findings(listing.filter, kind=kind, min_repeats=min_repeats, session=session, stuck=stuck,
-                            limit=None if listing.sort else limit)
+        df = store.findings(
+            listing.filter,
+            kind=kind,
+            min_repeats=min_repeats,
+            session=session,
+            stuck=stuck,
+            limit=None if listing.sort else limit,
+        )
     listing.write(df, "findings", FINDING_TABLE_COLUMNS, limit=limit)
 
 
@@ -91,11 +126,13 @@ def summary(listing: Listing) -> None:
     write_summary(parts, listing.fmt, listing.output)
     totals = parts["totals"].row(0, named=True)
     if totals["scanned_sessions"] < totals["sessions"]:
-        err.print(f"{totals['sessions'] - totals['scanned_sessions']:,} of {totals['sessions']:,} sessions not "
-                  "scanned yet: run `loopscope scan`")
+        err.print(
+            f"{totals['sessions'] - totals['scanned_sessions']:,} of {totals['sessions']:,} sessions not "
+            "scanned yet: run `loopscope scan`"
+        )
 
 
-def write_summary(parts: dict[str, "pl.DataFrame"], fmt: OutputFormat, output: Path | None) -> None:
+def write_summary(parts: dict[str, pl.DataFrame], fmt: OutputFormat, output: Path | None) -> None:
     import orjson
     import polars as pl
     from rich.console import Console
@@ -118,17 +155,27 @@ def write_summary(parts: dict[str, "pl.DataFrame"], fmt: OutputFormat, output: P
                 fh.close()
         return
     if fmt is OutputFormat.json:
-        data = orjson.dumps({"totals": parts["totals"].row(0, named=True),
-                             "by_kind": parts["by_kind"].to_dicts(), "by_tool": parts["by_tool"].to_dicts()},
-                            option=orjson.OPT_INDENT_2) + b"\n"
+        data = (
+            orjson.dumps(
+                {
+                    "totals": parts["totals"].row(0, named=True),
+                    "by_kind": parts["by_kind"].to_dicts(),
+                    "by_tool": parts["by_tool"].to_dicts(),
+                },
+                option=orjson.OPT_INDENT_2,
+            )
+            + b"\n"
+        )
         if output is None:
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
         else:
             Path(output).write_bytes(data)
         return
-    long = pl.concat([df.with_columns(pl.lit(name).alias("section")).select("section", *df.columns)
-                      for name, df in parts.items()], how="diagonal_relaxed")
+    long = pl.concat(
+        [df.with_columns(pl.lit(name).alias("section")).select("section", *df.columns) for name, df in parts.items()],
+        how="diagonal_relaxed",
+    )
     write_frame(long, fmt, output)
 
 

@@ -33,8 +33,16 @@ from typing import Any
 import orjson
 
 from analyzer.detect.keys import jaccard, normalize_result
-from analyzer.detect.rules import MIN_REPEATS, SIMILARITY, WINDOW, is_mutating
-
+from analyzer.detect.rules import (
+    MIN_FORMAT_REFUSALS,
+    MIN_REPEATS,
+    MIN_SENTENCE,
+    MIN_TEXT_WORDS,
+    SAME_REPLY,
+    SIMILARITY,
+    WINDOW,
+    is_mutating,
+)
 
 # The judgement reads the same few calls again and again (every link, gap and round of a candidate compares them):
 # its pure functions of a result or a call are memoised, bounded by this many entries (results are heads of at most
@@ -66,28 +74,118 @@ class Judged:
 
 _SHELL_KEYS = ("command", "cmd", "script")
 _CODE_KEYS = ("code",)
+
+
 def _key(k: str) -> str:
     """An argument name in one spelling: ``old_string``, ``oldString`` and ``old-string`` are one key."""
     return k.lower().replace("_", "").replace("-", "")
 
 
 # Keys that name what a structured call is about; their values must be equal for two calls to act on one object.
-_OBJECT_KEYS = frozenset(map(_key, (
-    "file_path", "path", "filepath", "filename", "file", "notebook_path", "target_file", "target", "url", "uri",
-    "directory", "dir", "folder", "pattern", "query", "regex", "glob", "search", "q", "selector", "index", "element",
-    "element_id", "ref", "name", "npc", "recipient", "to", "id", "key", "offset", "limit", "line", "start_line",
-    "end_line", "view_range", "page", "range", "start", "end", "line_number", "insert_line", "old_str_line")))
+_OBJECT_KEYS = frozenset(
+    map(
+        _key,
+        (
+            "file_path",
+            "path",
+            "filepath",
+            "filename",
+            "file",
+            "notebook_path",
+            "target_file",
+            "target",
+            "url",
+            "uri",
+            "directory",
+            "dir",
+            "folder",
+            "pattern",
+            "query",
+            "regex",
+            "glob",
+            "search",
+            "q",
+            "selector",
+            "index",
+            "element",
+            "element_id",
+            "ref",
+            "name",
+            "npc",
+            "recipient",
+            "to",
+            "id",
+            "key",
+            "offset",
+            "limit",
+            "line",
+            "start_line",
+            "end_line",
+            "view_range",
+            "page",
+            "range",
+            "start",
+            "end",
+            "line_number",
+            "insert_line",
+            "old_str_line",
+        ),
+    )
+)
 # Free text whose wording may drift while the action stays the same (a retried edit's old text, a restated message).
-_DRIFTING_KEYS = frozenset(map(_key, (
-    "old_string", "old_str", "old_text", "to_replace", "old", "search_text", "message", "content_old", "thought",
-    "text", "prompt", "instruction", "question")))
+_DRIFTING_KEYS = frozenset(
+    map(
+        _key,
+        (
+            "old_string",
+            "old_str",
+            "old_text",
+            "to_replace",
+            "old",
+            "search_text",
+            "message",
+            "content_old",
+            "thought",
+            "text",
+            "prompt",
+            "instruction",
+            "question",
+        ),
+    )
+)
 _NAMED_KEYS = _OBJECT_KEYS | _DRIFTING_KEYS  # a structured call names its object or drifting text
 # What varies without changing the action: the fix being tried, presentation and limits.
-_IGNORED_KEYS = frozenset(map(_key, (
-    "new_string", "new_str", "new_text", "new_content", "content", "replacement", "replace", "new", "description",
-    "timeout", "timeout_ms", "max_output", "max_output_tokens", "workdir", "cwd", "justification", "yield_time_ms",
-    "with_escalated_permissions", "sandbox_permissions", "is_background", "run_in_background", "security_risk",
-    "explanation", "summary")))
+_IGNORED_KEYS = frozenset(
+    map(
+        _key,
+        (
+            "new_string",
+            "new_str",
+            "new_text",
+            "new_content",
+            "content",
+            "replacement",
+            "replace",
+            "new",
+            "description",
+            "timeout",
+            "timeout_ms",
+            "max_output",
+            "max_output_tokens",
+            "workdir",
+            "cwd",
+            "justification",
+            "yield_time_ms",
+            "with_escalated_permissions",
+            "sandbox_permissions",
+            "is_background",
+            "run_in_background",
+            "security_risk",
+            "explanation",
+            "summary",
+        ),
+    )
+)
 _SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "git-grep", "glob"})
 _WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
 _PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
@@ -160,11 +258,12 @@ def shell_words(text: str) -> list[str]:
     """``shlex.split(text)``: the same words, or ValueError where shlex raises one."""
     words, end = [], 0
     for m in _SHELL_WORD.finditer(text):
-        if text[end:m.start()].strip(_SHELL_BLANKS):
+        if text[end : m.start()].strip(_SHELL_BLANKS):
             raise ValueError("No closing quotation or no escaped character")
         end = m.end()
-        words.append("".join(p[0] or p[1] or p[2] or _QUOTED_ESCAPE.sub(r"\1", p[3])
-                             for p in _SHELL_PIECE.findall(m.group(0))))
+        words.append(
+            "".join(p[0] or p[1] or p[2] or _QUOTED_ESCAPE.sub(r"\1", p[3]) for p in _SHELL_PIECE.findall(m.group(0)))
+        )
     if text[end:].strip(_SHELL_BLANKS):
         raise ValueError("No closing quotation or no escaped character")
     return words
@@ -261,8 +360,15 @@ def action(tool: str, args: str | None) -> Action:
                     exact.append(t)
                 else:
                     words.append(t)
-        return Action(tool.lower(), "+".join(programs), frozenset(paths), tuple(exact), _words(" ".join(words)),
-                      search, tuple(sorted(options)))
+        return Action(
+            tool.lower(),
+            "+".join(programs),
+            frozenset(paths),
+            tuple(exact),
+            _words(" ".join(words)),
+            search,
+            tuple(sorted(options)),
+        )
     a = _args(args)
     if isinstance(a, dict) and not any(_key(k) in _NAMED_KEYS for k in a):
         code = next((a[k] for k in _CODE_KEYS if isinstance(a.get(k), str)), None)
@@ -338,28 +444,57 @@ class _Caseless:
         return self.regex.sub(repl, text) if self._may_match(text) else text
 
 
-_CASCADE_TEXTS = ("sibling tool call errored", "cancelled: parallel tool call", "cancelled because another tool call",
-                  "inputvalidationerror", "<tool_use_error>", "invalid tool parameters", "tool input validation")
+_CASCADE_TEXTS = (
+    "sibling tool call errored",
+    "cancelled: parallel tool call",
+    "cancelled because another tool call",
+    "inputvalidationerror",
+    "<tool_use_error>",
+    "invalid tool parameters",
+    "tool input validation",
+)
 _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
-_PLACEHOLDER = re.compile(r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
-                          r"\)?\s*$)", re.I)
-_EXIT = _Caseless(r"(?:<returncode>|Exit code:?|exit code|exited with code|Process exited with code)\s*(-?\d+)",
-                 ("<returncode>", "exit code", "exited with code"))
-_OUTPUT_NOISE = _Caseless(r"<returncode>-?\d*</returncode>|</?returncode>|</?output>|</?warning>|^\s*(?:Exit code|Wall time|"
-                          r"Chunk ID|Original token count|Output|Process exited with code)[^\n]*$|\[Command finished[^\]]*\]",
-                          ("returncode>", "output", "warning>", "exit code", "wall time", "chunk id", "original token count",
-                           "process exited with code", "[command finished"), re.M)
-_ERROR_TEXT = re.compile(r"^\s*\[?(?:Your proposed edit has introduced new syntax error|No replacement was performed|"
-                         r"ERROR:|Error:|error:|Traceback \(most recent call last\)|E999|SyntaxError|No such file or "
-                         r"directory|command not found|bash: .*: No such file|Element with index \d+ not found)", re.M)
+_PLACEHOLDER = re.compile(
+    r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
+    r"\)?\s*$)",
+    re.I,
+)
+_EXIT = _Caseless(
+    r"(?:<returncode>|Exit code:?|exit code|exited with code|Process exited with code)\s*(-?\d+)",
+    ("<returncode>", "exit code", "exited with code"),
+)
+_OUTPUT_NOISE = _Caseless(
+    r"<returncode>-?\d*</returncode>|</?returncode>|</?output>|</?warning>|^\s*(?:Exit code|Wall time|"
+    r"Chunk ID|Original token count|Output|Process exited with code)[^\n]*$|\[Command finished[^\]]*\]",
+    (
+        "returncode>",
+        "output",
+        "warning>",
+        "exit code",
+        "wall time",
+        "chunk id",
+        "original token count",
+        "process exited with code",
+        "[command finished",
+    ),
+    re.M,
+)
+_ERROR_TEXT = re.compile(
+    r"^\s*\[?(?:Your proposed edit has introduced new syntax error|No replacement was performed|"
+    r"ERROR:|Error:|error:|Traceback \(most recent call last\)|E999|SyntaxError|No such file or "
+    r"directory|command not found|bash: .*: No such file|Element with index \d+ not found)",
+    re.M,
+)
 # A reply the harness refused before anything ran (mini-swe-agent's "EXACTLY ONE action", a parse error): the
 # "call" is the reply's format, not the command it quoted.
-_FORMAT_ERROR = _Caseless(r"EXACTLY ONE action|found \d+ actions|Please format your (?:action|response)|"
-                          r"could not parse your (?:action|response)|Your (?:action|response) was not formatted",
-                          ("exactly one action", " actions", "please format your ", "could not parse your ",
-                           " was not formatted"))
-_NO_MATCH = re.compile(r"^\s*(?:No matches found|No files found|No results|Found 0 (?:files|matches)|0 matches)\b",
-                       re.I)
+_FORMAT_ERROR = _Caseless(
+    r"EXACTLY ONE action|found \d+ actions|Please format your (?:action|response)|"
+    r"could not parse your (?:action|response)|Your (?:action|response) was not formatted",
+    ("exactly one action", " actions", "please format your ", "could not parse your ", " was not formatted"),
+)
+_NO_MATCH = re.compile(
+    r"^\s*(?:No matches found|No files found|No results|Found 0 (?:files|matches)|0 matches)\b", re.I
+)
 
 
 def _exit_code(result: str | None) -> int | None:
@@ -392,7 +527,10 @@ def is_answer(c: CallView) -> bool:
     body = _body(c.result)
     if act.search or c.tool.lower() in ("grep", "glob"):
         return not body or bool(_NO_MATCH.match(body))
-    if act.program.split("+")[0] in ("test", "[", "[[", "diff", "cmp", "git-diff") and _exit_code(c.result) in (1, None):
+    if act.program.split("+")[0] in ("test", "[", "[[", "diff", "cmp", "git-diff") and _exit_code(c.result) in (
+        1,
+        None,
+    ):
         return True
     return False
 
@@ -446,8 +584,9 @@ def _comparable(result: str) -> str:
     return " ".join(_DIGITS.sub("#", _body(result)).split())
 
 
-_ERROR_LINE = re.compile(r"error|exception|failed|fatal|not found|no such|cannot|could not|invalid|denied|refused",
-                         re.I)
+_ERROR_LINE = re.compile(
+    r"error|exception|failed|fatal|not found|no such|cannot|could not|invalid|denied|refused", re.I
+)
 
 
 @lru_cache(maxsize=_RESULTS)
@@ -463,14 +602,55 @@ def _error_signature(result: str | None) -> str:
 
 # -- changes of state ------------------------------------------------------------------------------------------------
 
-_WRITE_PROGRAMS = frozenset({"rm", "mv", "cp", "mkdir", "touch", "ln", "chmod", "chown", "install", "truncate",
-                             "tee", "patch", "ed", "dd", "unzip", "tar", "rsync", "edit", "create", "apply_patch"})
-_WRITE_GIT = frozenset({"git-apply", "git-am", "git-checkout", "git-restore", "git-reset", "git-stash", "git-commit",
-                        "git-merge", "git-rebase", "git-cherry-pick", "git-rm", "git-mv", "git-switch", "git-pull"})
-_INSTALLERS = frozenset({"pip", "pip3", "uv", "npm", "pnpm", "yarn", "cargo", "apt", "apt-get", "brew", "conda",
-                         "go", "gem"})
-_CODE_WRITES = re.compile(r"\.write_text\(|\.write\(|open\([^)]*['\"][wa]b?\+?['\"]|edit_file|create_file|"
-                          r"append_file|insert_content|os\.(?:remove|rename|replace)|shutil\.")
+_WRITE_PROGRAMS = frozenset(
+    {
+        "rm",
+        "mv",
+        "cp",
+        "mkdir",
+        "touch",
+        "ln",
+        "chmod",
+        "chown",
+        "install",
+        "truncate",
+        "tee",
+        "patch",
+        "ed",
+        "dd",
+        "unzip",
+        "tar",
+        "rsync",
+        "edit",
+        "create",
+        "apply_patch",
+    }
+)
+_WRITE_GIT = frozenset(
+    {
+        "git-apply",
+        "git-am",
+        "git-checkout",
+        "git-restore",
+        "git-reset",
+        "git-stash",
+        "git-commit",
+        "git-merge",
+        "git-rebase",
+        "git-cherry-pick",
+        "git-rm",
+        "git-mv",
+        "git-switch",
+        "git-pull",
+    }
+)
+_INSTALLERS = frozenset(
+    {"pip", "pip3", "uv", "npm", "pnpm", "yarn", "cargo", "apt", "apt-get", "brew", "conda", "go", "gem"}
+)
+_CODE_WRITES = re.compile(
+    r"\.write_text\(|\.write\(|open\([^)]*['\"][wa]b?\+?['\"]|edit_file|create_file|"
+    r"append_file|insert_content|os\.(?:remove|rename|replace)|shutil\."
+)
 
 
 @lru_cache(maxsize=_COMMANDS)
@@ -510,12 +690,18 @@ def changed_state(c: CallView) -> bool:
     if cmd is None:
         a = _args(c.args)
         code = a.get("code") if isinstance(a, dict) else None
-        return isinstance(code, str) and bool(re.search(r"edit_file|create_file|append_file|insert_content|"
-                                                        r"\.write\(|open\([^)]*['\"][wa]", code))
+        return isinstance(code, str) and bool(
+            re.search(
+                r"edit_file|create_file|append_file|insert_content|"
+                r"\.write\(|open\([^)]*['\"][wa]",
+                code,
+            )
+        )
     return _shell_writes(cmd)
 
 
 # -- the judgement ---------------------------------------------------------------------------------------------------
+
 
 def _label(c: CallView, width: int = 60) -> str:
     cmd = command_text(c.args)
@@ -531,54 +717,90 @@ def _result_words(c: CallView) -> str:
     return "the same empty result" if not body else "the same result"
 
 
-def judge_calls(kind: str, positions: Sequence[int], period: int | None, view: Callable[[int], CallView],
-                between: Callable[[int, int], Sequence[int]]) -> list[Judged]:
-    """The episodes a candidate of ``kind`` (streak, cycle, drift, failure, window, nested) really holds: none, one,
-    or (a failure run whose object changes) several. ``view(p)`` gives a call; ``between(a, b)`` the top-level
-    positions strictly between two of the candidate's calls in its user turn."""
+View = Callable[[int], CallView]
+Between = Callable[[int, int], Sequence[int]]
+# A kind's judgement: (positions, period, view, between) -> the episodes the candidate really holds.
+CallJudge = Callable[[Sequence[int], int | None, View, Between], list[Judged]]
+
+
+def judge_calls(kind: str, positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
+    """The episodes a candidate of ``kind`` (a kind of call episode: ``CALL_JUDGES``) really holds: none, one, or
+    (a failure run whose object changes, a window with a fix between its occurrences) several. ``view(p)`` gives a
+    call; ``between(a, b)`` the top-level positions strictly between two of the candidate's calls in its user turn."""
+    return CALL_JUDGES[kind](positions, period, view, between)
+
+
+def _judge_streak(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
+    return [_repeated_call(positions, view, "in a row")]
+
+
+def _judge_window(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
+    """A recurring call, split where a fix came between two of its occurrences (``_unfixed_pieces``)."""
+    return [
+        _repeated_call(piece, view, "within a few calls, with no change in between")
+        for piece in _unfixed_pieces(positions, view, between)
+    ]
+
+
+def _repeated_call(positions: Sequence[int], view: View, spread: str) -> Judged:
+    """One call repeated (a streak, a piece of a window): stuck when each repeat got the same result."""
     calls = [view(p) for p in positions]
-    if kind == "failure":
-        return _failure_runs(positions, calls)
-    if kind == "drift":
-        return _drift_runs(positions, calls)
-    if kind == "window":
-        return [j for piece in _unfixed_pieces(positions, view, between)
-                for j in judge_calls("window-piece", piece, None, view, between)]
-    if kind == "window-piece":
-        kind = "window"
+    stuck = _stuck(calls, 1)
+    why = f"the same {_label(calls[0])} {len(positions)}× {spread}, " + (
+        _result_words(calls[-1]) + " each time" if stuck else "but its result changed (progress)"
+    )
+    return Judged(list(positions), stuck, why)
+
+
+def _judge_cycle(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
+    calls = [view(p) for p in positions]
     block = period or 1
     stuck = _stuck(calls, block)
-    n = len(positions) // block if kind == "cycle" else len(positions)
-    if kind == "cycle":
-        why = (f"the block {' → '.join(_label(c, 40) for c in calls[:block])} repeated {n}×"
-               + (", with the same results each round" if stuck else ", and its results changed (progress)"))
-    elif kind == "nested":
-        why = f"{_label(calls[0])} repeated {n}× inside one script"
-    else:
-        spread = "in a row" if kind == "streak" else "within a few calls, with no change in between"
-        why = (f"the same {_label(calls[0])} {n}× {spread}, " +
-               (_result_words(calls[-1]) + " each time" if stuck else "but its result changed (progress)"))
+    why = f"the block {' → '.join(_label(c, 40) for c in calls[:block])} repeated {len(positions) // block}×" + (
+        ", with the same results each round" if stuck else ", and its results changed (progress)"
+    )
     return [Judged(list(positions), stuck, why)]
 
 
-def _unfixed_pieces(positions: Sequence[int], view: Callable[[int], CallView],
-                    between: Callable[[int, int], Sequence[int]]) -> list[list[int]]:
+def _judge_nested(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
+    calls = [view(p) for p in positions]
+    why = f"{_label(calls[0])} repeated {len(positions)}× inside one script"
+    return [Judged(list(positions), _stuck(calls, 1), why)]
+
+
+def _judge_failure(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
+    return _failure_runs(positions, [view(p) for p in positions])
+
+
+def _judge_drift(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
+    return _drift_runs(positions, [view(p) for p in positions])
+
+
+def _unfixed_pieces(positions: Sequence[int], view: View, between: Between) -> list[list[int]]:
     """A recurring call's occurrences split where a fix came between two of them: a change of state (an edit, a
     write, a ``sed -i`` between two runs of a test makes the second run the right move, not a loop), unless the next
     or the previous gap made exactly the same change (restore, re-apply the same edit, look again: no new fix). The
     pieces that still hold 3 occurrences within one window."""
-    gaps = [frozenset((c.tool, c.args) for c in (view(q) for q in between(a, b)) if changed_state(c))
-            for a, b in zip(positions, positions[1:])]
+    gaps = [
+        frozenset((c.tool, c.args) for c in (view(q) for q in between(a, b)) if changed_state(c))
+        for a, b in zip(positions, positions[1:])
+    ]
     pieces, cur = [], [positions[0]]
     for i, b in enumerate(positions[1:]):
-        retried = bool(gaps[i]) and ((i > 0 and gaps[i - 1] == gaps[i]) or (i + 1 < len(gaps) and gaps[i + 1] == gaps[i]))
+        retried = bool(gaps[i]) and (
+            (i > 0 and gaps[i - 1] == gaps[i]) or (i + 1 < len(gaps) and gaps[i + 1] == gaps[i])
+        )
         if gaps[i] and not retried:
             pieces.append(cur)
             cur = []
         cur.append(b)
     pieces.append(cur)
-    return [p for p in pieces if len(p) >= MIN_REPEATS
-            and any(p[x + MIN_REPEATS - 1] - p[x] <= WINDOW for x in range(len(p) - MIN_REPEATS + 1))]
+    return [
+        p
+        for p in pieces
+        if len(p) >= MIN_REPEATS
+        and any(p[x + MIN_REPEATS - 1] - p[x] <= WINDOW for x in range(len(p) - MIN_REPEATS + 1))
+    ]
 
 
 def _stuck(calls: list[CallView], block: int) -> bool:
@@ -610,8 +832,9 @@ def _stuck(calls: list[CallView], block: int) -> bool:
     return evidence
 
 
-def _pieces(positions: Sequence[int], calls: list[CallView], link: Callable[[CallView, CallView], bool]
-            ) -> list[tuple[list[int], list[CallView]]]:
+def _pieces(
+    positions: Sequence[int], calls: list[CallView], link: Callable[[CallView, CallView], bool]
+) -> list[tuple[list[int], list[CallView]]]:
     out: list[tuple[list[int], list[CallView]]] = []
     cur_p, cur_c = [positions[0]], [calls[0]]
     for p, c in zip(positions[1:], calls[1:]):
@@ -627,13 +850,19 @@ def _pieces(positions: Sequence[int], calls: list[CallView], link: Callable[[Cal
 
 def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]:
     """The same action failing again and again: consecutive real failures on one object."""
+
     def link(a: CallView, b: CallView) -> bool:
         if format_error(a) or format_error(b):  # replies refused for their format: the reply is the action
             return format_error(a) and format_error(b)
         x, y = action(a.tool, a.args), action(b.tool, b.args)
         # an edit that keeps failing on one file is one blind retry, however its guessed old text changes
-        target = (is_mutating(a.tool) and a.tool == b.tool and bool(x.paths) and x.paths == y.paths
-                  and command_text(a.args) is None)
+        target = (
+            is_mutating(a.tool)
+            and a.tool == b.tool
+            and bool(x.paths)
+            and x.paths == y.paths
+            and command_text(a.args) is None
+        )
         if not (target or same_object(x, y)) or not alike(a, b):
             return False
         # the same failure again, or the same question asked again and the same answer (a search's "no match")
@@ -646,8 +875,10 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judge
         if format_error(cs[0]):
             why = f"{len(ps)} replies in a row refused for their format (the same format error), no fix in between"
         elif is_answer(cs[0]):
-            why = (f"the same search {_label(cs[0])} asked {len(ps)}× in a row, the same "
-                   f"{'empty answer' if not _body(cs[0].result) else 'answer'} each time")
+            why = (
+                f"the same search {_label(cs[0])} asked {len(ps)}× in a row, the same "
+                f"{'empty answer' if not _body(cs[0].result) else 'answer'} each time"
+            )
         else:
             why = f"{_label(cs[0])} failed {len(ps)}× in a row with the same error, no fix in between"
         out.append(Judged(ps, True, why))
@@ -656,6 +887,7 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judge
 
 def _drift_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]:
     """The same action with drifting arguments (flags, a wrapper, a retried edit's old text) answered alike."""
+
     def link(a: CallView, b: CallView) -> bool:
         if format_error(a) or format_error(b) or not same_object(action(a.tool, a.args), action(b.tool, b.args)):
             return False
@@ -666,24 +898,34 @@ def _drift_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]
     out = []
     for ps, cs in _pieces(positions, calls, link):
         errors = all(failed(c) for c in cs[1:])
-        why = (f"{_label(cs[0])} retried {len(ps)}× with arguments barely changing, "
-               + ("failing the same way each time" if errors else "getting the same answer each time"))
+        why = f"{_label(cs[0])} retried {len(ps)}× with arguments barely changing, " + (
+            "failing the same way each time" if errors else "getting the same answer each time"
+        )
         out.append(Judged(ps, True, why))
     return out
+
+
+# Each kind of call episode (``rules.LOOP_KINDS`` but ``text``, which ``judge_text`` judges) and its judgement.
+CALL_JUDGES: dict[str, CallJudge] = {
+    "streak": _judge_streak,
+    "cycle": _judge_cycle,
+    "window": _judge_window,
+    "drift": _judge_drift,
+    "failure": _judge_failure,
+    "nested": _judge_nested,
+}
 
 
 # -- text --------------------------------------------------------------------------------------------------------------
 
 _FENCE_BLOCK = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.S)
 # Table rows, rules, headings (also a bold line or a short label standing as one), quotes and tags.
-_MARKUP_LINE = re.compile(r"^\s*(?:\|.*\||[-*_=]{3,}|#{1,6}\s.*|>\s?.*|<[^>]+>|\*\*[^*]+\*\*:?|__[^_]+__:?|"
-                          r"[^.!?]{1,40}:)\s*$")
+_MARKUP_LINE = re.compile(
+    r"^\s*(?:\|.*\||[-*_=]{3,}|#{1,6}\s.*|>\s?.*|<[^>]+>|\*\*[^*]+\*\*:?|__[^_]+__:?|"
+    r"[^.!?]{1,40}:)\s*$"
+)
 _LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-MIN_SENTENCE_CHARS = 16
-# A harness's format refusal says exactly what to fix; a few resends while the model restructures a multi-step reply
-# are friction (the labelled real runs show 2-4, then a good reply). Refused again and again, it is stuck.
-MIN_FORMAT_REFUSALS = 5
 
 
 def prose(text: str) -> str:
@@ -703,8 +945,11 @@ def _norm(s: str) -> str:
 
 
 _CODE_CHARS = re.compile(r"[=(){}\[\];<>$\\|]")
-_CODE_START = re.compile(r"^\s*(?:def|class|import|from|return|elif|else|if|for|while|try|except|with|self\.|"
-                         r"print|sed|cat|echo|grep|python|\d+[:|]?\s)", re.I)
+_CODE_START = re.compile(
+    r"^\s*(?:def|class|import|from|return|elif|else|if|for|while|try|except|with|self\.|"
+    r"print|sed|cat|echo|grep|python|\d+[:|]?\s)",
+    re.I,
+)
 
 
 def _code_like(unit: str) -> bool:
@@ -721,14 +966,14 @@ def degenerate(text: str) -> tuple[int, str] | None:
     run, prev, end = 1, None, 0
     for m in _FENCE_BLOCK.finditer(text or ""):
         body = _norm(m.group(1))
-        gap = len((text or "")[end:m.start()].strip())
+        gap = len((text or "")[end : m.start()].strip())
         run = run + 1 if body == prev and gap <= 200 else 1
         prev, end = body, m.end()
-        if run >= MIN_REPEATS and len(body) >= MIN_SENTENCE_CHARS:
+        if run >= MIN_REPEATS and len(body) >= MIN_SENTENCE:
             count = sum(1 for b in _FENCE_BLOCK.findall(text or "") if _norm(b) == body)
             return count, body
     units = [_norm(u) for u in _SENTENCE.split(prose(text))]
-    units = [u for u in units if len(u) >= MIN_SENTENCE_CHARS and not _code_like(u)]
+    units = [u for u in units if len(u) >= MIN_SENTENCE and not _code_like(u)]
     if len(units) < MIN_REPEATS:
         return None
     # one sentence, or a paragraph of up to 8 of them, emitted again and again back to back
@@ -737,11 +982,11 @@ def degenerate(text: str) -> tuple[int, str] | None:
         for i in range(k, len(units)):
             run = run + 1 if units[i] == units[i - k] else 0
             if run >= k * (MIN_REPEATS - 1):
-                unit = Counter(units[i - run - k + 1:i + 1]).most_common(1)[0][0]
+                unit = Counter(units[i - run - k + 1 : i + 1]).most_common(1)[0][0]
                 return units.count(unit), unit
     # not back to back, but filling the message: a third of it, and its last third
     unit, count = Counter(units).most_common(1)[0]
-    tail = units[len(units) * 2 // 3:]
+    tail = units[len(units) * 2 // 3 :]
     if count >= MIN_REPEATS and count * len(unit) >= len(" ".join(units)) / 3 and tail.count(unit) >= 2:
         return count, unit
     return None
@@ -750,9 +995,9 @@ def degenerate(text: str) -> tuple[int, str] | None:
 def same_reply(texts: Sequence[str]) -> bool:
     """Consecutive replies that say the same thing: their prose near-identical (code and markup aside)."""
     words = [_words(prose(t)) for t in texts]
-    if any(len(w) < 4 for w in words):
+    if any(len(w) < MIN_TEXT_WORDS for w in words):
         return False
-    return all(jaccard(a, b) >= 0.8 for a, b in zip(words, words[1:]))
+    return all(jaccard(a, b) >= SAME_REPLY for a, b in zip(words, words[1:]))
 
 
 def judge_text(texts: Sequence[str], single: bool) -> tuple[int, str] | None:

@@ -57,8 +57,13 @@ def call_key(tool: str, args_json: str) -> str:
 
 # Envelope lines some agents put around a command's output that change on every run even when the output does not
 # (Codex unified exec). Left in, they would make a stuck poll look like progress.
-_VOLATILE_NAMES = ("Chunk ID", "Wall time", "Process running with session ID", "Original token count",
-                   "Total output lines")
+_VOLATILE_NAMES = (
+    "Chunk ID",
+    "Wall time",
+    "Process running with session ID",
+    "Original token count",
+    "Total output lines",
+)
 VOLATILE_LINE_RE = r"(?m)^(?:" + "|".join(_VOLATILE_NAMES) + r"):.*$"
 _VOLATILE_LINE = re.compile(VOLATILE_LINE_RE)
 _VOLATILE_MARKERS = tuple(n + ":" for n in _VOLATILE_NAMES)
@@ -84,8 +89,8 @@ _WORD = re.compile(r"[a-z0-9_-]{3,}")
 
 
 def token_set(text: str) -> frozenset[str]:
-    """The shared-token words of DETECTORS.md 2.3: lower-case, split on whitespace, keep words of 3+ characters made
-    only of ``[a-z0-9_-]`` (a word carrying punctuation is dropped, not stripped)."""
+    """The shared-token words (docs/detectors.md#the-shared-token-score): lower-case, split on whitespace, keep
+    words of 3+ characters made only of ``[a-z0-9_-]`` (a word carrying punctuation is dropped, not stripped)."""
     return frozenset(w for w in text.lower().split() if _WORD.fullmatch(w))
 
 

@@ -10,21 +10,144 @@ docs/detectors.md.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from analyzer.tables import table
 
-# -- signals: threshold-free, one tuple per call / per assistant message ---------------------------------------------
+# -- signals: threshold-free, one record per call / per assistant message --------------------------------------------
 
-# The order of a call's signal tuple; the ``signals`` table stores these columns under the same names.
-SIGNAL_FIELDS: tuple[str, ...] = (
-    "streak", "cycle2", "cycle3", "cycle4", "cycle5", "window5", "window_count", "window20",
-    "sim_prev", "drift_run", "fail_run", "same_result", "progress", "nested_repeat",
+# Each signal declared once: its name (a field of ``CallSignals``, a column of the ``signals`` table), its SQL type and
+# what it means. A new signal is a line here plus its computation in each engine (``stream/calls.py``,
+# ``vector/calls.py``).
+SIGNAL_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    (
+        "streak",
+        "INTEGER",
+        "Identical calls (same `call_key`) in a row ending here, this one included; 1 for a call "
+        "unlike the one before.",
+    ),
+    (
+        "cycle2",
+        "INTEGER",
+        "How many times the block of the last 2 calls repeats back to back, ending here, when the "
+        "block holds 2 distinct keys; 0 otherwise. `(A B) x 3` gives 3 at its last call.",
+    ),
+    ("cycle3", "INTEGER", "The same for blocks of 3 calls (at least 2 distinct keys)."),
+    ("cycle4", "INTEGER", "The same for blocks of 4 calls."),
+    ("cycle5", "INTEGER", "The same for blocks of 5 calls."),
+    ("window5", "INTEGER", "Occurrences of this call's key in a window of this call and the 5 calls before it."),
+    (
+        "window_count",
+        "INTEGER",
+        "Occurrences of this call's key in this call and the 10 calls before it, as "
+        "pi-anti-doom-loop counts (its repeat rule blocks at 3).",
+    ),
+    ("window20", "INTEGER", "Occurrences of this call's key in this call and the 20 calls before it."),
+    (
+        "sim_prev",
+        "DOUBLE",
+        "Shared-token Jaccard similarity of the arguments with the previous call, when that call "
+        "used the same tool (NULL otherwise, and at the first call after a reset). Drift at another bar B: a call "
+        "links to the one before when `sim_prev >= B AND streak = 1`; a drift run is a run of linked calls.",
+    ),
+    (
+        "drift_run",
+        "INTEGER",
+        "Consecutive calls of this tool ending here, each near-identical to the one before "
+        "(`sim_prev` >= 0.55) but not identical (`streak` = 1); 1 for a call that does not continue such a run.",
+    ),
+    (
+        "fail_run",
+        "INTEGER",
+        "Consecutive failed calls of this tool ending here, this one included (another tool's "
+        "call in between breaks the run); 0 when this call did not fail.",
+    ),
+    (
+        "same_result",
+        "BOOLEAN",
+        "The result equals the previous identical call's result (same text after "
+        "normalisation and same error flag); NULL when there was no previous identical call or either lacks a result.",
+    ),
+    (
+        "progress",
+        "BOOLEAN",
+        "The call made progress: it succeeded and its result differs from the previous "
+        "identical call's, or, with no identical predecessor, it changed state (a successful edit/write-like tool) or "
+        "its result differs from the previous call of the same tool. False for a failure, a repeated result or a "
+        "missing result.",
+    ),
+    (
+        "nested_repeat",
+        "INTEGER",
+        "For a nested call: 1 + the earlier calls of the same script it repeats "
+        "(identical, or the same tool with near-identical arguments), among the script's last 100; 0 for a top-level "
+        "call.",
+    ),
 )
-# The signals known before the call's result (what a guard sees before the call runs).
-PRE_FIELDS: tuple[str, ...] = SIGNAL_FIELDS[:10] + ("nested_repeat",)
-TEXT_FIELDS: tuple[str, ...] = ("sentence_repeats", "same_count", "similar_run", "similar_count", "chunk_repeats")
+SIGNAL_FIELDS: tuple[str, ...] = tuple(name for name, _, _ in SIGNAL_COLUMNS)
+# The signals only the call's result tells; the others are known before it (what a guard sees before the call runs).
+RESULT_FIELDS: tuple[str, ...] = ("fail_run", "same_result", "progress")
+PRE_FIELDS: tuple[str, ...] = tuple(f for f in SIGNAL_FIELDS if f not in RESULT_FIELDS)
 
-SIMILARITY = 0.55  # the shared-token bar of DETECTORS.md 2.3
+# An assistant message's text counters, declared the same way (``TextSignals``, the ``text_signals`` table).
+TEXT_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    (
+        "sentence_repeats",
+        "INTEGER",
+        "Rule 1: occurrences of the most repeated sentence of 16+ characters inside "
+        "this message (split after `.:!?`); 0 when no sentence is that long.",
+    ),
+    (
+        "same_count",
+        "INTEGER",
+        "Rule 2: messages with exactly this text (whitespace runs collapsed) among the last "
+        "10 messages, this one included.",
+    ),
+    (
+        "similar_run",
+        "INTEGER",
+        "Rule 3: consecutive messages ending here, each identical or >= 0.55 similar to the one before.",
+    ),
+    (
+        "similar_count",
+        "INTEGER",
+        "Rule 4: the largest set of mutually similar (identical or >= 0.55) messages among "
+        "the last 10 that includes this one.",
+    ),
+    (
+        "chunk_repeats",
+        "INTEGER",
+        "Occurrences of the most repeated 50-character chunk (any offset) in this "
+        "message's last 5000 characters, fenced code removed (Gemini CLI's content rule counts to 10); 0 for text "
+        "shorter than 50 characters.",
+    ),
+)
+TEXT_FIELDS: tuple[str, ...] = tuple(name for name, _, _ in TEXT_COLUMNS)
+
+_PYTHON_TYPES = {"INTEGER": int, "DOUBLE": float | None, "BOOLEAN": bool | None}
+
+
+def _record(name: str, columns: tuple[tuple[str, str, str], ...], doc: str, unknown: tuple[str, ...] = ()) -> type:
+    """A NamedTuple of the columns, in their order, typed by their SQL types (``unknown``: None until known)."""
+    fields = [(n, _PYTHON_TYPES[sql] | None if n in unknown else _PYTHON_TYPES[sql]) for n, sql, _ in columns]
+    record = NamedTuple(name, fields)  # type: ignore[misc]
+    record.__doc__ = doc
+    return record
+
+
+CallSignals = _record(
+    "CallSignals",
+    SIGNAL_COLUMNS,
+    "A call's signals (the columns of the ``signals`` table). Before the result, "
+    "``fail_run``, ``same_result`` and ``progress`` are None.",
+    RESULT_FIELDS,
+)
+TextSignals = _record(
+    "TextSignals", TEXT_COLUMNS, "An assistant message's text counters (the columns of the ``text_signals`` table)."
+)
+
+SIMILARITY = 0.55  # the shared-token bar (docs/detectors.md#the-shared-token-score)
 SCRIPT_MEMORY = 100  # pi keeps each script's last 100 calls
 WINDOWS = (5, 10, 20)  # window5, window_count (this call and the 10 before it), window20
 TEXT_WINDOW = 10  # the current message and the 9 before it
@@ -49,9 +172,6 @@ def is_mutating(tool: str) -> bool:
 
 # -- findings: episodes built from the signals ------------------------------------------------------------------------
 
-KINDS = ("streak", "cycle", "window", "drift", "failure", "text", "nested")  # findings.kind
-# Call episodes claim calls in this order, so no call belongs to two (cycles by period, then the rest; window last).
-CLAIM_ORDER = ("cycle2", "cycle3", "cycle4", "cycle5", "streak", "drift", "failure")
 MIN_REPEATS = 3
 MIN_NESTED = 2
 MIN_CHUNKS = 10
@@ -61,9 +181,89 @@ LABEL_CHARS = 160
 # paths carry punctuation and do not count), so a drift link needs two.
 MIN_SHARED_WORDS = 2
 # Short filler ("Let me look.", "Next, the tests.") recurs in healthy work; a text loop needs a message with at least
-# this many shared-token words.
+# this many shared-token words (and two consecutive replies that say the same thing, this many words of prose each).
 MIN_TEXT_WORDS = 4
-RESULT_HEAD = 4000  # characters of a result the findings rules compare (the scan reads no more, and only for candidates)
+# Two consecutive replies say the same thing when the words of their prose are at least this similar (shared-token
+# Jaccard): a higher bar than ``SIMILARITY``, as the judgement keeps only degenerate generation.
+SAME_REPLY = 0.8
+# A harness's format refusal says exactly what to fix; a few resends while the model restructures a multi-step reply
+# are friction (the labelled real runs show 2-4, then a good reply). Refused again and again, it is stuck.
+MIN_FORMAT_REFUSALS = 5
+RESULT_HEAD = (
+    4000  # characters of a result the findings rules compare (the scan reads no more, and only for candidates)
+)
+# The signals a call episode needs past 2 at some call of its user turn (streak, cycles, the window count of W = 10,
+# drift and failure runs): the engines look for call episodes only in such "hot" turns.
+HOT_SIGNALS = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window_count", "drift_run", "fail_run")
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """One kind of loop episode (a value of ``findings.kind``), declared once: the report's title and colour for it,
+    when its candidates claim calls, and what it is in one line (the ``findings`` table's doc and docs/detectors.md
+    read it). Its judgement is ``judge.CALL_JUDGES[name]`` (``judge_text`` for ``text``)."""
+
+    name: str
+    title: str
+    color: str
+    # Call episodes claim calls in this rank, lowest first, so no call belongs to two; None: the kind claims none
+    # (nested calls and messages lie outside the top-level claiming).
+    claim: int | None
+    doc: str
+
+
+LOOP_KINDS: tuple[Kind, ...] = (
+    Kind("streak", "Identical calls in a row", "#e15759", 2, f"{MIN_REPEATS}+ identical calls in a row"),
+    Kind("cycle", "Cycle", "#f28e2b", 1, f"a block of 2-5 calls with 2+ distinct keys repeated {MIN_REPEATS}+ times"),
+    Kind(
+        "window",
+        "Repeats in a window",
+        "#b07aa1",
+        5,
+        f"one call recurring {MIN_REPEATS}+ times, each within {WINDOW} calls of the one before and {MIN_REPEATS} of "
+        f"them within a window of {WINDOW}, with no successful edit in between",
+    ),
+    Kind(
+        "drift",
+        "Near-identical arguments",
+        "#17becf",
+        3,
+        f"{MIN_REPEATS}+ consecutive calls of one tool, each near-identical to the one before, sharing "
+        f"{MIN_SHARED_WORDS}+ words",
+    ),
+    Kind("failure", "Repeated failure", "#8c2d2d", 4, f"{MIN_REPEATS}+ consecutive failures of one tool"),
+    Kind(
+        "text",
+        "Repeated assistant text",
+        "#4e79a7",
+        None,
+        f"{MIN_REPEATS}+ repeated or similar messages of {MIN_TEXT_WORDS}+ words, or one message repeating a "
+        f"sentence {MIN_REPEATS}+ times or a {CHUNK}-char chunk {MIN_CHUNKS}+ times",
+    ),
+    Kind("nested", "Repeats inside a script", "#9c755f", None, f"a call repeated inside one script, {MIN_NESTED}+"),
+)
+KINDS: tuple[str, ...] = tuple(k.name for k in LOOP_KINDS)  # the values of findings.kind
+# The kinds that claim calls, in their claim order.
+CLAIMS: tuple[str, ...] = tuple(
+    name for _, name in sorted((k.claim, k.name) for k in LOOP_KINDS if k.claim is not None)
+)
+# The runs of links call episodes are found in, in claim order: cycles by period (smallest first, so (A B) x 6 is
+# one 2-cycle and not also a 4-cycle), then one run per kind; window, claimed last, is found by chains of one call
+# over the calls left, not by runs.
+CLAIM_ORDER = ("cycle2", "cycle3", "cycle4", "cycle5", "streak", "drift", "failure")
+
+
+_ORDINALS = {1: "st", 2: "nd", 3: "rd"}
+
+
+def kinds_table() -> str:
+    """The kinds as a markdown table; docs/detectors.md holds it between ``<!-- kinds:start -->`` and
+    ``<!-- kinds:end -->`` (tests/test_kinds.py keeps the two equal)."""
+    rows = ["| kind | what it is | claims calls | report title | colour |", "|---|---|---|---|---|"]
+    for k in LOOP_KINDS:
+        claim = f"{k.claim}{_ORDINALS.get(k.claim, 'th')}" if k.claim is not None else "no"
+        rows.append(f"| `{k.name}` | {k.doc} | {claim} | {k.title} | `{k.color}` |")
+    return "\n".join(rows)
 
 
 # -- the tables the scan writes ---------------------------------------------------------------------------------------
@@ -82,57 +282,26 @@ SIGNALS = table(
     ("user_turn", "INTEGER", "`calls.user_turn`."),
     ("tool", "VARCHAR", "`calls.tool`."),
     ("nested", "BOOLEAN", "The call was made inside a script (`calls.parent_call_id` set)."),
-    ("streak", "INTEGER", "Identical calls (same `call_key`) in a row ending here, this one included; 1 for a call "
-     "unlike the one before."),
-    ("cycle2", "INTEGER", "How many times the block of the last 2 calls repeats back to back, ending here, when the "
-     "block holds 2 distinct keys; 0 otherwise. `(A B) x 3` gives 3 at its last call."),
-    ("cycle3", "INTEGER", "The same for blocks of 3 calls (at least 2 distinct keys)."),
-    ("cycle4", "INTEGER", "The same for blocks of 4 calls."),
-    ("cycle5", "INTEGER", "The same for blocks of 5 calls."),
-    ("window5", "INTEGER", "Occurrences of this call's key in a window of this call and the 5 calls before it."),
-    ("window_count", "INTEGER", "Occurrences of this call's key in this call and the 10 calls before it, as "
-     "pi-anti-doom-loop counts (its repeat rule blocks at 3)."),
-    ("window20", "INTEGER", "Occurrences of this call's key in this call and the 20 calls before it."),
-    ("sim_prev", "DOUBLE", "Shared-token Jaccard similarity of the arguments with the previous call, when that call "
-     "used the same tool (NULL otherwise, and at the first call after a reset). Drift at another bar B: a call links "
-     "to the one before when `sim_prev >= B AND streak = 1`; a drift run is a run of linked calls."),
-    ("drift_run", "INTEGER", "Consecutive calls of this tool ending here, each near-identical to the one before "
-     "(`sim_prev` >= 0.55) but not identical (`streak` = 1); 1 for a call that does not continue such a run."),
-    ("fail_run", "INTEGER", "Consecutive failed calls of this tool ending here, this one included (another tool's "
-     "call in between breaks the run); 0 when this call did not fail."),
-    ("same_result", "BOOLEAN", "The result equals the previous identical call's result (same text after "
-     "normalisation and same error flag); NULL when there was no previous identical call or either lacks a result."),
-    ("progress", "BOOLEAN", "The call made progress: it succeeded and its result differs from the previous "
-     "identical call's, or, with no identical predecessor, it changed state (a successful edit/write-like tool) or "
-     "its result differs from the previous call of the same tool. False for a failure, a repeated result or a "
-     "missing result."),
-    ("nested_repeat", "INTEGER", "For a nested call: 1 + the earlier calls of the same script it repeats "
-     "(identical, or the same tool with near-identical arguments), among the script's last 100; 0 for a top-level "
-     "call."),
+    *SIGNAL_COLUMNS,
     ("est_tokens", "INTEGER", "~4 characters per token of the call's arguments plus its result."),
-    ("finding_id", "VARCHAR", "The finding (loop episode) the call belongs to, if any. Not a streaming signal: "
-     "assigned once the session's episodes are known."),
+    (
+        "finding_id",
+        "VARCHAR",
+        "The finding (loop episode) the call belongs to, if any. Not a streaming signal: "
+        "assigned once the session's episodes are known.",
+    ),
 )
 
 TEXT_SIGNALS = table(
     "text_signals",
     "One row per assistant message with visible text (blank, tool-only messages are not recorded): the counters of "
-    "the text-loop rules (DETECTORS.md 2.3), from that message and the ones before it in the user turn.",
+    "the text-loop rules (docs/detectors.md#the-text-loop-rules), from that message and the ones before it in the "
+    "user turn.",
     ("session_id", "VARCHAR", "`sessions.session_id`."),
     ("turn_id", "VARCHAR", "`turns.turn_id` of the message."),
     ("turn_index", "INTEGER", "`turns.turn_index` of the message."),
     ("user_turn", "INTEGER", "`turns.user_turn`."),
-    ("sentence_repeats", "INTEGER", "Rule 1: occurrences of the most repeated sentence of 16+ characters inside "
-     "this message (split after `.:!?`); 0 when no sentence is that long."),
-    ("same_count", "INTEGER", "Rule 2: messages with exactly this text (whitespace runs collapsed) among the last "
-     "10 messages, this one included."),
-    ("similar_run", "INTEGER", "Rule 3: consecutive messages ending here, each identical or >= 0.55 similar to the "
-     "one before."),
-    ("similar_count", "INTEGER", "Rule 4: the largest set of mutually similar (identical or >= 0.55) messages among "
-     "the last 10 that includes this one."),
-    ("chunk_repeats", "INTEGER", "Occurrences of the most repeated 50-character chunk (any offset) in this "
-     "message's last 5000 characters, fenced code removed (Gemini CLI's content rule counts to 10); 0 for text "
-     "shorter than 50 characters."),
+    *TEXT_COLUMNS,
     ("est_tokens", "INTEGER", "~4 characters per token of the message text."),
     ("finding_id", "VARCHAR", "The text finding the message belongs to, if any."),
 )
@@ -140,45 +309,68 @@ TEXT_SIGNALS = table(
 FINDINGS = table(
     "findings",
     "One row per loop episode: a maximal run of calls (or messages) inside one user turn held together by one "
-    "pattern. A call belongs to at most one call episode (claimed in the order cycle, streak, drift, failure, window). "
+    "pattern. A call belongs to at most one call episode (claimed in the order " + ", ".join(CLAIMS) + "). "
     "`loopscope findings --format json` prints these fields.",
     ("finding_id", "VARCHAR", "Stable id: a hash of session, kind and where the episode starts."),
     ("session_id", "VARCHAR", "`sessions.session_id`."),
-    ("kind", "VARCHAR", "`streak` (3+ identical calls in a row), `cycle` (a block of 2-5 calls with 2+ distinct "
-     "keys repeated 3+ times), `window` (one call recurring 3+ times, each within 10 calls of the one before and 3 of "
-     "them within a window of 10, with no successful edit in between), `drift` (3+ consecutive calls of one tool, "
-     "each near-identical to the one before, sharing 2+ words), `failure` (3+ consecutive failures of one tool), "
-     "`text` (3+ repeated or similar messages of 4+ words, or one message repeating a sentence 3+ times or a "
-     "50-char chunk 10+ times), `nested` (a call repeated inside one script, 2+)."),
+    ("kind", "VARCHAR", ", ".join(f"`{k.name}` ({k.doc})" for k in LOOP_KINDS) + "."),
     ("period", "INTEGER", "Cycle length: the block size for `cycle`, 1 for `streak`, NULL for the other kinds."),
     ("tools", "VARCHAR[]", "Tools of the episode's calls, in order of first use."),
-    ("call_ids", "VARCHAR[]", "The transcript's own ids of the episode's calls, in order; for `text`, the calls "
-     "issued by the looping messages."),
+    (
+        "call_ids",
+        "VARCHAR[]",
+        "The transcript's own ids of the episode's calls, in order; for `text`, the calls "
+        "issued by the looping messages.",
+    ),
     ("first_seq", "INTEGER", "`calls.seq` of the first call (NULL for a text episode without calls)."),
     ("last_seq", "INTEGER", "`calls.seq` of the last call."),
-    ("repeats", "INTEGER", "How many times the pattern occurred: calls in a streak, drift, failure or window chain; "
-     "full blocks of a cycle; calls in a nested cluster; messages in a text loop, or the repeats of a sentence "
-     "(chunk) inside one message."),
-    ("stuck", "BOOLEAN", "No repeat made progress: each returned the same result as before (numbers aside) or failed "
-     "the same way, on the same object, with no change of state in between. False for a poll whose result changed "
-     "or for edits that each succeeded."),
+    (
+        "repeats",
+        "INTEGER",
+        "How many times the pattern occurred: calls in a streak, drift, failure or window chain; "
+        "full blocks of a cycle; calls in a nested cluster; messages in a text loop, or the repeats of a sentence "
+        "(chunk) inside one message.",
+    ),
+    (
+        "stuck",
+        "BOOLEAN",
+        "No repeat made progress: each returned the same result as before (numbers aside) or failed "
+        "the same way, on the same object, with no change of state in between. False for a poll whose result changed "
+        "or for edits that each succeeded.",
+    ),
     ("user_turn", "INTEGER", "The user turn the episode belongs to."),
     ("why", "VARCHAR", "One line a person reads: what repeated, on what, and why it is (or is not) stuck."),
-    ("wasted_tokens", "BIGINT", "Measured: `repeat_tokens` (below) when the episode was stuck, 0 when its repeats "
-     "made progress: only stuck loops are waste."),
-    ("estimated_tokens", "BIGINT", "~4 characters per token of the repeated calls' arguments and results (of the "
-     "repeated messages' text), for transcripts without usage."),
+    (
+        "wasted_tokens",
+        "BIGINT",
+        "Measured: `repeat_tokens` (below) when the episode was stuck, 0 when its repeats "
+        "made progress: only stuck loops are waste.",
+    ),
+    (
+        "estimated_tokens",
+        "BIGINT",
+        "~4 characters per token of the repeated calls' arguments and results (of the "
+        "repeated messages' text), for transcripts without usage.",
+    ),
     ("cost_usd", "DOUBLE", "Cost of the turns counted in `wasted_tokens` (0 when not stuck)."),
-    ("repeat_tokens", "BIGINT", "Measured, for every finding: the usage of the assistant turns that issued the "
-     "episode's calls after its first occurrence (after the first full block of a cycle, after the first message of "
-     "a text loop), each turn counted once and only its deduplicated usage (`turns.usage_counted`); turns that also "
-     "issued the first occurrence are not counted."),
+    (
+        "repeat_tokens",
+        "BIGINT",
+        "Measured, for every finding: the usage of the assistant turns that issued the "
+        "episode's calls after its first occurrence (after the first full block of a cycle, after the first message of "
+        "a text loop), each turn counted once and only its deduplicated usage (`turns.usage_counted`); turns that also "
+        "issued the first occurrence are not counted.",
+    ),
     ("repeat_cost_usd", "DOUBLE", "Cost of the turns counted in `repeat_tokens`."),
     ("first_turn_index", "INTEGER", "`turns.turn_index` of the first message involved."),
     ("last_turn_index", "INTEGER", "`turns.turn_index` of the last message involved."),
     ("turn_ids", "VARCHAR[]", "The turns counted in `wasted_tokens` (to deduplicate across findings)."),
-    ("repeated", "VARCHAR", "What repeats: the first call (`tool` + arguments) or block of calls, or the message "
-     "text; truncated to 160 characters."),
+    (
+        "repeated",
+        "VARCHAR",
+        "What repeats: the first call (`tool` + arguments) or block of calls, or the message "
+        "text; truncated to 160 characters.",
+    ),
 )
 
 SCAN_OUTPUT_TABLES = (SIGNALS, TEXT_SIGNALS, FINDINGS)

@@ -9,8 +9,21 @@ module to ``engines/``: the registry finds it by listing the folder.
 
 from __future__ import annotations
 
-from analyzer.guards.base import (HALT, LEVELS, OK, WARN, Call, Guard, Message, Param, Recommended, Step, SweepSpec,
-                                  UserPrompt, Verdict)
+from analyzer.guards.base import (
+    HALT,
+    LEVELS,
+    OK,
+    WARN,
+    Call,
+    Guard,
+    Message,
+    Param,
+    Recommended,
+    Step,
+    SweepSpec,
+    UserPrompt,
+    Verdict,
+)
 from analyzer.guards.engines import engines
 
 # Found by listing ``analyzer/guards/engines``; ordered by each guard's ``RANK`` (the presets' order in
@@ -33,6 +46,22 @@ def aliases() -> dict[str, str]:
     return {a: name for name, g in ENGINES.items() for a in g.ALIASES}
 
 
-__all__ = ["ENGINES", "HALT", "LEVELS", "OK", "WARN", "Call", "Guard", "Message", "Param", "Recommended", "Step",
-           "SweepSpec", "UserPrompt", "Verdict", "aliases", "seeds", "sweepable"]
-
+__all__ = [
+    "ENGINES",
+    "HALT",
+    "LEVELS",
+    "OK",
+    "WARN",
+    "Call",
+    "Guard",
+    "Message",
+    "Param",
+    "Recommended",
+    "Step",
+    "SweepSpec",
+    "UserPrompt",
+    "Verdict",
+    "aliases",
+    "seeds",
+    "sweepable",
+]

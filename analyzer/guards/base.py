@@ -155,7 +155,7 @@ class Guard:
     def __init__(self, params: Mapping[str, Any]) -> None:
         self.p = params
 
-    # -- metadata for `loopscope policies` ------------------------------------------------------------------------------
+    # -- metadata for `loopscope policies` -----------------------------------------------------------------------------
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
         """key, window, reset, exemptions, blocked_count, escalation, thresholds — in words, for the listing."""
@@ -176,8 +176,7 @@ class Guard:
         ``defaults``: the guard's own); by default ``PASTE_TEMPLATE`` filled in."""
         if not cls.PASTE_TEMPLATE:
             raise NotImplementedError(f"{cls.ENGINE} has no text to paste")
-        return cls.PASTE_TEMPLATE.format(file=cls.file_comment(), warn=rec.warn, halt=rec.halt,
-                                         below_halt=rec.halt - 1)
+        return cls.PASTE_TEMPLATE.format(file=cls.file_comment(), warn=rec.warn, halt=rec.halt, below_halt=rec.halt - 1)
 
     @classmethod
     def file_comment(cls, why: str | None = None) -> str:
@@ -191,17 +190,17 @@ class Guard:
         return warn, halt
 
     @classmethod
-    def translation_note(cls, base: type["Guard"], warn: int, halt: int) -> str:
+    def translation_note(cls, base: type[Guard], warn: int, halt: int) -> str:
         """Why a seed guard's translation of ``base``'s setting differs: the base's own note, else the seed's."""
         note = base.PASTE_NOTES.get(cls.ENGINE, cls.TRANSLATION_NOTE)
         return note.format(base=base.ENGINE, counts=base.COUNTS, warn=warn, halt=halt)
 
     @classmethod
-    def translate(cls, base: type["Guard"], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
+    def translate(cls, base: type[Guard], warn: int, halt: int, defaults: Mapping[str, Any]) -> str:
         """A seed guard's translation of ``base``'s recommended setting (``warn``, ``halt`` of the streak stop)."""
         raise NotImplementedError
 
-    # -- hooks ----------------------------------------------------------------------------------------------------------
+    # -- hooks ---------------------------------------------------------------------------------------------------------
     def on_user(self) -> None:
         return None
 
@@ -219,8 +218,18 @@ class Guard:
 
 
 # Shell tools across agents: their failures are a command's exit status, not a broken tool call.
-SHELL_TOOLS = ("bash", "Bash", "execute_bash", "run_shell_command", "shell", "exec_command", "cmd_run",
-               "run_command", "execute_command", "terminal")
+SHELL_TOOLS = (
+    "bash",
+    "Bash",
+    "execute_bash",
+    "run_shell_command",
+    "shell",
+    "exec_command",
+    "cmd_run",
+    "run_command",
+    "execute_command",
+    "terminal",
+)
 
 KEY_ATTR = {"canonical": "key", "ordered": "key_ordered", "shallow": "key_shallow"}
 KEY_WORDS = {
@@ -231,8 +240,12 @@ KEY_WORDS = {
 
 
 def key_param(default: str) -> Param:
-    return Param("str", default, "Call key: canonical, ordered (JSON.stringify) or shallow (top level sorted).",
-                 choices=tuple(KEY_ATTR))
+    return Param(
+        "str",
+        default,
+        "Call key: canonical, ordered (JSON.stringify) or shallow (top level sorted).",
+        choices=tuple(KEY_ATTR),
+    )
 
 
 KEY_PARAM = key_param("canonical")

@@ -82,15 +82,24 @@ class Policy:
         spec = self.engine_class.PARAMS
         return {k: v for k, v in self.settings if v != spec[k].default}
 
-    def with_settings(self, overrides: Mapping[str, Any], name: str | None = None, origin: str | None = None,
-                      where: str = "settings", from_text: bool = False) -> "Policy":
+    def with_settings(
+        self,
+        overrides: Mapping[str, Any],
+        name: str | None = None,
+        origin: str | None = None,
+        where: str = "settings",
+        from_text: bool = False,
+    ) -> Policy:
         """A copy with some settings changed, validated (``from_text``: values are flag strings to parse)."""
         params = self.params
         for key, value in overrides.items():
             params[key] = coerce(self.engine, key, value, where, from_text)
         if name is None:
-            name = self.name + "[" + ",".join(f"{k}={format_value(params[k])}" for k in overrides) + "]" \
-                if overrides else self.name
+            name = (
+                self.name + "[" + ",".join(f"{k}={format_value(params[k])}" for k in overrides) + "]"
+                if overrides
+                else self.name
+            )
         return Policy(name, self.engine, _ordered(self.engine, params), self.description, origin or self.origin)
 
     def describe(self) -> dict[str, str]:
@@ -124,7 +133,7 @@ PRESETS: dict[str, Policy] = {
 }
 
 
-# -- validation ---------------------------------------------------------------------------------------------------------
+# -- validation --------------------------------------------------------------------------------------------------------
 def _parse_text(param: Param, text: str) -> Any:
     """A flag's string value in the setting's type."""
     t = text.strip()
@@ -179,11 +188,16 @@ def coerce(engine: str, key: str, value: Any, where: str = "settings", from_text
     return value
 
 
-_KIND_WORDS = {"int": "an integer", "float": "a number", "bool": "true or false", "str": "a string",
-               "tools": "a list of tool names"}
+_KIND_WORDS = {
+    "int": "an integer",
+    "float": "a number",
+    "bool": "true or false",
+    "str": "a string",
+    "tools": "a list of tool names",
+}
 
 
-# -- lookup and files ---------------------------------------------------------------------------------------------------
+# -- lookup and files --------------------------------------------------------------------------------------------------
 def load_policy_file(path: Path) -> dict[str, Policy]:
     """Read custom policies from a TOML file (schema in this module's docstring)."""
     import tomllib
@@ -198,8 +212,9 @@ def load_policy_file(path: Path) -> dict[str, Policy]:
         raise UsageError(f"{path} is not valid TOML: {exc}") from None
     unknown = set(data) - {"policies"}
     if unknown:
-        raise UsageError(f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}; "
-                         "put each policy under [policies.<name>]")
+        raise UsageError(
+            f"{path}: unknown top-level key(s) {', '.join(sorted(unknown))}; put each policy under [policies.<name>]"
+        )
     tables = data.get("policies", {})
     if not isinstance(tables, dict) or not all(isinstance(v, dict) for v in tables.values()):
         raise UsageError(f"{path}: [policies] must hold one table per policy, e.g. [policies.my-guard]")
@@ -217,7 +232,7 @@ def load_policy_file(path: Path) -> dict[str, Policy]:
         base_name = table.pop("base", None)
         description = table.pop("description", "")
         if not isinstance(base_name, str):
-            raise UsageError(f"{where}: base = \"<preset or policy>\" is required (presets: {', '.join(PRESETS)})")
+            raise UsageError(f'{where}: base = "<preset or policy>" is required (presets: {", ".join(PRESETS)})')
         if not isinstance(description, str):
             raise UsageError(f"{where}: description must be a string")
         if base_name in tables:
@@ -252,8 +267,9 @@ def parse_sets(items: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def resolve(names: Sequence[str], policy_file: Path | None = None,
-            overrides: Mapping[str, str] | None = None) -> list[Policy]:
+def resolve(
+    names: Sequence[str], policy_file: Path | None = None, overrides: Mapping[str, str] | None = None
+) -> list[Policy]:
     """The policies a command asked for: preset names (or aliases), custom ones from ``policy_file``, or ``all``;
     then ``overrides`` (flag strings) applied to each."""
     custom = load_policy_file(policy_file) if policy_file is not None else {}
@@ -269,33 +285,56 @@ def resolve(names: Sequence[str], policy_file: Path | None = None,
         name = _canonical_name(raw)
         if name not in PRESETS:
             known = list(PRESETS) + list(custom)
-            raise UsageError(f"unknown policy {raw!r}; choose from {', '.join(known)}, or all"
-                             + ("" if policy_file else " (custom policies need --policy-file)"))
+            raise UsageError(
+                f"unknown policy {raw!r}; choose from {', '.join(known)}, or all"
+                + ("" if policy_file else " (custom policies need --policy-file)")
+            )
         chosen.append(PRESETS[name])
     seen: set[str] = set()
     unique = [p for p in chosen if not (p.name in seen or seen.add(p.name))]
     if overrides:
-        unique = [p.with_settings(overrides, origin="flags", where=f"policy {p.name}", from_text=True)
-                  for p in unique]
+        unique = [p.with_settings(overrides, origin="flags", where=f"policy {p.name}", from_text=True) for p in unique]
     return unique
 
 
-# -- listings -----------------------------------------------------------------------------------------------------------
-POLICY_TABLE_COLUMNS = ["policy", "unit", "key", "window", "reset", "exemptions", "blocked_count", "escalation",
-                        "thresholds"]
+# -- listings ----------------------------------------------------------------------------------------------------------
+POLICY_TABLE_COLUMNS = [
+    "policy",
+    "unit",
+    "key",
+    "window",
+    "reset",
+    "exemptions",
+    "blocked_count",
+    "escalation",
+    "thresholds",
+]
 
 
-def policies_frame(policies: Sequence[Policy]) -> "pl.DataFrame":
+def policies_frame(policies: Sequence[Policy]) -> pl.DataFrame:
     """One row per policy: how it counts, resets and escalates, in words."""
     import polars as pl
 
     rows = [p.describe() for p in policies]
-    cols = ["policy", "engine", "unit", "key", "window", "reset", "exemptions", "blocked_count", "escalation",
-            "thresholds", "source", "description", "origin"]
+    cols = [
+        "policy",
+        "engine",
+        "unit",
+        "key",
+        "window",
+        "reset",
+        "exemptions",
+        "blocked_count",
+        "escalation",
+        "thresholds",
+        "source",
+        "description",
+        "origin",
+    ]
     return pl.DataFrame([{c: r.get(c, "") for c in cols} for r in rows], schema={c: pl.String for c in cols})
 
 
-def settings_frame(policy: Policy) -> "pl.DataFrame":
+def settings_frame(policy: Policy) -> pl.DataFrame:
     """Every setting of one policy, with the guard's default and what it means."""
     import polars as pl
 

@@ -46,11 +46,11 @@ from typing import Any
 import duckdb
 import polars as pl
 
-from analyzer.machine import cores
-from analyzer.store.filters import SessionFilter
 from analyzer.guards import HALT, LEVELS, WARN, Call, Guard, Message, Step, UserPrompt, Verdict
 from analyzer.guards.policies import Policy
-from analyzer.store.db import frame, has_table, rows_of
+from analyzer.machine import cores
+from analyzer.store.connection import frame, has_table, rows_of
+from analyzer.store.filters import SessionFilter
 
 ARGS_LIMIT = 100_000  # characters of arguments kept per call (pi identity-caps payloads at 100 KB)
 
@@ -80,8 +80,21 @@ class Corpus:
         return sum(1 for s in self.sessions if s.session_id not in self.scanned)
 
 
-_CALL_COLS = ("session_id", "seq", "call_id", "turn_id", "user_turn", "tool", "args", "call_key", "call_key_ordered",
-              "call_key_shallow", "result_key", "is_error", "parent_call_id")
+_CALL_COLS = (
+    "session_id",
+    "seq",
+    "call_id",
+    "turn_id",
+    "user_turn",
+    "tool",
+    "args",
+    "call_key",
+    "call_key_ordered",
+    "call_key_shallow",
+    "result_key",
+    "is_error",
+    "parent_call_id",
+)
 _TURN_COLS = ("session_id", "turn_index", "turn_id", "role", "text", "user_turn", "tokens", "cost")
 
 
@@ -96,8 +109,9 @@ class CorpusFrames:
     scanned: set[str]
 
 
-def read_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(),
-                placed: bool = False) -> CorpusFrames:
+def read_corpus(
+    con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(), placed: bool = False
+) -> CorpusFrames:
     """Every matching session's messages and calls, in transcript order, in two ordered bulk reads. ``placed``: the
     connection has recorded where each session's rows lie (``record_places``), so each read is bounded by them
     too and skips the row groups of other sessions (a chunk of a replay, read many times over one store)."""
@@ -108,15 +122,23 @@ def read_corpus(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilt
     def rows(table: str) -> str:
         return f"{rows_of(con, table, ids, params)} AND {scope}" if placed else scope
 
-    turns = frame(con, f"""
+    turns = frame(
+        con,
+        f"""
         SELECT session_id, turn_index, turn_id, role, CASE WHEN role = 'assistant' THEN text END AS text, user_turn,
                CASE WHEN role = 'assistant' AND usage_counted THEN coalesce(total_tokens, 0) ELSE 0 END AS tokens,
                CASE WHEN role = 'assistant' AND usage_counted THEN coalesce(cost_usd, 0) ELSE 0 END AS cost
-        FROM turns WHERE {rows("turns")} ORDER BY session_id, turn_index""", params)
-    calls = frame(con, f"""
+        FROM turns WHERE {rows("turns")} ORDER BY session_id, turn_index""",
+        params,
+    )
+    calls = frame(
+        con,
+        f"""
         SELECT session_id, seq, call_id, turn_id, user_turn, tool, left(args, {ARGS_LIMIT}) AS args, call_key,
                call_key_ordered, call_key_shallow, result_key, is_error, parent_call_id
-        FROM calls WHERE {rows("calls")} ORDER BY session_id, seq""", params)
+        FROM calls WHERE {rows("calls")} ORDER BY session_id, seq""",
+        params,
+    )
     findings, scanned = load_findings(con, scope, params)
     return CorpusFrames(turns, calls, findings, scanned)
 
@@ -130,8 +152,7 @@ def build_corpus(frames: CorpusFrames) -> Corpus:
     ti = ci = 0
     nt, nc = turns.height, calls.height
     while ti < nt or ci < nc:
-        sid = min(x for x in (tcols[0][ti] if ti < nt else None, ccols[0][ci] if ci < nc else None)
-                  if x is not None)
+        sid = min(x for x in (tcols[0][ti] if ti < nt else None, ccols[0][ci] if ci < nc else None) if x is not None)
         t0 = ti
         while ti < nt and tcols[0][ti] == sid:
             ti += 1
@@ -178,8 +199,21 @@ def _build(sid: str, t: list[list[Any]], c: list[list[Any]]) -> Session:
             msg = synthetic.get(ut)
             if msg is None:
                 msg = synthetic[ut] = Message(-1, "", ut, None)
-        call = Call(i, seqs[i], cids[i], msg.turn, ut, intern(tools[i] or "?"), args[i] or "{}", k[i], ko[i], ks[i],
-                    rk[i], err[i], parent[i])
+        call = Call(
+            i,
+            seqs[i],
+            cids[i],
+            msg.turn,
+            ut,
+            intern(tools[i] or "?"),
+            args[i] or "{}",
+            k[i],
+            ko[i],
+            ks[i],
+            rk[i],
+            err[i],
+            parent[i],
+        )
         calls.append(call)
         msg.calls.append(call)
         prev = msg
@@ -189,16 +223,18 @@ def _build(sid: str, t: list[list[Any]], c: list[list[Any]]) -> Session:
     return Session(sid, steps, calls, turn_ids, t_user, tokens, costs)
 
 
-def load_findings(con: duckdb.DuckDBPyConnection, scope: str = "TRUE",
-                  params: Sequence[object] = ()) -> tuple[dict[str, list[tuple[int, int, bool]]], set[str]]:
+def load_findings(
+    con: duckdb.DuckDBPyConnection, scope: str = "TRUE", params: Sequence[object] = ()
+) -> tuple[dict[str, list[tuple[int, int, bool]]], set[str]]:
     """The finding spans of the matching sessions, and which sessions were scanned (``scan_state``; a store from
     before that table counts every session with a findings table as scanned)."""
     if not has_table(con, "findings"):
         return {}, set()
     out: dict[str, list[tuple[int, int, bool]]] = {}
     for sid, first, last, stuck in con.execute(
-            f"SELECT session_id, first_seq, last_seq, stuck FROM findings WHERE first_seq IS NOT NULL AND {scope}",
-            list(params)).fetchall():
+        f"SELECT session_id, first_seq, last_seq, stuck FROM findings WHERE first_seq IS NOT NULL AND {scope}",
+        list(params),
+    ).fetchall():
         out.setdefault(sid, []).append((first, last if last is not None else first, bool(stuck)))
     table = "scan_state" if has_table(con, "scan_state") else "sessions"
     scanned = {r[0] for r in con.execute(f"SELECT session_id FROM {table} WHERE {scope}", list(params)).fetchall()}
@@ -313,7 +349,7 @@ def _resolve_stop_calls(s: Session, stops: list[Stop]) -> None:
     for st in stops:
         if st.call is not None:
             continue
-        for step in s.steps[st.step:]:
+        for step in s.steps[st.step :]:
             if type(step) is UserPrompt:
                 break
             if step.calls:  # type: ignore[union-attr]
@@ -323,29 +359,81 @@ def _resolve_stop_calls(s: Session, stops: list[Stop]) -> None:
 
 # -- rows --------------------------------------------------------------------------------------------------------------
 SESSION_COLUMNS = {
-    "session_id": pl.String, "policy": pl.String, "calls": pl.Int64, "warns": pl.Int64,
-    "first_warn_call_id": pl.String, "first_warn_turn_id": pl.String, "first_warn_seq": pl.Int64, "halts": pl.Int64,
+    "session_id": pl.String,
+    "policy": pl.String,
+    "calls": pl.Int64,
+    "warns": pl.Int64,
+    "first_warn_call_id": pl.String,
+    "first_warn_turn_id": pl.String,
+    "first_warn_seq": pl.Int64,
+    "halts": pl.Int64,
     "halt_call_id": pl.String,
-    "halt_seq": pl.Int64, "halt_user_turn": pl.Int64, "halt_action": pl.String, "halt_reason": pl.String,
-    "calls_after_halt": pl.Int64, "tokens_after_halt": pl.Int64, "cost_after_halt_usd": pl.Float64,
+    "halt_seq": pl.Int64,
+    "halt_user_turn": pl.Int64,
+    "halt_action": pl.String,
+    "halt_reason": pl.String,
+    "calls_after_halt": pl.Int64,
+    "tokens_after_halt": pl.Int64,
+    "cost_after_halt_usd": pl.Float64,
     "halt_on": pl.String,
 }
 HALT_COLUMNS = {
-    "session_id": pl.String, "policy": pl.String, "user_turn": pl.Int64, "halt_call_id": pl.String,
-    "halt_seq": pl.Int64, "halt_turn_id": pl.String, "action": pl.String, "reason": pl.String,
-    "calls_after_halt": pl.Int64, "tokens_after_halt": pl.Int64, "cost_after_halt_usd": pl.Float64,
-    "halt_on": pl.String, "session_tokens": pl.Int64,
+    "session_id": pl.String,
+    "policy": pl.String,
+    "user_turn": pl.Int64,
+    "halt_call_id": pl.String,
+    "halt_seq": pl.Int64,
+    "halt_turn_id": pl.String,
+    "action": pl.String,
+    "reason": pl.String,
+    "calls_after_halt": pl.Int64,
+    "tokens_after_halt": pl.Int64,
+    "cost_after_halt_usd": pl.Float64,
+    "halt_on": pl.String,
+    "session_tokens": pl.Int64,
 }
 VERDICT_COLUMNS = {
-    "session_id": pl.String, "policy": pl.String, "at": pl.String, "seq": pl.Int64, "call_id": pl.String,
-    "turn_id": pl.String, "user_turn": pl.Int64, "tool": pl.String, "level": pl.String, "action": pl.String,
-    "reason": pl.String, "halt": pl.Boolean, "calls_after_halt": pl.Int64, "tokens_after_halt": pl.Int64,
+    "session_id": pl.String,
+    "policy": pl.String,
+    "at": pl.String,
+    "seq": pl.Int64,
+    "call_id": pl.String,
+    "turn_id": pl.String,
+    "user_turn": pl.Int64,
+    "tool": pl.String,
+    "level": pl.String,
+    "action": pl.String,
+    "reason": pl.String,
+    "halt": pl.Boolean,
+    "calls_after_halt": pl.Int64,
+    "tokens_after_halt": pl.Int64,
 }
-TOTALS_TABLE_COLUMNS = ["policy", "sessions", "sessions_warned", "sessions_halted", "halts", "halts_stuck",
-                        "halts_progress", "halts_none", "calls_after_halt", "tokens_after_halt",
-                        "tokens_after_halt_pct", "cost_after_halt_usd"]
-SESSION_TABLE_COLUMNS = ["session_id", "policy", "calls", "first_warn_call_id", "halt_call_id", "halt_action",
-                         "calls_after_halt", "tokens_after_halt", "cost_after_halt_usd", "halt_on"]
+TOTALS_TABLE_COLUMNS = [
+    "policy",
+    "sessions",
+    "sessions_warned",
+    "sessions_halted",
+    "halts",
+    "halts_stuck",
+    "halts_progress",
+    "halts_none",
+    "calls_after_halt",
+    "tokens_after_halt",
+    "tokens_after_halt_pct",
+    "cost_after_halt_usd",
+]
+SESSION_TABLE_COLUMNS = [
+    "session_id",
+    "policy",
+    "calls",
+    "first_warn_call_id",
+    "halt_call_id",
+    "halt_action",
+    "calls_after_halt",
+    "tokens_after_halt",
+    "cost_after_halt_usd",
+    "halt_on",
+]
 
 
 def classify(findings: list[tuple[int, int, bool]] | None, seq: int | None, scanned: bool) -> str | None:
@@ -363,7 +451,7 @@ def _after(s: Session, st: Stop, scope: str) -> tuple[int, int, float]:
     whole = scope == "session"
     calls = 0
     if st.call is not None:
-        for c in s.calls[st.call.index + 1:]:
+        for c in s.calls[st.call.index + 1 :]:
             if not whole and c.user_turn != st.user_turn:
                 break
             calls += 1
@@ -386,8 +474,14 @@ class SessionReplay:
     verdicts: list[tuple]
 
 
-def replay_session(policy: Policy, s: Session, findings: list[tuple[int, int, bool]] | None, scanned: bool,
-                   scope: str = "run", verdicts: bool = False) -> SessionReplay:
+def replay_session(
+    policy: Policy,
+    s: Session,
+    findings: list[tuple[int, int, bool]] | None,
+    scanned: bool,
+    scope: str = "run",
+    verdicts: bool = False,
+) -> SessionReplay:
     """Simulate ``policy`` on one session: its row, its halts, and (``verdicts``) its non-ok calls."""
     sim = simulate(policy.guard(), s)
     stops = sim.stops if scope == "run" else sim.stops[:1]
@@ -401,9 +495,23 @@ def replay_session(policy: Policy, s: Session, findings: list[tuple[int, int, bo
         tot_tokens += tokens
         tot_cost += cost
         seq = st.call.seq if st.call is not None else None
-        halts.append((s.session_id, policy.name, st.user_turn, st.call.call_id if st.call else None, seq,
-                      s.turn_ids[st.turn] if st.turn >= 0 else None, st.action, st.reason, n_calls, tokens, cost,
-                      classify(findings, seq, scanned), session_tokens))
+        halts.append(
+            (
+                s.session_id,
+                policy.name,
+                st.user_turn,
+                st.call.call_id if st.call else None,
+                seq,
+                s.turn_ids[st.turn] if st.turn >= 0 else None,
+                st.action,
+                st.reason,
+                n_calls,
+                tokens,
+                cost,
+                classify(findings, seq, scanned),
+                session_tokens,
+            )
+        )
     first = stops[0] if stops else None
     fw, fw_msg = sim.first_warn, sim.first_warn_msg
     if fw is not None:
@@ -414,11 +522,22 @@ def replay_session(policy: Policy, s: Session, findings: list[tuple[int, int, bo
     else:
         fw_turn = fw_seq = None
     row = (
-        s.session_id, policy.name, len(s.calls), sim.warns, fw.call_id if fw else None, fw_turn, fw_seq,
-        len(stops), first.call.call_id if first and first.call else None,
-        first.call.seq if first and first.call else None, first.user_turn if first else None,
-        first.action if first else None, first.reason if first else None,
-        tot_calls if first else None, tot_tokens if first else None, tot_cost if first else None,
+        s.session_id,
+        policy.name,
+        len(s.calls),
+        sim.warns,
+        fw.call_id if fw else None,
+        fw_turn,
+        fw_seq,
+        len(stops),
+        first.call.call_id if first and first.call else None,
+        first.call.seq if first and first.call else None,
+        first.user_turn if first else None,
+        first.action if first else None,
+        first.reason if first else None,
+        tot_calls if first else None,
+        tot_tokens if first else None,
+        tot_cost if first else None,
         halts[0][11] if first else None,
     )
     vrows = []
@@ -456,10 +575,28 @@ def _verdict_rows(policy: Policy, s: Session, sim: Simulation, stops: list[Stop]
         lv = sim.levels[c.index]
         saved = by_call.get(c.index)
         if lv or saved:
-            rows.append((c.turn, c.index, (
-                s.session_id, policy.name, "call", c.seq, c.call_id, _turn_id(s, c.turn), c.user_turn, c.tool,
-                LEVELS[lv], sim.actions[c.index], sim.reasons[c.index], saved is not None,
-                saved[0] if saved else None, saved[1] if saved else None)))
+            rows.append(
+                (
+                    c.turn,
+                    c.index,
+                    (
+                        s.session_id,
+                        policy.name,
+                        "call",
+                        c.seq,
+                        c.call_id,
+                        _turn_id(s, c.turn),
+                        c.user_turn,
+                        c.tool,
+                        LEVELS[lv],
+                        sim.actions[c.index],
+                        sim.reasons[c.index],
+                        saved is not None,
+                        saved[0] if saved else None,
+                        saved[1] if saved else None,
+                    ),
+                )
+            )
     for msg, v in sim.msg_verdicts:
         stop = by_msg.pop(msg.turn, None) if v.level == HALT else None
         if stop is not None:
@@ -468,10 +605,28 @@ def _verdict_rows(policy: Policy, s: Session, sim: Simulation, stops: list[Stop]
         else:
             nxt = _next_call(s, msg)
             seq, cid, tool = (nxt.seq if nxt else None), None, None
-        rows.append((msg.turn, -1, (
-            s.session_id, policy.name, "message", seq, cid, _turn_id(s, msg.turn), msg.user_turn, tool,
-            LEVELS[v.level], v.action, v.reason, stop is not None, stop[1] if stop else None,
-            stop[2] if stop else None)))
+        rows.append(
+            (
+                msg.turn,
+                -1,
+                (
+                    s.session_id,
+                    policy.name,
+                    "message",
+                    seq,
+                    cid,
+                    _turn_id(s, msg.turn),
+                    msg.user_turn,
+                    tool,
+                    LEVELS[v.level],
+                    v.action,
+                    v.reason,
+                    stop is not None,
+                    stop[1] if stop else None,
+                    stop[2] if stop else None,
+                ),
+            )
+        )
     rows.sort(key=lambda r: (r[0], r[1]))
     return [r[2] for r in rows]
 
@@ -500,24 +655,44 @@ class Replay:
             h = self.halts.filter(pl.col("policy") == p.name)
             saved = int(h["tokens_after_halt"].sum() or 0)
             on = h["halt_on"].to_list()
-            rows.append({
-                "policy": p.name, "sessions": srows.height, "calls": int(srows["calls"].sum() or 0),
-                "sessions_warned": srows.filter(pl.col("warns") > 0).height,
-                "sessions_halted": srows.filter(pl.col("halts") > 0).height,
-                "halts": h.height,
-                "halts_stuck": on.count("stuck"), "halts_progress": on.count("progress"),
-                "halts_none": on.count("none"), "halts_unclassified": on.count(None),
-                "calls_after_halt": int(h["calls_after_halt"].sum() or 0),
-                "tokens": total_tokens, "tokens_after_halt": saved,
-                "tokens_after_halt_pct": round(100.0 * saved / total_tokens, 2) if total_tokens else None,
-                "cost_usd": total_cost, "cost_after_halt_usd": float(h["cost_after_halt_usd"].sum() or 0.0),
-            })
-        schema = {"policy": pl.String, "sessions": pl.Int64, "calls": pl.Int64, "sessions_warned": pl.Int64,
-                  "sessions_halted": pl.Int64, "halts": pl.Int64, "halts_stuck": pl.Int64,
-                  "halts_progress": pl.Int64, "halts_none": pl.Int64, "halts_unclassified": pl.Int64,
-                  "calls_after_halt": pl.Int64,
-                  "tokens": pl.Int64, "tokens_after_halt": pl.Int64, "tokens_after_halt_pct": pl.Float64,
-                  "cost_usd": pl.Float64, "cost_after_halt_usd": pl.Float64}
+            rows.append(
+                {
+                    "policy": p.name,
+                    "sessions": srows.height,
+                    "calls": int(srows["calls"].sum() or 0),
+                    "sessions_warned": srows.filter(pl.col("warns") > 0).height,
+                    "sessions_halted": srows.filter(pl.col("halts") > 0).height,
+                    "halts": h.height,
+                    "halts_stuck": on.count("stuck"),
+                    "halts_progress": on.count("progress"),
+                    "halts_none": on.count("none"),
+                    "halts_unclassified": on.count(None),
+                    "calls_after_halt": int(h["calls_after_halt"].sum() or 0),
+                    "tokens": total_tokens,
+                    "tokens_after_halt": saved,
+                    "tokens_after_halt_pct": round(100.0 * saved / total_tokens, 2) if total_tokens else None,
+                    "cost_usd": total_cost,
+                    "cost_after_halt_usd": float(h["cost_after_halt_usd"].sum() or 0.0),
+                }
+            )
+        schema = {
+            "policy": pl.String,
+            "sessions": pl.Int64,
+            "calls": pl.Int64,
+            "sessions_warned": pl.Int64,
+            "sessions_halted": pl.Int64,
+            "halts": pl.Int64,
+            "halts_stuck": pl.Int64,
+            "halts_progress": pl.Int64,
+            "halts_none": pl.Int64,
+            "halts_unclassified": pl.Int64,
+            "calls_after_halt": pl.Int64,
+            "tokens": pl.Int64,
+            "tokens_after_halt": pl.Int64,
+            "tokens_after_halt_pct": pl.Float64,
+            "cost_usd": pl.Float64,
+            "cost_after_halt_usd": pl.Float64,
+        }
         return pl.DataFrame(rows, schema=schema)
 
 
@@ -528,8 +703,11 @@ def _run_slice(policies: list[Policy], lo: int, hi: int, scope: str, verdicts: b
     corpus = _CORPUS
     assert corpus is not None
     f, scanned = corpus.findings, corpus.scanned
-    return [replay_session(p, s, f.get(s.session_id), s.session_id in scanned, scope, verdicts)
-            for p in policies for s in corpus.sessions[lo:hi]]
+    return [
+        replay_session(p, s, f.get(s.session_id), s.session_id in scanned, scope, verdicts)
+        for p in policies
+        for s in corpus.sessions[lo:hi]
+    ]
 
 
 def _default_workers(n_calls: int) -> int:
@@ -537,8 +715,9 @@ def _default_workers(n_calls: int) -> int:
     return 1 if n_calls < 200_000 else min(cores(), 8)
 
 
-def replay(corpus: Corpus, policies: Sequence[Policy], scope: str = "run", workers: int | None = None,
-           verdicts: bool = False) -> Replay:
+def replay(
+    corpus: Corpus, policies: Sequence[Policy], scope: str = "run", workers: int | None = None, verdicts: bool = False
+) -> Replay:
     """Replay every policy over every session of ``corpus``. ``workers`` > 1 splits the sessions over forked
     processes (POSIX); ``None`` picks by corpus size."""
     global _CORPUS
@@ -560,8 +739,12 @@ def replay(corpus: Corpus, policies: Sequence[Policy], scope: str = "run", worke
     halts = [h for r in results for h in r.halts]
     vrows = [v for r in results for v in r.verdicts]
     return Replay(
-        policies, scope, corpus.unscanned,
-        _frame(rows, SESSION_COLUMNS), _frame(halts, HALT_COLUMNS), _frame(vrows, VERDICT_COLUMNS),
+        policies,
+        scope,
+        corpus.unscanned,
+        _frame(rows, SESSION_COLUMNS),
+        _frame(halts, HALT_COLUMNS),
+        _frame(vrows, VERDICT_COLUMNS),
         {s.session_id: sum(s.turn_tokens) for s in corpus.sessions},
         {s.session_id: sum(s.turn_cost) for s in corpus.sessions},
     )
@@ -576,8 +759,9 @@ def _parallel(policies: list[Policy], n: int, scope: str, verdicts: bool, worker
     ctx = mp.get_context("fork")
     out: list[SessionReplay] = []
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-        futures = [pool.submit(_run_slice, [p], lo, hi, scope, verdicts) for p in policies for lo, hi in bounds
-                   if hi > lo]
+        futures = [
+            pool.submit(_run_slice, [p], lo, hi, scope, verdicts) for p in policies for lo, hi in bounds if hi > lo
+        ]
         for fut in futures:
             out.extend(fut.result())
     return out
@@ -587,7 +771,13 @@ def _frame(rows: list[tuple], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def replay_store(con: duckdb.DuckDBPyConnection, policies: Sequence[Policy], flt: SessionFilter = SessionFilter(),
-                 scope: str = "run", workers: int | None = None, verdicts: bool = False) -> Replay:
+def replay_store(
+    con: duckdb.DuckDBPyConnection,
+    policies: Sequence[Policy],
+    flt: SessionFilter = SessionFilter(),
+    scope: str = "run",
+    workers: int | None = None,
+    verdicts: bool = False,
+) -> Replay:
     """Load the matching sessions and replay the policies over them."""
     return replay(load_corpus(con, flt), policies, scope, workers, verdicts)

@@ -107,8 +107,21 @@ def _pre(payload: dict[str, Any], st: State, policy: Policy) -> dict[str, Any] |
         if v is not None:
             verdicts.append(v)
     canon = canonical_json(args)
-    call = Call(st.n, st.n, tid, st.turn, st.user_turn, tool, canon[:ARGS_LIMIT], call_key(tool, canon),
-                call_key(tool, ordered_json(args)), call_key(tool, shallow_sorted_json(args)), None, None, None)
+    call = Call(
+        st.n,
+        st.n,
+        tid,
+        st.turn,
+        st.user_turn,
+        tool,
+        canon[:ARGS_LIMIT],
+        call_key(tool, canon),
+        call_key(tool, ordered_json(args)),
+        call_key(tool, shallow_sorted_json(args)),
+        None,
+        None,
+        None,
+    )
     st.n += 1
     if st.msg_obj is not None:
         st.msg_obj.calls.append(call)
@@ -118,22 +131,26 @@ def _pre(payload: dict[str, Any], st: State, policy: Policy) -> dict[str, Any] |
     top = max(verdicts, key=lambda x: x.level, default=None)
     if top is not None and top.level >= HALT:
         st.denied += 1
-        return {"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": f"loopscope ({policy.name}): {top.reason}; {SUFFIX}.",
-        }}
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": f"loopscope ({policy.name}): {top.reason}; {SUFFIX}.",
+            }
+        }
     if v is None or not v.blocked:
         st.pending[tid] = call
         if len(st.pending) > PENDING_KEPT:
             del st.pending[next(iter(st.pending))]
     if top is not None and top.level >= WARN:
         st.warned += 1
-        return {"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "additionalContext": f"loopscope ({policy.name}) warning: {top.reason}. If this is not making progress, "
-                                 f"{SUFFIX}; repeating it will be blocked.",
-        }}
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "additionalContext": f"loopscope ({policy.name}) warning: {top.reason}. If this is not making "
+                f"progress, {SUFFIX}; repeating it will be blocked.",
+            }
+        }
     return None
 
 
@@ -152,8 +169,9 @@ def _post(payload: dict[str, Any], st: State, event: str) -> dict[str, Any] | No
     v = st.guard.on_result(call)
     if v is None:
         return None
-    out: dict[str, Any] = {"hookSpecificOutput": {"hookEventName": event,
-                                                  "additionalContext": f"loopscope: {v.reason}"}}
+    out: dict[str, Any] = {
+        "hookSpecificOutput": {"hookEventName": event, "additionalContext": f"loopscope: {v.reason}"}
+    }
     if v.level >= HALT:
         out["decision"] = "block"
         out["reason"] = f"loopscope: {v.reason}; {SUFFIX}."

@@ -107,7 +107,7 @@ def install(path: Path, command: str) -> tuple[list[str], list[str]]:
     are."""
     data = _load(path)
     if "hooks" in data and not isinstance(data["hooks"], dict):
-        raise ValueError(f"{path}: \"hooks\" is not an object")
+        raise ValueError(f'{path}: "hooks" is not an object')
     removed = _remove(data)
     hooks = data.setdefault("hooks", {})
     added = []

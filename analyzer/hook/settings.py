@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +46,12 @@ def read_settings(path: Path | None = None) -> dict[str, Any] | None:
         return None
     except (OSError, ValueError) as exc:
         raise UsageError(f"cannot read the hook settings {p}: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("policy", DEFAULT_POLICY), str) \
-            or not isinstance(data.get("settings", {}), dict):
-        raise UsageError(f"{p}: expected {{\"policy\": NAME, \"settings\": {{...}}}}")
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("policy", DEFAULT_POLICY), str)
+        or not isinstance(data.get("settings", {}), dict)
+    ):
+        raise UsageError(f'{p}: expected {{"policy": NAME, "settings": {{...}}}}')
     return data
 
 
@@ -56,16 +59,21 @@ def write_settings(policy: str, settings: Mapping[str, Any], source: str, path: 
     """Write the settings file (atomically); returns its path."""
     p = path or settings_path()
     p.parent.mkdir(parents=True, exist_ok=True)
-    data = {"policy": policy, "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
-            "source": source, "written_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    data = {
+        "policy": policy,
+        "settings": {k: list(v) if isinstance(v, tuple) else v for k, v in settings.items()},
+        "source": source,
+        "written_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
     tmp = p.with_name(p.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     os.replace(tmp, p)
     return p
 
 
-def hook_policy(name: str | None = None, path: Path | None = None,
-                overrides: Mapping[str, str] | None = None) -> Policy:
+def hook_policy(
+    name: str | None = None, path: Path | None = None, overrides: Mapping[str, str] | None = None
+) -> Policy:
     """The policy the hook runs: ``name`` (a preset; default: the settings file's, else ``loopscope``) with the
     settings file's values when the file names that same policy, then ``overrides`` (``--set`` strings)."""
     data = read_settings(path)

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from analyzer.errors import LockTimeout
+
 LOCK_TIMEOUT = 2.0  # seconds to wait for a parallel call's update before giving up (the hook then fails open)
 STALE_DAYS = 30
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -45,12 +47,8 @@ def _safe(text: str) -> str:
     return s
 
 
-class LockTimeout(RuntimeError):
-    pass
-
-
 @contextmanager
-def locked(path: Path) -> Iterator["Box"]:
+def locked(path: Path) -> Iterator[Box]:
     """Open (creating) the state file, lock it, and yield its content in a ``Box``; the box's value is written back
     when the block ends without an exception."""
     new_dir = not path.parent.exists()
@@ -83,7 +81,7 @@ def locked(path: Path) -> Iterator["Box"]:
         os.ftruncate(fd, 0)
         view = memoryview(data)
         while view:
-            view = view[os.write(fd, view):]
+            view = view[os.write(fd, view) :]
     finally:
         os.close(fd)  # releases the lock
     if fresh and not new_dir:

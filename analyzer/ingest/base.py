@@ -1,15 +1,19 @@
-"""The adapter contract. One module per format provides ``FORMAT``, ``sniff(record)`` and a ``Parser``.
+"""The format contract, written once: what a module of ``analyzer/ingest/formats/`` provides (``Format``, at least
+one of the recognition protocols, optionally the discovery hooks) and what its parser does (``RecordParser``,
+``FileParser``); plus what adapters share (``FileContext``, ``text_of``, ``parse_arguments``, ``run_session_id``).
 
-A parser is fed the file's JSON values in order (``feed``), writes sessions, turns and calls through
-``SessionBuilder``s, and reports records it cannot use through ``ctx.error``; ``close`` finishes every session.
-Adapters know formats and nothing about loops or DuckDB.
+A format is a module, not a class: the registry (``analyzer.ingest.formats``) finds it by listing the folder and checks
+it against these protocols once, when it first lists the formats; the hot path (a parser's ``feed``, called once per
+record) is plain attribute calls. Adapters know formats and nothing about loops or DuckDB. What each format looks like
+on disk: docs/formats.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
@@ -21,7 +25,7 @@ class FileContext:
     path: Path
     file_id: int
     sink: RowSink
-    on_error: Callable[[int | None, str, "str | bytes"], None]
+    on_error: Callable[[int | None, str, str | bytes], None]
 
     def builder(self, format: str, session_id: str, **kw: Any) -> SessionBuilder:
         kw.setdefault("on_error", self.error)
@@ -30,8 +34,6 @@ class FileContext:
     def error(self, line: int | None, reason: str, record: Any = "") -> None:
         if not isinstance(record, (str, bytes)):
             try:
-                import orjson
-
                 record = orjson.dumps(record, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
             except Exception:  # noqa: BLE001 - an excerpt is best effort
                 record = repr(record)
@@ -49,14 +51,114 @@ class FileContext:
         return value
 
 
-class Parser(Protocol):
-    def __init__(self, ctx: FileContext) -> None: ...
+@runtime_checkable
+class RecordParser(Protocol):
+    """Reads one file. Built with the file's ``FileContext`` (``Format.Parser(ctx)``), fed the file's JSON values in
+    order, it writes sessions, turns and calls through ``ctx.builder`` and reports a record it cannot use through
+    ``ctx.error`` (one bad record costs that record, never the file)."""
 
-    def feed(self, record: Any, line: int) -> None: ...
+    def feed(self, record: Any, line: int, /) -> None:
+        """One JSON value of the file and its 1-based line (a document format gets the whole document, as line 1)."""
+        ...
 
     def close(self) -> int:
         """Finish every session; return how many sessions were written."""
         ...
+
+
+@runtime_checkable
+class FileParser(RecordParser, Protocol):
+    """The parser of a format that reads its files itself (``SniffsFiles``): a zip, a database, a folder of events."""
+
+    def read(self, path: Path, /) -> None:
+        """Read the whole file (and the companion files it stands for), then ``close`` is called."""
+        ...
+
+
+@runtime_checkable
+class Format(Protocol):
+    """A format module: its names, its place in the sniffing order, and its parser. It also satisfies at least one of
+    ``SniffsRecords``, ``SniffsDocuments``, ``SniffsFiles`` (how its files are recognised from their content), and
+    may satisfy the discovery hooks ``HasDefaultRoots``, ``ReadsNamedFiles``, ``HasCompanions``, ``DescribesFiles``."""
+
+    FORMAT: str
+    """The name stored in ``sessions.format`` and accepted by ``--agent``."""
+    ALIASES: tuple[str, ...]
+    """Other names ``--agent`` accepts (may be empty)."""
+    SNIFF_RANK: int
+    """Lower is tried first: strict shapes before loose ones (a bare ``messages`` list is tried last)."""
+    Parser: Callable[[FileContext], RecordParser]
+    """The parser class, one instance per file."""
+
+
+@runtime_checkable
+class SniffsRecords(Protocol):
+    """A JSON-lines format: its files are recognised by one of their first records."""
+
+    def sniff(self, record: Any, /) -> bool: ...
+
+
+@runtime_checkable
+class SniffsDocuments(Protocol):
+    """A format whose file is one JSON document; the parser is fed it once, as record 1."""
+
+    def sniff_document(self, doc: Any, /) -> bool: ...
+
+
+@runtime_checkable
+class SniffsFiles(Protocol):
+    """A format whose parser reads the file itself (``FileParser.read``), recognised by its path and first bytes."""
+
+    def sniff_file(self, path: Path, head: bytes, /) -> bool: ...
+
+
+RECOGNISERS: tuple[type, ...] = (SniffsRecords, SniffsDocuments, SniffsFiles)
+
+
+@runtime_checkable
+class HasDefaultRoots(Protocol):
+    """The agent's own session folders (and files), read by ``loopscope analyze`` without a path."""
+
+    def default_roots(self) -> list[Path]: ...
+
+
+@runtime_checkable
+class ReadsNamedFiles(Protocol):
+    """Files read whatever their suffix says (e.g. ``opencode.db``, where ``.db`` files are otherwise skipped)."""
+
+    def reads_named(self, name: str, /) -> bool: ...
+
+
+@runtime_checkable
+class HasCompanions(Protocol):
+    """Files whose content lives partly in other files: the (size, mtime) that stand for the file and its companions,
+    so re-ingest notices when a companion changes; None for a file that has none."""
+
+    def companion_state(self, path: str, size: int, mtime_ns: int, /) -> tuple[int, int] | None: ...
+
+
+@runtime_checkable
+class DescribesFiles(Protocol):
+    """Why a file of this agent that no format reads is skipped (e.g. Claude Code's workflow ``journal.jsonl``), or
+    None."""
+
+    def describe_file(self, path: Path, /) -> str | None: ...
+
+
+def contract_problems(module: Any) -> list[str]:
+    """What ``module`` lacks to be a format module; empty when it is one. Checked once per module by the registry."""
+    problems = []
+    if not isinstance(module, Format):
+        missing = [name for name in Format.__annotations__ if not hasattr(module, name)]
+        return [f"it lacks {', '.join(missing)} (``Format``)"]
+    if not any(isinstance(module, r) for r in RECOGNISERS):
+        problems.append("it has no way to recognise its files: sniff, sniff_document or sniff_file")
+    parser = module.Parser
+    if not isinstance(parser, type) or not issubclass(parser, RecordParser):
+        problems.append("its Parser lacks feed(record, line) or close()")
+    elif isinstance(module, SniffsFiles) and not issubclass(parser, FileParser):
+        problems.append("it reads files itself (sniff_file) but its Parser lacks read(path)")
+    return problems
 
 
 def text_of(content: Any, types: tuple[str, ...] = ("text", "input_text", "output_text")) -> str:
@@ -110,8 +212,7 @@ def run_session_id(path: Path, instance: str | None = None) -> str:
     (mini-swe-agent writes ``<run>/trajs/<instance>/<instance>.traj.json``; SWE-agent ``<run>/<instance>.traj``)."""
     stem = path.name
     for suffix in (".json", ".traj"):
-        if stem.endswith(suffix):
-            stem = stem[: -len(suffix)]
+        stem = stem.removesuffix(suffix)
     inst = instance or stem or path.name
     for parent in path.resolve().parents:
         if parent.name and parent.name not in (inst, stem, "trajs"):

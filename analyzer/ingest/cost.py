@@ -69,7 +69,7 @@ def _model_ref(model: str) -> tuple[str, str | None]:
         m = m.split("]", 1)[1].strip()
     low = m.lower()
     if low.startswith("converse/"):
-        low = low[len("converse/"):]
+        low = low[len("converse/") :]
     if re.match(r"^(?:[a-z]{2,4}(?:-[a-z]+)?\.)?anthropic\.", low) or low.startswith("bedrock/"):
         return low.rsplit("/", 1)[-1], "aws"
     provider = None
@@ -119,8 +119,12 @@ def _genai_usage(u: Usage) -> Any:
     from genai_prices import Usage as GUsage
 
     # genai-prices counts cached input inside input_tokens; ours excludes it.
-    return GUsage(input_tokens=u.input + u.cache_read + u.cache_write, output_tokens=u.output,
-                  cache_read_tokens=u.cache_read, cache_write_tokens=u.cache_write)
+    return GUsage(
+        input_tokens=u.input + u.cache_read + u.cache_write,
+        output_tokens=u.output,
+        cache_read_tokens=u.cache_read,
+        cache_write_tokens=u.cache_write,
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -128,7 +132,8 @@ def model_price(model: str | None) -> Price | None:
     """The database's entry for ``model``, or None when it knows no such model."""
     if not model or not model.strip():
         return None
-    from genai_prices import Usage as GUsage, calc_price
+    from genai_prices import Usage as GUsage
+    from genai_prices import calc_price
 
     ref, provider = _model_ref(model)
     try:
@@ -162,10 +167,12 @@ def price_usage(model: str | None, usage: Usage) -> tuple[float | None, str | No
         read, write = usage.cache_read, usage.cache_write
         total_input = usage.input + read + write
         uncached = usage.input + (read if price_read is None else 0) + (write if price_write is None else 0)
-        cost = (calc_unit_price(price_in, uncached, total_input, 1_000_000)
-                + calc_unit_price(price_read, read, total_input, 1_000_000)
-                + calc_unit_price(price_write, write, total_input, 1_000_000)
-                + calc_unit_price(price_out, usage.output, total_input, 1_000_000))
+        cost = (
+            calc_unit_price(price_in, uncached, total_input, 1_000_000)
+            + calc_unit_price(price_read, read, total_input, 1_000_000)
+            + calc_unit_price(price_write, write, total_input, 1_000_000)
+            + calc_unit_price(price_out, usage.output, total_input, 1_000_000)
+        )
         return float(cost), p.source
     from genai_prices import calc_price
 
@@ -184,9 +191,9 @@ def describe_source(source: str | None) -> str:
     if source == SOURCE_TRANSCRIPT:
         return "recorded in the transcript"
     if source.startswith(PRICED):
-        return f"price table (genai-prices): {source[len(PRICED):]}"
+        return f"price table (genai-prices): {source[len(PRICED) :]}"
     if source.startswith(INEXACT):
-        return f"inexact price match (genai-prices): {source[len(INEXACT):]}"
+        return f"inexact price match (genai-prices): {source[len(INEXACT) :]}"
     if source == SOURCE_UNKNOWN:
         return "unknown model: no price"
     return source

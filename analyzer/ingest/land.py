@@ -5,12 +5,12 @@ bookkeeping of ``files`` that makes re-ingest incremental."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import duckdb
 
-from analyzer.store.db import one, transaction
+from analyzer.store.connection import one, transaction
 from analyzer.store.schema import CALLS, FILES, INGEST_ERRORS, SESSIONS, TURNS
 from analyzer.tables import Table
 
@@ -77,7 +77,7 @@ CALL_TOTALS_SQL = """
 
 def load_chunk(
     con: duckdb.DuckDBPyConnection,
-    outcomes: Sequence["FileOutcome"],
+    outcomes: Sequence[FileOutcome],
     spool: dict[str, list[str]],
 ) -> None:
     """Replace the rows of ``outcomes``' files with the parsed ones, in one transaction: after a kill the store holds
@@ -85,8 +85,9 @@ def load_chunk(
     run picks up exactly the files that did not land."""
     ids = [o.file_id for o in outcomes]
     with transaction(con):
-        con.execute("CREATE OR REPLACE TEMP TABLE _chunk_files AS SELECT unnest($ids::INTEGER[]) AS file_id",
-                    {"ids": ids})
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _chunk_files AS SELECT unnest($ids::INTEGER[]) AS file_id", {"ids": ids}
+        )
         # Usage keys the old rows held: their winners may change once those rows are gone.
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT usage_key FROM turns "
@@ -116,15 +117,16 @@ def load_chunk(
             WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = n.session_id)
                OR EXISTS (SELECT 1 FROM _new_sessions m WHERE m.session_id = n.session_id AND m.file_id < n.file_id)
         """)
-        keep = ("WHERE NOT EXISTS (SELECT 1 FROM _dup d WHERE d.session_id = t.session_id "
-                "AND d.file_id = t.file_id)")
+        keep = "WHERE NOT EXISTS (SELECT 1 FROM _dup d WHERE d.session_id = t.session_id AND d.file_id = t.file_id)"
         for table, spec in (("sessions", SESSIONS), ("turns", TURNS), ("calls", CALLS)):
             source = "_new_sessions" if table == "sessions" else spool_source(spool, table)
             con.execute(f"INSERT INTO {table} ({', '.join(spec.names)}) {landed_sql(table, source, keep)}")
 
         _drop_replayed_calls(con)
-        con.execute("INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "
-                    "WHERE file_id IN (SELECT file_id FROM _chunk_files) AND usage_key IS NOT NULL")
+        con.execute(
+            "INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "
+            "WHERE file_id IN (SELECT file_id FROM _chunk_files) AND usage_key IS NOT NULL"
+        )
         con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM _new_sessions")
         _dedup_usage(con)
         _refresh_totals(con)
@@ -147,28 +149,48 @@ def load_chunk(
             con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
-def outcome_tuples(outcomes: Sequence["FileOutcome"]) -> dict[Table, list[tuple]]:
+def outcome_tuples(outcomes: Sequence[FileOutcome]) -> dict[Table, list[tuple]]:
     """The ``files`` and ``ingest_errors`` rows of parsed files (before duplicate sessions are counted), as tuples in
     their tables' column order."""
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
-    file_rows = [(o.file_id, o.path, o.format, o.status, o.reason, o.size, o.mtime_ns, o.content_hash,
-                  o.sessions, o.calls, o.error_count, now, o.full_results) for o in outcomes]
+    now = datetime.now(UTC).replace(tzinfo=None)
+    file_rows = [
+        (
+            o.file_id,
+            o.path,
+            o.format,
+            o.status,
+            o.reason,
+            o.size,
+            o.mtime_ns,
+            o.content_hash,
+            o.sessions,
+            o.calls,
+            o.error_count,
+            now,
+            o.full_results,
+        )
+        for o in outcomes
+    ]
     err_rows = []
     for o in outcomes:
         err_rows.extend((o.file_id, o.path, line, reason, text) for line, reason, text in o.errors)
         if o.error_count > len(o.errors):
-            err_rows.append((o.file_id, o.path, None,
-                             f"{o.error_count - len(o.errors)} more errors in this file not listed", ""))
+            err_rows.append(
+                (o.file_id, o.path, None, f"{o.error_count - len(o.errors)} more errors in this file not listed", "")
+            )
     return {FILES: file_rows, INGEST_ERRORS: err_rows}
 
 
-def outcome_rows(outcomes: Sequence["FileOutcome"]) -> dict[str, "pa.Table"]:
+def outcome_rows(outcomes: Sequence[FileOutcome]) -> dict[str, pa.Table]:
     """``outcome_tuples`` as Arrow tables, by table name (the Spark path's tasks return Arrow)."""
     import pyarrow as pa
 
-    return {table.name: pa.table({c.name: pa.array(list(v), type=c.arrow)
-                                  for c, v in zip(table.columns, _columns(table, rows))})
-            for table, rows in outcome_tuples(outcomes).items()}
+    return {
+        table.name: pa.table(
+            {c.name: pa.array(list(v), type=c.arrow) for c, v in zip(table.columns, _columns(table, rows))}
+        )
+        for table, rows in outcome_tuples(outcomes).items()
+    }
 
 
 def _columns(table: Table, rows: Sequence[tuple]) -> list[tuple]:
@@ -187,9 +209,9 @@ def _insert_rows(con: duckdb.DuckDBPyConnection, table: Table, rows: Sequence[tu
 def _drop_replayed_calls(con: duckdb.DuckDBPyConnection) -> None:
     """A resumed Claude Code session copies the earlier session's lines, tool_use ids included, into its own file
     under a new session id: each call is counted once. Of the calls sharing a ``toolu_`` id across sessions, the one in
-    the session whose calls ended first (the original) stays, and the later copy is dropped (ties: the lower file id stays).
-    Tokens need nothing here: the copies share usage keys, deduplicated by ``_dedup_usage``. Runs over the chunk's
-    call ids, so an original ingested after its resume drops the resume's copies already in the store."""
+    the session whose calls ended first (the original) stays, and the later copy is dropped (ties: the lower file id
+    stays). Tokens need nothing here: the copies share usage keys, deduplicated by ``_dedup_usage``. Runs over the
+    chunk's call ids, so an original ingested after its resume drops the resume's copies already in the store."""
     con.execute("""
         CREATE OR REPLACE TEMP TABLE _replayed AS
         WITH ids AS (
@@ -223,8 +245,9 @@ def _dedup_usage(con: duckdb.DuckDBPyConnection) -> None:
         ) r
         WHERE turns.session_id = r.session_id AND turns.turn_index = r.turn_index
     """)
-    con.execute("INSERT INTO _touched SELECT DISTINCT session_id FROM turns "
-                "WHERE usage_key IN (SELECT usage_key FROM _keys)")
+    con.execute(
+        "INSERT INTO _touched SELECT DISTINCT session_id FROM turns WHERE usage_key IN (SELECT usage_key FROM _keys)"
+    )
 
 
 def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
@@ -252,15 +275,17 @@ def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
 RETRY_REASONS = ("cannot open", "cannot read")
 
 
-def file_states(con: duckdb.DuckDBPyConnection, full_results: bool
-                ) -> dict[str, tuple[int, int, int, str | None]]:
+def file_states(con: duckdb.DuckDBPyConnection, full_results: bool) -> dict[str, tuple[int, int, int, str | None]]:
     """path -> (file_id, size, mtime_ns, content_hash) of every file the store has seen. A file skipped because it
     could not be read, or ingested with results stored otherwise than ``full_results`` asks, has size -1, so it never
     looks unchanged."""
     retry = " OR ".join(f"starts_with(coalesce(reason, ''), '{r}')" for r in RETRY_REASONS)
-    rows = con.execute(f"SELECT path, file_id, CASE WHEN status = 'skipped' AND ({retry}) THEN -1 "
-                       "WHEN status = 'ingested' AND full_results IS DISTINCT FROM $full THEN -1 ELSE size END, "
-                       "mtime_ns, content_hash FROM files", {"full": full_results}).fetchall()
+    rows = con.execute(
+        f"SELECT path, file_id, CASE WHEN status = 'skipped' AND ({retry}) THEN -1 "
+        "WHEN status = 'ingested' AND full_results IS DISTINCT FROM $full THEN -1 ELSE size END, "
+        "mtime_ns, content_hash FROM files",
+        {"full": full_results},
+    ).fetchall()
     return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
 
 
@@ -273,6 +298,9 @@ def touch_files(con: duckdb.DuckDBPyConnection, rows: Sequence[tuple[int, int, i
     """Record new size/mtime for files whose content hash proved unchanged."""
     if rows:
         ids, sizes, mtimes = zip(*rows)
-        con.execute("UPDATE files SET size = t.size, mtime_ns = t.mtime_ns FROM (SELECT unnest($1::INTEGER[]) AS "
-                    "file_id, unnest($2::BIGINT[]) AS size, unnest($3::BIGINT[]) AS mtime_ns) t "
-                    "WHERE files.file_id = t.file_id", [list(ids), list(sizes), list(mtimes)])
+        con.execute(
+            "UPDATE files SET size = t.size, mtime_ns = t.mtime_ns FROM (SELECT unnest($1::INTEGER[]) AS "
+            "file_id, unnest($2::BIGINT[]) AS size, unnest($3::BIGINT[]) AS mtime_ns) t "
+            "WHERE files.file_id = t.file_id",
+            [list(ids), list(sizes), list(mtimes)],
+        )

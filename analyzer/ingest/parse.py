@@ -7,24 +7,25 @@ This runs inside worker processes; it writes rows to Parquet through a ``RowSink
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, BinaryIO, Callable
+from typing import Any, BinaryIO
 
 import orjson
 
 from analyzer.ingest import formats
-from analyzer.ingest.base import FileContext
+from analyzer.ingest.base import FileContext, SniffsDocuments, SniffsFiles, SniffsRecords
 from analyzer.ingest.reader import BOM, ReadStats, iter_records
 from analyzer.ingest.rows import MAX_ERRORS_PER_FILE, RowSink, display_path, excerpt
 
 ADAPTERS: dict[str, ModuleType] = formats.adapters()
-SNIFF_ORDER = formats.with_hook("sniff")  # JSON-lines formats, strict shapes first
+SNIFF_ORDER = formats.with_hook(SniffsRecords)  # JSON-lines formats, strict shapes first
 # A file that holds one JSON value is offered to the document formats first, since a document can look like one
 # line record of another format.
-DOCUMENT_ORDER = formats.with_hook("sniff_document")
-FILE_ORDER = formats.with_hook("sniff_file")  # formats whose adapter reads the file itself
+DOCUMENT_ORDER = formats.with_hook(SniffsDocuments)
+FILE_ORDER = formats.with_hook(SniffsFiles)  # formats whose adapter reads the file itself
 SNIFF_RECORDS = 64
 HEAD_BYTES = 65536  # what is read first to tell a file's kind
 WHOLE_DOC_LIMIT = 256 << 20
@@ -82,7 +83,8 @@ def _read_with_another_file(doc: Any) -> bool:
     """An opencode message or part record: its session file's adapter reads it (``opencode.py``)."""
     return isinstance(doc, dict) and (
         (str(doc.get("id", "")).startswith("msg_") and "sessionID" in doc)
-        or (str(doc.get("id", "")).startswith("prt_") and "messageID" in doc))
+        or (str(doc.get("id", "")).startswith("prt_") and "messageID" in doc)
+    )
 
 
 def describe_document(doc: Any) -> str:
@@ -111,7 +113,7 @@ def _load_document(path: str, size: int) -> tuple[bool, Any]:
     try:
         with open(path, "rb") as f:
             data = f.read()
-        return True, orjson.loads(data[len(BOM):] if data.startswith(BOM) else data)
+        return True, orjson.loads(data[len(BOM) :] if data.startswith(BOM) else data)
     except (OSError, orjson.JSONDecodeError):
         return False, None
 
@@ -130,7 +132,7 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
         more = len(head) == HEAD_BYTES  # the file goes on past its head
         f.seek(0)
         if head.startswith(BOM):
-            head = head[len(BOM):]
+            head = head[len(BOM) :]
         if not head.strip():
             out.status, out.reason = "skipped", "empty file"
             out.size = len(head)
@@ -142,12 +144,21 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
         if file_mod is not None:
             return _run_whole(out, file_mod, path, task, sink, f, stats, progress, lambda p: p.read(path))
         if b"\x00" in head:
-            out.status, out.reason = "skipped", ("a Parquet file with no column of chat messages"
-                                                 if head[:4] == b"PAR1" else "binary file (NUL bytes)")
+            out.status, out.reason = (
+                "skipped",
+                (
+                    "a Parquet file with no column of chat messages"
+                    if head[:4] == b"PAR1"
+                    else "binary file (NUL bytes)"
+                ),
+            )
             return out
         if head.lstrip()[:1] in (b"{", b"["):
-            ok, doc = (_load_document(task.path, task.size) if DOCUMENT_ORDER and _single_value(head, more, f)
-                       else (False, None))
+            ok, doc = (
+                _load_document(task.path, task.size)
+                if DOCUMENT_ORDER and _single_value(head, more, f)
+                else (False, None)
+            )
             doc_mod = detect_document(doc) if ok else None
             if doc_mod is not None:
                 return _run_whole(out, doc_mod, path, task, sink, f, stats, progress, lambda p: p.feed(doc, 1))
@@ -173,7 +184,11 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
             if mod is None:
                 first = head.lstrip()[:1]
                 reason = formats.describe_file(path)
-                if reason is None and first in (b"{", b"[") and (early_errors or (buffered and not isinstance(buffered[0][1], dict))):
+                if (
+                    reason is None
+                    and first in (b"{", b"[")
+                    and (early_errors or (buffered and not isinstance(buffered[0][1], dict)))
+                ):
                     ok, doc = _load_document(task.path, task.size)
                     reason = describe_document(doc) if ok else None
                 if reason is None:
@@ -204,8 +219,11 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
             out.sessions = parser.close()
             out.calls = sink.counts["calls"] - calls_before
         except Exception as exc:  # noqa: BLE001 - an adapter bug must not lose the rest of the corpus
-            out.add_error(None, f"internal error while reading ({type(exc).__name__}: {exc}); rows up to here kept",
-                          "".join(traceback.format_exception_only(type(exc), exc)))
+            out.add_error(
+                None,
+                f"internal error while reading ({type(exc).__name__}: {exc}); rows up to here kept",
+                "".join(traceback.format_exception_only(type(exc), exc)),
+            )
             if parser is not None:
                 try:
                     out.sessions = parser.close()
@@ -231,8 +249,9 @@ def _feed(parser: Any, rec: Any, line: int, out: FileOutcome) -> None:
 
 
 def _record_error(exc: Exception, rec: Any, line: int, out: FileOutcome) -> None:
-    out.add_error(line, f"record could not be read ({type(exc).__name__}: {_first_line(exc)}); skipped",
-                  _safe_excerpt(rec))
+    out.add_error(
+        line, f"record could not be read ({type(exc).__name__}: {_first_line(exc)}); skipped", _safe_excerpt(rec)
+    )
 
 
 def _first_line(exc: BaseException) -> str:
@@ -273,8 +292,17 @@ def _single_value(head: bytes, more: bool, f: BinaryIO) -> bool:
     return False
 
 
-def _run_whole(out: FileOutcome, mod: ModuleType, path: Path, task: FileTask, sink: RowSink, f: Any,
-               stats: ReadStats, progress: Callable[[int], None] | None, run: Callable[[Any], None]) -> FileOutcome:
+def _run_whole(
+    out: FileOutcome,
+    mod: ModuleType,
+    path: Path,
+    task: FileTask,
+    sink: RowSink,
+    f: Any,
+    stats: ReadStats,
+    progress: Callable[[int], None] | None,
+    run: Callable[[Any], None],
+) -> FileOutcome:
     """Run a document or file adapter over the whole file, then hash the bytes for change detection."""
     out.format = mod.FORMAT
     ctx = FileContext(path, task.file_id, sink, out.add_error)
@@ -285,8 +313,11 @@ def _run_whole(out: FileOutcome, mod: ModuleType, path: Path, task: FileTask, si
         run(parser)
         out.sessions = parser.close()
     except Exception as exc:  # noqa: BLE001 - an adapter bug must not lose the rest of the corpus
-        out.add_error(None, f"internal error while reading ({type(exc).__name__}: {exc}); rows up to here kept",
-                      "".join(traceback.format_exception_only(type(exc), exc)))
+        out.add_error(
+            None,
+            f"internal error while reading ({type(exc).__name__}: {exc}); rows up to here kept",
+            "".join(traceback.format_exception_only(type(exc), exc)),
+        )
         if parser is not None:
             try:
                 out.sessions = parser.close()

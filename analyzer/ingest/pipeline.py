@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from analyzer.ingest import formats, land
-from analyzer.store import db as store
 from analyzer.errors import NothingToIngestError, UsageError
+from analyzer.ingest import formats, land
 from analyzer.ingest.reader import ReadStats
-from analyzer.machine import cores
 from analyzer.ingest.rows import display_path
 from analyzer.ingest.worker import init_worker, parse_chunk
+from analyzer.machine import cores
+from analyzer.store import connection
 from analyzer.store.schema import KEYS_VERSION
 
 FULL_RESULTS = "full_results"  # the store's setting (loopscope_meta): results stored whole, "true" or "false"
@@ -44,11 +44,39 @@ SKIPPED_LISTED = 20  # skipped files the ingest summary names one by one
 
 # Files in a walked folder with these suffixes are documentation, code or media, never a transcript: they are not
 # read (a file named on the command line is always read, whatever its name).
-NOT_TRANSCRIPTS = frozenset({
-    ".md", ".rst", ".txt", ".py", ".pyc", ".js", ".ts", ".html", ".css", ".toml", ".yaml", ".yml", ".ini", ".cfg",
-    ".lock", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", ".pdf", ".zip", ".gz", ".tar", ".duckdb", ".sqlite",
-    ".db", ".wal",
-})
+NOT_TRANSCRIPTS = frozenset(
+    {
+        ".md",
+        ".rst",
+        ".txt",
+        ".py",
+        ".pyc",
+        ".js",
+        ".ts",
+        ".html",
+        ".css",
+        ".toml",
+        ".yaml",
+        ".yml",
+        ".ini",
+        ".cfg",
+        ".lock",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".gif",
+        ".svg",
+        ".webp",
+        ".pdf",
+        ".zip",
+        ".gz",
+        ".tar",
+        ".duckdb",
+        ".sqlite",
+        ".db",
+        ".wal",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -94,8 +122,10 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
                     ext = os.path.splitext(e.name)[1].lower()
                     ignored = None
                     if ext in NOT_TRANSCRIPTS and not formats.reads_named(e.name):
-                        ignored = (f"not read: a {ext} file is documentation, code or media, not a transcript "
-                                   f"(name it on the command line to read it anyway)")
+                        ignored = (
+                            f"not read: a {ext} file is documentation, code or media, not a transcript "
+                            f"(name it on the command line to read it anyway)"
+                        )
                     path = os.path.realpath(e.path) if e.is_symlink() else e.path
                     add(path, e.stat(), ignored)
             except OSError:
@@ -120,8 +150,12 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -151,8 +185,10 @@ class IngestSummary:
         rows = sorted(self.skipped)
         lines = [f"skipped {path}: {reason}" for path, reason in rows[:limit]]
         if len(rows) > limit:
-            lines.append(f"… and {len(rows) - limit:,} more skipped files (all of them: SELECT path, reason FROM "
-                         f"files WHERE status = 'skipped')")
+            lines.append(
+                f"… and {len(rows) - limit:,} more skipped files (all of them: SELECT path, reason FROM "
+                f"files WHERE status = 'skipped')"
+            )
         return lines
 
 
@@ -220,23 +256,25 @@ def ingest(
     roots = list(paths) if paths else formats.default_roots()
     if not roots:
         raise NothingToIngestError(
-            "no path given and no agent session folder found (the README's formats table names each agent's folder)")
+            "no path given and no agent session folder found (the README's formats table names each agent's folder)"
+        )
     files = discover(roots, exclude=db)
     summary = IngestSummary(files_seen=len(files))
-    old = store.schema_version(db)
-    con = store.connect(db, rebuild_old=True)
+    old = connection.schema_version(db)
+    con = connection.connect(db, rebuild_old=True)
     if old is not None and old < KEYS_VERSION:
         summary.notes.append(
             f"{display_path(str(db))} was written by an older loopscope (store schema v{old}, MD5 keys): it was "
             f"emptied and rebuilt from the transcripts read now (files it held from other folders need ingesting "
-            f"again)")
+            f"again)"
+        )
     try:
         clean_stale_spools(db)
         if full_results is None:
-            full_results = store.get_setting(con, FULL_RESULTS) == "true"
+            full_results = connection.get_setting(con, FULL_RESULTS) == "true"
         else:
-            store.set_setting(con, FULL_RESULTS, "true" if full_results else "false")
-        store.tune_for_bulk_load(con, whole_results=full_results)
+            connection.set_setting(con, FULL_RESULTS, "true" if full_results else "false")
+        connection.tune_for_bulk_load(con, whole_results=full_results)
         _ingest_files(con, files, db, summary, workers, progress, full_results)
         con.execute("CHECKPOINT")
     finally:
@@ -260,9 +298,13 @@ def _ingest_files(
     full_results: bool,
 ) -> None:
     known = land.file_states(con, full_results)
-    ignored_before = {r[0] for r in con.execute(
-        "SELECT path FROM files WHERE status = 'skipped' AND content_hash IS NULL AND starts_with(reason, 'not read: ')"
-    ).fetchall()}
+    ignored_before = {
+        r[0]
+        for r in con.execute(
+            "SELECT path FROM files WHERE status = 'skipped' AND content_hash IS NULL "
+            "AND starts_with(reason, 'not read: ')"
+        ).fetchall()
+    }
     next_id = land.next_file_id(con)
     tasks: list[FileTask] = []
     ignored: list[FileOutcome] = []
@@ -307,11 +349,13 @@ def _ingest_files(
         if total <= IN_PROCESS_BYTES or n_workers <= 1 or len(chunks) == 1:
             done = 0
             for i, chunk in enumerate(chunks):
+
                 def bump(n: int) -> None:
                     nonlocal done
                     done += n
                     if progress:
                         progress(done, total)
+
                 outcomes, paths = parse_chunk(chunk, str(spool), f"c{i}", bump, full_results)
                 _land(con, outcomes, paths, summary)
         else:
@@ -320,9 +364,12 @@ def _ingest_files(
         shutil.rmtree(spool, ignore_errors=True)
     if progress:
         progress(total, total)
-    row = store.one(
-        con, "SELECT count(*), coalesce(sum(calls), 0), coalesce(sum(total_tokens), 0) FROM sessions "
-        "WHERE file_id IN (SELECT unnest(?::INTEGER[]))", [[t.file_id for t in tasks]])
+    row = connection.one(
+        con,
+        "SELECT count(*), coalesce(sum(calls), 0), coalesce(sum(total_tokens), 0) FROM sessions "
+        "WHERE file_id IN (SELECT unnest(?::INTEGER[]))",
+        [[t.file_id for t in tasks]],
+    )
     summary.sessions, summary.calls, summary.tokens = int(row[0]), int(row[1]), int(row[2])
 
 
@@ -338,10 +385,15 @@ def _parse_parallel(
 ) -> None:
     ctx = mp.get_context("spawn")
     counter = ctx.Value("q", 0)
-    with ProcessPoolExecutor(max_workers=min(n_workers, len(chunks)), mp_context=ctx,
-                             initializer=init_worker, initargs=(counter, os.getpid())) as pool:
-        pending: set[Future] = {pool.submit(parse_chunk, c, str(spool), f"c{i}", None, full_results)
-                                for i, c in enumerate(chunks)}
+    with ProcessPoolExecutor(
+        max_workers=min(n_workers, len(chunks)),
+        mp_context=ctx,
+        initializer=init_worker,
+        initargs=(counter, os.getpid()),
+    ) as pool:
+        pending: set[Future] = {
+            pool.submit(parse_chunk, c, str(spool), f"c{i}", None, full_results) for i, c in enumerate(chunks)
+        }
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             if progress:
@@ -354,8 +406,9 @@ def _parse_parallel(
                         Path(p).unlink(missing_ok=True)
 
 
-def _land(con: duckdb.DuckDBPyConnection, outcomes: list[FileOutcome], paths: dict[str, list[str]],
-          summary: IngestSummary) -> None:
+def _land(
+    con: duckdb.DuckDBPyConnection, outcomes: list[FileOutcome], paths: dict[str, list[str]], summary: IngestSummary
+) -> None:
     land.load_chunk(con, outcomes, paths)
     for o in outcomes:
         if o.status == "skipped":

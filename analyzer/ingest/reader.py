@@ -56,8 +56,7 @@ def iter_lines(f: BinaryIO, stats: ReadStats, progress: Callable[[int], None] | 
             parts[0] = b"".join(pending)
             pending = []
         last = parts.pop()
-        for p in parts:
-            yield p
+        yield from parts
         if last:
             pending.append(last)
     if pending:
@@ -122,7 +121,7 @@ def iter_records(
     # One line of look-ahead, so the last line can be told apart when it has no trailing newline.
     for raw in iter_lines(f, stats, progress):
         if line_no == 0 and prev is None and raw.startswith(BOM):
-            raw = raw[len(BOM):]  # a UTF-8 byte-order mark is not part of line 1's JSON
+            raw = raw[len(BOM) :]  # a UTF-8 byte-order mark is not part of line 1's JSON
         if prev is not None:
             line_no += 1
             try:

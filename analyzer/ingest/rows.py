@@ -17,10 +17,9 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
 
 from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
 from analyzer.ingest.cost import Usage, price_usage
@@ -36,8 +35,11 @@ MAX_ERRORS_PER_FILE = 1000
 # The spool: what workers write and ``ingest/land.py`` loads. Its columns are the store's, in the store's order, less
 # what loading computes (session totals); timestamps travel as the transcript's strings.
 SPOOL: dict[str, tuple[tuple[str, str], ...]] = {
-    "sessions": spool_columns(SESSIONS, rename={"started_at": "first_ts", "ended_at": "last_ts"},
-                              drop=SESSIONS.names[SESSIONS.names.index("user_turns"):]),
+    "sessions": spool_columns(
+        SESSIONS,
+        rename={"started_at": "first_ts", "ended_at": "last_ts"},
+        drop=SESSIONS.names[SESSIONS.names.index("user_turns") :],
+    ),
     "turns": spool_columns(TURNS),
     "calls": spool_columns(CALLS),
 }
@@ -52,7 +54,7 @@ def ts_text(value: Any) -> str | None:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         secs = value / 1000.0 if value > 1e11 else float(value)
         try:
-            return datetime.fromtimestamp(secs, tz=timezone.utc).isoformat()
+            return datetime.fromtimestamp(secs, tz=UTC).isoformat()
         except (OverflowError, OSError, ValueError):
             return None
     return None
@@ -68,7 +70,7 @@ def parse_ts(value: Any) -> datetime | None:
     except ValueError:
         return None
     if dt.tzinfo is not None:
-        dt = dt.astimezone(timezone.utc).replace(tzinfo=None)
+        dt = dt.astimezone(UTC).replace(tzinfo=None)
     return dt
 
 
@@ -148,7 +150,7 @@ def clip_result(text: str, ref: str) -> str:
     marker = f"\n[… {elided:,} characters not stored: loopscope show {ref} prints the whole result …]\n"
     if len(marker) >= elided:
         return text
-    return text[:STORED_HEAD_CHARS] + marker + text[n - STORED_TAIL_CHARS:]
+    return text[:STORED_HEAD_CHARS] + marker + text[n - STORED_TAIL_CHARS :]
 
 
 class RowSink:
@@ -317,8 +319,9 @@ class SessionBuilder:
         ``harness``, and not a user prompt, so loop counting does not restart at it."""
         if self._open:
             self.flush_turns()
-        self._emit_turn(_Turn(f"h{self.n_turns}", self.n_turns, "harness", [text], None, ts, self.turn, False, None,
-                              None, line))
+        self._emit_turn(
+            _Turn(f"h{self.n_turns}", self.n_turns, "harness", [text], None, ts, self.turn, False, None, None, line)
+        )
         self.n_turns += 1
         self.current_turn_id = None
 
@@ -368,7 +371,9 @@ class SessionBuilder:
         else:  # two requests folded into one message: add them up
             u = turn.usage
             turn.usage = Usage(
-                u.input + usage.input, u.output + usage.output, u.cache_read + usage.cache_read,
+                u.input + usage.input,
+                u.output + usage.output,
+                u.cache_read + usage.cache_read,
                 u.cache_write + usage.cache_write,
                 None if u.total is None or usage.total is None else u.total + usage.total,
                 None if u.cost is None or usage.cost is None else u.cost + usage.cost,
@@ -387,18 +392,37 @@ class SessionBuilder:
             usage = self._usage_row(turn, u)
         else:
             usage = (0, 0, 0, 0, 0, 0.0, None, turn.usage_key, False)
-        self.sink.add("turns", (
-            self.session_id, turn.turn_id, turn.turn_index, turn.role, text, turn.model, ts_text(turn.ts),
-            turn.user_turn if turn.user_turn > 0 else 0, turn.is_sidechain, *usage, self.file_id,
-            turn.line if turn.line >= 0 else None,
-        ), 96 + (len(text) if text else 0))
+        self.sink.add(
+            "turns",
+            (
+                self.session_id,
+                turn.turn_id,
+                turn.turn_index,
+                turn.role,
+                text,
+                turn.model,
+                ts_text(turn.ts),
+                turn.user_turn if turn.user_turn > 0 else 0,
+                turn.is_sidechain,
+                *usage,
+                self.file_id,
+                turn.line if turn.line >= 0 else None,
+            ),
+            96 + (len(text) if text else 0),
+        )
 
     def _usage_row(self, turn: _Turn, u: Usage) -> tuple[Any, ...]:
         """The usage columns of a turn. A count or cost that is not a real value (NaN, infinite, past ``MAX_COUNT``)
         is stored as NULL and reported with its field; the turn and its other values are kept."""
         inp, out, read, write, total, cost = u.input, u.output, u.cache_read, u.cache_write, u.total, u.cost
-        if (valid_count(inp) and valid_count(out) and valid_count(read) and valid_count(write)
-                and (total is None or valid_count(total)) and (cost is None or valid_cost(cost))):
+        if (
+            valid_count(inp)
+            and valid_count(out)
+            and valid_count(read)
+            and valid_count(write)
+            and (total is None or valid_count(total))
+            and (cost is None or valid_cost(cost))
+        ):
             # Every value valid (nearly every turn): no dict of fields, which only the error path below needs.
             if cost is not None:
                 source = "transcript"
@@ -415,9 +439,11 @@ class SessionBuilder:
         if self.on_error is not None:
             values = {**counts, "total": u.total, "cost": u.cost}
             shown = ", ".join(f"{k}={_short(values[k])}" for k in bad)
-            self.on_error(turn.line if turn.line >= 0 else None,
-                          f"invalid usage value ({shown}): stored as NULL, the rest of the message kept",
-                          f"usage.{bad[0]} = {_short(values[bad[0]])}")
+            self.on_error(
+                turn.line if turn.line >= 0 else None,
+                f"invalid usage value ({shown}): stored as NULL, the rest of the message kept",
+                f"usage.{bad[0]} = {_short(values[bad[0]])}",
+            )
         vals = [v if valid_count(v) else None for v in counts.values()]
         total = u.total_tokens if "total" not in bad and all(v is not None for v in vals) else None
         if total is not None and not valid_count(total):
@@ -443,8 +469,9 @@ class SessionBuilder:
     ) -> None:
         """A tool call. It waits for its result (``result``) and is written then, or at ``finish`` without one."""
         cid = call_id if call_id else f"#{self.n_calls}"
-        c = _Call(self.n_calls, cid, turn_id or self.current_turn_id, self.turn, tool or "?", args,
-                  parent_call_id, ts, line)
+        c = _Call(
+            self.n_calls, cid, turn_id or self.current_turn_id, self.turn, tool or "?", args, parent_call_id, ts, line
+        )
         self.n_calls += 1
         q = self._pending.get(cid)
         if q is None:
@@ -475,8 +502,15 @@ class SessionBuilder:
     def has_pending(self, call_id: str) -> bool:
         return bool(self._pending.get(call_id))
 
-    def _emit_call(self, c: _Call, text: str | None, is_error: bool | None, result_ts: Any,
-                   error_kind: str | None, has_result: bool) -> None:
+    def _emit_call(
+        self,
+        c: _Call,
+        text: str | None,
+        is_error: bool | None,
+        result_ts: Any,
+        error_kind: str | None,
+        has_result: bool,
+    ) -> None:
         canon, ordered, shallow = _arg_variants(c.args if c.args is not None else {})
         # The ordered and shallow variants are None when they equal the canonical JSON (most calls): their key is
         # then the canonical key, not hashed again.
@@ -495,11 +529,32 @@ class SessionBuilder:
                 text = clip_result(text, f"{self.session_id}:{c.seq}")
         else:
             text = is_error = error_kind = rkey = chars = None
-        self.sink.add("calls", (
-            self.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, canon, key, key_ordered, key_shallow,
-            text, chars, rkey, is_error, error_kind, c.parent_call_id, ts_text(c.ts), ts_text(result_ts),
-            self.file_id, c.line,
-        ), 160 + len(canon) + (len(text) if text else 0))
+        self.sink.add(
+            "calls",
+            (
+                self.session_id,
+                c.seq,
+                c.call_id,
+                c.turn_id,
+                c.user_turn,
+                c.tool,
+                canon,
+                key,
+                key_ordered,
+                key_shallow,
+                text,
+                chars,
+                rkey,
+                is_error,
+                error_kind,
+                c.parent_call_id,
+                ts_text(c.ts),
+                ts_text(result_ts),
+                self.file_id,
+                c.line,
+            ),
+            160 + len(canon) + (len(text) if text else 0),
+        )
 
     # -- end ----------------------------------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -512,10 +567,21 @@ class SessionBuilder:
         self._pending.clear()
         for c in waiting:
             self._emit_call(c, None, None, None, None, False)
-        self.sink.add("sessions", (
-            self.session_id, self.format, self.source_path, self.file_id, self.parent_session_id,
-            self.agent_version, self.first_ts, self.last_ts, self.cwd, list(self.models),
-        ))
+        self.sink.add(
+            "sessions",
+            (
+                self.session_id,
+                self.format,
+                self.source_path,
+                self.file_id,
+                self.parent_session_id,
+                self.agent_version,
+                self.first_ts,
+                self.last_ts,
+                self.cwd,
+                list(self.models),
+            ),
+        )
 
 
 def display_path(path: str) -> str:
@@ -541,7 +607,7 @@ def _short(value: Any) -> str:
 
 # An excerpt is never cut inside a word: a secret cut short (18 of a key's 20 characters) is one no redaction rule
 # recognises any more. The cut moves on to the end of the word, up to this many characters more.
-_WORD_END = re.compile(r"[^\s\"'`,;&|<>(){}\[\]]{0,%d}" % (4 * MAX_EXCERPT))
+_WORD_END = re.compile(rf"[^\s\"'`,;&|<>(){{}}\[\]]{{0,{4 * MAX_EXCERPT}}}")
 
 
 def excerpt(text: str | bytes, limit: int = MAX_EXCERPT) -> str:

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from analyzer.errors import UsageError
-from analyzer.store import db as store
 
 
 @dataclass
@@ -52,8 +51,10 @@ class _CallCatcher:
 
 def _find(con: Any, ref: str) -> list[tuple]:
     """The calls ``ref`` names: ``SESSION:SEQ`` first (session ids may hold colons), else a call id."""
-    cols = ("SELECT c.session_id, c.seq, c.call_id, c.tool, c.args, c.result_text, c.result_chars, c.is_error, "
-            "c.file_id, c.line, f.path FROM calls c JOIN files f USING (file_id)")
+    cols = (
+        "SELECT c.session_id, c.seq, c.call_id, c.tool, c.args, c.result_text, c.result_chars, c.is_error, "
+        "c.file_id, c.line, f.path FROM calls c JOIN files f USING (file_id)"
+    )
     session, _, seq = ref.rpartition(":")
     if session and seq.strip().isdigit():
         rows = con.execute(f"{cols} WHERE c.session_id = ? AND c.seq = ?", [session, int(seq)]).fetchall()
@@ -62,16 +63,15 @@ def _find(con: Any, ref: str) -> list[tuple]:
     return con.execute(f"{cols} WHERE c.call_id = ? ORDER BY c.session_id, c.seq", [ref]).fetchall()
 
 
-def show_call(db: Path, ref: str) -> ShownCall:
-    """The call ``ref`` names (a call id, or ``SESSION:SEQ``) with its whole result: from the store when it holds
-    the result whole, else read again from the transcript. Every failure is a one-line ``UsageError``."""
-    con = store.connect(db, read_only=True)
-    try:
-        rows = _find(con, ref)
-    finally:
-        con.close()
+def show_call(con: Any, ref: str, db: Path | None = None) -> ShownCall:
+    """The call ``ref`` names (a call id, or ``SESSION:SEQ``) in the store ``con`` is open on (``db``, named in the
+    messages) with its whole result: from the store when it holds the result whole, else read again from the
+    transcript. Every failure is a one-line ``UsageError``."""
+    rows = _find(con, ref)
     if not rows:
-        raise UsageError(f"no call {ref!r} in {db}: name a call id or SESSION:SEQ (`loopscope findings` lists calls)")
+        raise UsageError(
+            f"no call {ref!r} in {db or 'the store'}: name a call id or SESSION:SEQ (`loopscope findings` lists calls)"
+        )
     if len(rows) > 1:
         names = ", ".join(f"{r[0]}:{r[1]}" for r in rows[:3]) + (" …" if len(rows) > 3 else "")
         raise UsageError(f"call id {ref!r} names {len(rows)} calls ({names}): name one as SESSION:SEQ")
@@ -87,15 +87,21 @@ def _reparse(path: str, file_id: int, session_id: str, seq: int, chars: int) -> 
     try:
         st = os.stat(path)
     except OSError as exc:
-        raise UsageError(f"cannot read the transcript {path}: {exc.strerror or exc} (the store keeps only the head "
-                         "and tail of this result)") from None
+        raise UsageError(
+            f"cannot read the transcript {path}: {exc.strerror or exc} (the store keeps only the head "
+            "and tail of this result)"
+        ) from None
     catcher = _CallCatcher(session_id, seq)
     parse_file(FileTask(file_id, path, st.st_size, st.st_mtime_ns), catcher)  # type: ignore[arg-type]
     if catcher.row is None:
-        raise UsageError(f"{path} no longer holds call {session_id}:{seq}: it changed since it was ingested "
-                         "(run `loopscope ingest` again)")
+        raise UsageError(
+            f"{path} no longer holds call {session_id}:{seq}: it changed since it was ingested "
+            "(run `loopscope ingest` again)"
+        )
     text, is_error = catcher.text()
     if text is None or len(text) != chars:
-        raise UsageError(f"{path} changed since it was ingested (call {session_id}:{seq} now has another result): "
-                         "run `loopscope ingest` again")
+        raise UsageError(
+            f"{path} changed since it was ingested (call {session_id}:{seq} now has another result): "
+            "run `loopscope ingest` again"
+        )
     return text, is_error

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 _progress_counter = None
 
 
-def init_worker(counter: "mp.sharedctypes.Synchronized[int] | None", parent: int | None = None) -> None:
+def init_worker(counter: mp.sharedctypes.Synchronized[int] | None, parent: int | None = None) -> None:
     global _progress_counter
     _progress_counter = counter
     if parent is not None:
@@ -32,8 +32,9 @@ def init_worker(counter: "mp.sharedctypes.Synchronized[int] | None", parent: int
 
     if "pandas" not in sys.modules:
         sys.meta_path.insert(0, _NoPandas())
-    import analyzer.ingest.parse  # noqa: F401
     import pyarrow.parquet  # noqa: F401
+
+    import analyzer.ingest.parse  # noqa: F401
 
     gc.freeze()
 
@@ -83,8 +84,13 @@ def _bump(n: int) -> None:
             _progress_counter.value += n
 
 
-def parse_chunk(chunk: list[FileTask], spool_dir: str, tag: str, bump: Callable[[int], None] | None = None,
-                full_results: bool = False) -> tuple[list[FileOutcome], dict[str, list[str]]]:
+def parse_chunk(
+    chunk: list[FileTask],
+    spool_dir: str,
+    tag: str,
+    bump: Callable[[int], None] | None = None,
+    full_results: bool = False,
+) -> tuple[list[FileOutcome], dict[str, list[str]]]:
     """Worker entry point: parse a chunk of files into one Parquet spool per table."""
     from analyzer.ingest.parse import parse_file
     from analyzer.ingest.rows import RowSink

@@ -12,9 +12,9 @@ from typing import Protocol
 import duckdb
 import polars as pl
 
-from analyzer.store import db as store
-from analyzer.detect.rules import RESULT_HEAD
 from analyzer.detect.keys import estimate_tokens_sql, tokens_of_length_sql
+from analyzer.detect.rules import RESULT_HEAD
+from analyzer.store import connection
 
 # How the scan's rows are compressed as they land. DuckDB's own choice tries several schemes on every string
 # segment and keeps the smallest: the largest single step of the scan (0.4 s of 1.7 s on the benchmark corpus).
@@ -24,22 +24,22 @@ OUTPUT_COMPRESSION: str | None = "dictionary"
 # A store that keeps each call's argument words (``keys.args_words``) spares the scan the tokenising.
 WORDS_COLUMN = "args_words"
 
-# One group's rows: its sessions' rows lie in a narrow span of rowids (``store.rows_of``: the scan takes sessions in
-# the order of their rows, so DuckDB skips the row groups outside the span) and a registered table (``_scan_group``)
-# names them. Bounded by file ids instead, a group skipped nothing: ingest lands chunks in the order its parser
-# processes finish, so every row group spans nearly every file.
+# One group's rows: its sessions' rows lie in a narrow span of rowids (``connection.rows_of``: the scan takes sessions
+# in the order of their rows, so DuckDB skips the row groups outside the span) and a registered table
+# (``_scan_group``) names them. Bounded by file ids instead, a group skipped nothing: ingest lands chunks in the order
+# its parser processes finish, so every row group spans nearly every file.
 # Unsorted: polars sorts faster than DuckDB sorts strings. Keys are 16 hex digits of an XXH3-64, read as the 64-bit
 # number they spell, exactly (a hash of them would add collisions of its own); a missing result key stays NULL.
 _GROUP = "{span} AND session_id IN (SELECT session_id FROM _scan_group)"
 _KEY = "CASE WHEN {col} IS NOT NULL THEN coalesce(try_cast('0x' || {col} AS UBIGINT), hash({col})) END"
 _CALLS_SQL = f"""
-    SELECT session_id, seq, call_id, turn_id, user_turn, tool, {_KEY.format(col='call_key')} AS k, args,
-           {_KEY.format(col='result_key')} AS result_key, is_error, parent_call_id,
-           ({estimate_tokens_sql('args')} + {tokens_of_length_sql('result_chars')})::INTEGER AS est_tokens{{words}}
+    SELECT session_id, seq, call_id, turn_id, user_turn, tool, {_KEY.format(col="call_key")} AS k, args,
+           {_KEY.format(col="result_key")} AS result_key, is_error, parent_call_id,
+           ({estimate_tokens_sql("args")} + {tokens_of_length_sql("result_chars")})::INTEGER AS est_tokens{{words}}
     FROM calls WHERE {_GROUP.format(span="{calls}")}
 """
 _TURNS_SQL = f"""
-    SELECT session_id, turn_id, turn_index, user_turn, text, {estimate_tokens_sql('text')}::INTEGER AS est_tokens
+    SELECT session_id, turn_id, turn_index, user_turn, text, {estimate_tokens_sql("text")}::INTEGER AS est_tokens
     FROM turns WHERE role = 'assistant' AND {_GROUP.format(span="{turns}")}
 """
 # What findings need, for the few rows that need it (``detect.vector.episodes.HeadsFn`` and ``TurnsFn``). Bounded
@@ -68,18 +68,23 @@ class Session(Protocol):
 
 
 def has_words(con: duckdb.DuckDBPyConnection) -> bool:
-    row = store.one(con, "SELECT count(*) FROM information_schema.columns WHERE table_name = 'calls' "
-                         "AND column_name = ?", [WORDS_COLUMN])
+    row = connection.one(
+        con,
+        "SELECT count(*) FROM information_schema.columns WHERE table_name = 'calls' AND column_name = ?",
+        [WORDS_COLUMN],
+    )
     return bool(row and row[0])
 
 
-def read_group(con: duckdb.DuckDBPyConnection, group: Sequence[Session], words: bool
-               ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+def read_group(
+    con: duckdb.DuckDBPyConnection, group: Sequence[Session], words: bool
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
     """A group's sessions (id, fingerprint), calls and assistant messages, sorted by session, then seq /
     turn_index."""
-    sessions = pl.DataFrame({"session_id": [t.session_id for t in group],
-                             "fingerprint": [t.fingerprint for t in group]},
-                            schema={"session_id": pl.String, "fingerprint": pl.String})
+    sessions = pl.DataFrame(
+        {"session_id": [t.session_id for t in group], "fingerprint": [t.fingerprint for t in group]},
+        schema={"session_id": pl.String, "fingerprint": pl.String},
+    )
     spans = _spans(con, group)
     sql = _CALLS_SQL.format(words=f", {WORDS_COLUMN} AS words" if words else "", **spans)
     con.register("_scan_group", sessions.select("session_id"))
@@ -97,31 +102,38 @@ def _sorted(frame: pl.DataFrame, order: str) -> pl.DataFrame:
     return frame.sort("session_id", order) if frame.select(out_of_order.any()).item() else frame
 
 
-def _spans(con: duckdb.DuckDBPyConnection, group: Sequence[Session], calls: str = "calls", turns: str = "turns"
-           ) -> dict[str, str]:
+def _spans(
+    con: duckdb.DuckDBPyConnection, group: Sequence[Session], calls: str = "calls", turns: str = "turns"
+) -> dict[str, str]:
     """Conditions on ``calls`` and on ``turns`` (named so in the query) true of every row of the group's sessions:
-    their rowid spans (``store.rows_of``; the scan recorded them with ``store.record_places``)."""
+    their rowid spans (``connection.rows_of``; the scan recorded them with ``connection.record_places``)."""
     ids = "SELECT unnest(?::VARCHAR[])"
     params = [[t.session_id for t in group]]
-    return {"calls": store.rows_of(con, "calls", ids, params, calls),
-            "turns": store.rows_of(con, "turns", ids, params, turns)}
+    return {
+        "calls": connection.rows_of(con, "calls", ids, params, calls),
+        "turns": connection.rows_of(con, "turns", ids, params, turns),
+    }
 
 
 def lookups(con: duckdb.DuckDBPyConnection, group: Sequence[Session]) -> tuple[Lookup, Lookup]:
     """The result heads and the turn figures findings need, read on demand from the group's rows."""
     spans = _spans(con, group, calls="c", turns="t")
-    return (_lookup(con, _HEADS_SQL.format(**spans), "_scan_heads"),
-            _lookup(con, _TURN_INFO_SQL.format(**spans), "_scan_turns"))
+    return (
+        _lookup(con, _HEADS_SQL.format(**spans), "_scan_heads"),
+        _lookup(con, _TURN_INFO_SQL.format(**spans), "_scan_turns"),
+    )
 
 
 def _lookup(con: duckdb.DuckDBPyConnection, sql: str, name: str) -> Lookup:
     """A query over a small registered frame of keys."""
+
     def run(keys: pl.DataFrame) -> pl.DataFrame:
         con.register(name, keys)
         try:
             return con.sql(sql).pl()
         finally:
             con.unregister(name)
+
     return run
 
 
@@ -135,13 +147,15 @@ def compress_output(con: duckdb.DuckDBPyConnection) -> None:
 
 def land(con: duckdb.DuckDBPyConnection, out: dict[str, pl.DataFrame], detector: str) -> None:
     """One group's rows in one transaction: a session is either fully scanned or not at all."""
-    with store.transaction(con):
+    with connection.transaction(con):
         for table in ("signals", "text_signals", "findings"):
             if out[table].height:
                 con.register("_scan_out", out[table])
                 con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _scan_out")
                 con.unregister("_scan_out")
         con.register("_scan_out", out["scan_state"])
-        con.execute("INSERT INTO scan_state BY NAME SELECT *, ? AS detector, now()::TIMESTAMP AS scanned_at "
-                    "FROM _scan_out", [detector])
+        con.execute(
+            "INSERT INTO scan_state BY NAME SELECT *, ? AS detector, now()::TIMESTAMP AS scanned_at FROM _scan_out",
+            [detector],
+        )
         con.unregister("_scan_out")

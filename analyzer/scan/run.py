@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import duckdb
 
-from analyzer.store import db as store
 from analyzer.detect.stream.calls import Config
 from analyzer.errors import StoreError
 from analyzer.machine import cores
+from analyzer.store import connection
 
 if TYPE_CHECKING:
     import polars as pl
@@ -76,22 +76,27 @@ def _plan(con: duckdb.DuckDBPyConnection, config: Config, full: bool) -> tuple[l
     """Sessions to scan, in store order (by file, as ingest wrote them); how many are unchanged; how many
     disappeared (their rows deleted here)."""
     det = detector_text(config)
-    rows = con.execute("""
+    rows = con.execute(
+        """
         SELECT s.session_id,
                md5(concat_ws('|', coalesce(f.content_hash, ''), coalesce(CAST(f.ingested_at AS VARCHAR), ''),
                              s.file_id, s.calls, s.turns, s.user_turns, s.total_tokens, s.cost_usd, ?)) AS fp,
                coalesce(s.calls, 0) AS calls, coalesce(s.file_id, 0) AS file_id, st.fingerprint
         FROM sessions s LEFT JOIN files f USING (file_id) LEFT JOIN scan_state st USING (session_id)
         ORDER BY file_id, s.session_id
-    """, [det]).fetchall()
+    """,
+        [det],
+    ).fetchall()
     todo = [_Todo(sid, fp, calls, fid) for sid, fp, calls, fid, old in rows if full or old != fp]
-    gone = con.execute("SELECT session_id FROM scan_state WHERE session_id NOT IN (SELECT session_id FROM sessions)"
-                       ).fetchall()
+    gone = con.execute(
+        "SELECT session_id FROM scan_state WHERE session_id NOT IN (SELECT session_id FROM sessions)"
+    ).fetchall()
     stale = [t.session_id for t in todo] + [r[0] for r in gone]
     if stale:
-        with store.transaction(con):
-            con.execute("CREATE OR REPLACE TEMP TABLE _scan_stale AS SELECT unnest(?::VARCHAR[]) AS session_id",
-                        [stale])
+        with connection.transaction(con):
+            con.execute(
+                "CREATE OR REPLACE TEMP TABLE _scan_stale AS SELECT unnest(?::VARCHAR[]) AS session_id", [stale]
+            )
             for table in ("signals", "text_signals", "findings", "scan_state"):
                 con.execute(f"DELETE FROM {table} WHERE session_id IN (SELECT session_id FROM _scan_stale)")
             con.execute("DROP TABLE _scan_stale")
@@ -126,11 +131,11 @@ def scan(
     config = config or Config()
     if not Path(db).exists():
         raise StoreError(f"no store at {db}: run `loopscope ingest` first (or pass --db)")
-    con = store.connect(db)
+    con = connection.connect(db)
     try:
         # Ingest's settings (a memory cap: DuckDB would otherwise keep up to 80% of RAM of what it read; few
         # checkpoints), with the scan's own cap and checkpoint interval: what bounds its memory.
-        store.tune_for_bulk_load(con)
+        connection.tune_for_bulk_load(con)
         con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
         con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_EVERY}'")
         summary = _scan(con, config, workers, full, progress, t0)
@@ -142,8 +147,14 @@ def scan(
     return summary
 
 
-def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, full: bool,
-          progress: ProgressFn | None, t0: float) -> ScanSummary:
+def _scan(
+    con: duckdb.DuckDBPyConnection,
+    config: Config,
+    workers: int | None,
+    full: bool,
+    progress: ProgressFn | None,
+    t0: float,
+) -> ScanSummary:
     todo, unchanged, removed = _plan(con, config, full)
     summary = ScanSummary(sessions=len(todo) + unchanged, unchanged=unchanged, removed=removed)
     if not todo:
@@ -152,8 +163,8 @@ def _scan(con: duckdb.DuckDBPyConnection, config: Config, workers: int | None, f
     from analyzer.scan.batch import scan_group
 
     # Groups of sessions whose rows are neighbours read the fewest row groups (``scan_io.read_group``).
-    store.record_places(con)
-    place = {sid: i for i, sid in enumerate(store.in_place_order(con, [t.session_id for t in todo]))}
+    connection.record_places(con)
+    place = {sid: i for i, sid in enumerate(connection.in_place_order(con, [t.session_id for t in todo]))}
     todo.sort(key=lambda t: place[t.session_id])
     threads = workers if workers is not None else cores()
     con.execute(f"SET threads = {max(1, threads)}")

@@ -15,8 +15,7 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from analyzer.ingest.land import (CALL_TOTALS_SQL, TURN_TOTALS_SQL, USAGE_ORDER, landed_sql, outcome_rows,
-                                  spool_source)
+from analyzer.ingest.land import CALL_TOTALS_SQL, TURN_TOTALS_SQL, USAGE_ORDER, landed_sql, outcome_rows, spool_source
 from analyzer.spark.session import TaskLog, table_cols, tagged_batch
 from analyzer.store.schema import CALLS, FILES, INGEST_ERRORS, SESSIONS, TURNS
 
@@ -27,8 +26,13 @@ if TYPE_CHECKING:
 
 PARSED = {t.name: table_cols(t) for t in (FILES, INGEST_ERRORS, SESSIONS, TURNS, CALLS)}
 # ``ignored``: why discovery will not read the file (its suffix), as the store records it; null for a file to parse.
-TASK_COLS = [("file_id", "INTEGER"), ("path", "VARCHAR"), ("size", "BIGINT"), ("mtime_ns", "BIGINT"),
-             ("ignored", "VARCHAR")]
+TASK_COLS = [
+    ("file_id", "INTEGER"),
+    ("path", "VARCHAR"),
+    ("size", "BIGINT"),
+    ("mtime_ns", "BIGINT"),
+    ("ignored", "VARCHAR"),
+]
 Task = tuple[int, str, int, int, "str | None"]
 
 
@@ -36,7 +40,7 @@ CHUNK_FILES = 64  # files landed together in a task: one DuckDB pass per chunk, 
 CHUNK_BYTES = 32 << 20
 
 
-def parse_chunk(tasks: list[Task], con: "duckdb.DuckDBPyConnection") -> dict[str, "pa.Table"]:
+def parse_chunk(tasks: list[Task], con: duckdb.DuckDBPyConnection) -> dict[str, pa.Table]:
     """Whole files -> the store's rows of them (sessions without totals, turns before usage dedup, calls, their
     ``files`` rows and ingest errors), exactly as ``load_chunk`` would land them: the store's ``parse_chunk`` writes
     the spool, the store's ``landed_sql`` turns it into rows."""
@@ -70,7 +74,8 @@ def _chunks(rows: list[dict]) -> Iterator[list[Task]]:
 
 def parse_task(log: TaskLog):  # noqa: ANN201 - a mapInArrow function
     """The ``mapInArrow`` function: file tasks in, tagged rows of every table out (``session.tagged_schema``)."""
-    def run(batches: Iterator["pa.RecordBatch"]) -> Iterator["pa.RecordBatch"]:
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import duckdb
 
         pid = os.getpid()
@@ -91,27 +96,34 @@ def parse_task(log: TaskLog):  # noqa: ANN201 - a mapInArrow function
                             yield tagged_batch(PARSED, name, rows)
         finally:
             con.close()
+
     return run
 
 
-def _drop_replayed_calls(sessions: "DataFrame", calls: "DataFrame") -> "DataFrame":
+def _drop_replayed_calls(sessions: DataFrame, calls: DataFrame) -> DataFrame:
     """``land._drop_replayed_calls`` over the whole corpus: a resumed Claude Code session repeats earlier calls under
     their ``toolu_`` ids; the copy in the session whose calls ended first stays (ties: the lower file id)."""
     from pyspark.sql import functions as F
 
     claude = sessions.where(F.col("format") == "claude_code").select("session_id")
-    hits = calls.join(claude, "session_id").where(F.col("call_id").startswith("toolu_")).select(
-        "session_id", "seq", "call_id", "file_id")
+    hits = (
+        calls.join(claude, "session_id")
+        .where(F.col("call_id").startswith("toolu_"))
+        .select("session_id", "seq", "call_id", "file_id")
+    )
     multi = hits.groupBy("call_id").agg(F.countDistinct("session_id").alias("_n")).where("_n > 1").select("call_id")
     span = calls.groupBy("session_id").agg(F.max(F.greatest("ts", "result_ts")).alias("_last"))
     cand = hits.join(multi, "call_id").join(span, "session_id")
-    winner = cand.groupBy("call_id").agg(F.min_by("session_id", F.struct(
-        F.col("_last").isNull(), F.col("_last"), F.col("file_id"), F.col("session_id"))).alias("_winner"))
+    winner = cand.groupBy("call_id").agg(
+        F.min_by(
+            "session_id", F.struct(F.col("_last").isNull(), F.col("_last"), F.col("file_id"), F.col("session_id"))
+        ).alias("_winner")
+    )
     drop = cand.join(winner, "call_id").where(F.col("session_id") != F.col("_winner")).select("session_id", "seq")
     return calls.join(drop, ["session_id", "seq"], "left_anti")
 
 
-def settle(spark: "SparkSession", parsed: dict[str, "DataFrame"]) -> dict[str, "DataFrame"]:
+def settle(spark: SparkSession, parsed: dict[str, DataFrame]) -> dict[str, DataFrame]:
     """The parsed files' rows -> the store's tables, across files: a session id seen in several files is kept from
     the lowest file id (an error row for each other copy, as the store records it); usage counts once per
     ``usage_key`` over the whole corpus (a window over the key: a shuffle); session totals are summed with the
@@ -132,36 +144,56 @@ def settle(spark: "SparkSession", parsed: dict[str, "DataFrame"]) -> dict[str, "
     turns = turns.join(F.broadcast(drop), ["session_id", "file_id"], "left_anti")
     calls = calls.join(F.broadcast(drop), ["session_id", "file_id"], "left_anti")
     dup_errors = dup.select(
-        "file_id", F.col("source_path").alias("path"), F.lit(None).cast("bigint").alias("line"),
-        F.concat(F.lit("duplicate session id "), F.col("session_id"), F.lit(": already ingested from "),
-                 F.col("_other"), F.lit("; this copy was not loaded")).alias("reason"),
-        F.col("session_id").alias("excerpt"))
+        "file_id",
+        F.col("source_path").alias("path"),
+        F.lit(None).cast("bigint").alias("line"),
+        F.concat(
+            F.lit("duplicate session id "),
+            F.col("session_id"),
+            F.lit(": already ingested from "),
+            F.col("_other"),
+            F.lit("; this copy was not loaded"),
+        ).alias("reason"),
+        F.col("session_id").alias("excerpt"),
+    )
     errors = errors.unionByName(dup_errors)
     per_file = dup.groupBy("file_id").agg(F.count("*").cast("int").alias("_n"))
-    files = (files.join(per_file, "file_id", "left")
-             .withColumn("errors", F.col("errors") + F.coalesce("_n", F.lit(0)))
-             .withColumn("sessions", F.col("sessions") - F.coalesce("_n", F.lit(0))).drop("_n"))
+    files = (
+        files.join(per_file, "file_id", "left")
+        .withColumn("errors", F.col("errors") + F.coalesce("_n", F.lit(0)))
+        .withColumn("sessions", F.col("sessions") - F.coalesce("_n", F.lit(0)))
+        .drop("_n")
+    )
 
     calls = _drop_replayed_calls(sessions, calls)
 
-    turns = turns.withColumn("usage_counted", F.expr(
-        "CASE WHEN usage_key IS NULL THEN usage_counted "
-        f"ELSE row_number() OVER (PARTITION BY usage_key ORDER BY {USAGE_ORDER}) = 1 END"))
+    turns = turns.withColumn(
+        "usage_counted",
+        F.expr(
+            "CASE WHEN usage_key IS NULL THEN usage_counted "
+            f"ELSE row_number() OVER (PARTITION BY usage_key ORDER BY {USAGE_ORDER}) = 1 END"
+        ),
+    )
 
     turns.createOrReplaceTempView("_ls_turns")
     calls.createOrReplaceTempView("_ls_calls")
     t = spark.sql(TURN_TOTALS_SQL.format(turns="_ls_turns", where=""))
     c = spark.sql(CALL_TOTALS_SQL.format(calls="_ls_calls", where=""))
-    zero = [n for n in SESSIONS.names[SESSIONS.names.index("user_turns"):]]
+    zero = [n for n in SESSIONS.names[SESSIONS.names.index("user_turns") :]]
     s = sessions.drop(*zero).alias("s")
     joined = s.join(t.alias("t"), "session_id", "left").join(c.alias("c"), "session_id", "left")
     sums = {n: F.coalesce(F.col(f"t.{n}"), F.lit(0)) for n in zero if n not in ("calls", "error_calls")}
     sums.update({n: F.coalesce(F.col(f"c.{n}"), F.lit(0)) for n in ("calls", "error_calls")})
     sessions = joined.select(
-        *[F.col(f"s.{n}") for n in SESSIONS.names[:SESSIONS.names.index("started_at")]],
+        *[F.col(f"s.{n}") for n in SESSIONS.names[: SESSIONS.names.index("started_at")]],
         F.least("s.started_at", "t.first_ts", "c.first_ts").alias("started_at"),
         F.greatest("s.ended_at", "t.last_ts", "c.last_ts").alias("ended_at"),
-        "s.cwd", "s.models", *[sums[n].alias(n) for n in zero])
+        "s.cwd",
+        "s.models",
+        *[sums[n].alias(n) for n in zero],
+    )
     out = {"files": files, "ingest_errors": errors, "sessions": sessions, "turns": turns, "calls": calls}
-    return {name: df.select([F.col(f.name).cast(f.dataType) for f in spark_schema(PARSED[name])])
-            for name, df in out.items()}
+    return {
+        name: df.select([F.col(f.name).cast(f.dataType) for f in spark_schema(PARSED[name])])
+        for name, df in out.items()
+    }

@@ -22,7 +22,13 @@ if TYPE_CHECKING:
     from analyzer.detect.stream.calls import Config
 
 
-COUNTED = ("files", "ingest_errors", "sessions", "calls", "findings")  # the tables the summary counts (a Spark job each)
+COUNTED = (
+    "files",
+    "ingest_errors",
+    "sessions",
+    "calls",
+    "findings",
+)  # the tables the summary counts (a Spark job each)
 
 
 @dataclass
@@ -43,8 +49,14 @@ class SparkSummary:
     cores: int = 0
 
 
-def run(paths: Sequence[Path], out: str | Path, master: str | None = None, config: "Config | None" = None,
-        spark: "SparkSession | None" = None, keep_stage: bool = False) -> SparkSummary:
+def run(
+    paths: Sequence[Path],
+    out: str | Path,
+    master: str | None = None,
+    config: Config | None = None,
+    spark: SparkSession | None = None,
+    keep_stage: bool = False,
+) -> SparkSummary:
     """Ingest and scan the transcripts under ``paths`` on Spark; write the tables under ``out`` (a local folder or
     any URL Spark writes, e.g. ``s3a://bucket/prefix``)."""
     from pyspark.sql import functions as F
@@ -74,8 +86,12 @@ def run(paths: Sequence[Path], out: str | Path, master: str | None = None, confi
     order = sorted(tasks, key=lambda t: -t[2])
     rdd = sc.parallelize([order[i::slices] for i in range(slices)], slices).flatMap(lambda x: x)
     files_df = spark.createDataFrame(rdd, spark_schema(ingest.TASK_COLS))
-    (files_df.mapInArrow(ingest.parse_task(log), tagged_schema(ingest.PARSED))
-     .write.mode("overwrite").partitionBy("_t").parquet(f"{stage}/parsed"))
+    (
+        files_df.mapInArrow(ingest.parse_task(log), tagged_schema(ingest.PARSED))
+        .write.mode("overwrite")
+        .partitionBy("_t")
+        .parquet(f"{stage}/parsed")
+    )
     parsed = {name: _tagged(spark, f"{stage}/parsed", ingest.PARSED, name) for name in ingest.PARSED}
     tables = ingest.settle(spark, parsed)
     _write(tables["sessions"], tables["sessions"], out, "sessions", summary)
@@ -90,19 +106,38 @@ def run(paths: Sequence[Path], out: str | Path, master: str | None = None, confi
     calls, turns, files = (_read(spark, out, n, tables[n]) for n in ("calls", "turns", "files"))
     detector = detector_text(config)
     fp = sessions.join(files.select("file_id", "content_hash", "ingested_at"), "file_id", "left").select(
-        "session_id", "file_id", F.md5(F.concat_ws(
-            "|", F.coalesce("content_hash", F.lit("")), F.coalesce(F.col("ingested_at").cast("string"), F.lit("")),
-            "file_id", "calls", "turns", "user_turns", "total_tokens", "cost_usd", F.lit(detector))).alias(
-            "fingerprint"))
+        "session_id",
+        "file_id",
+        F.md5(
+            F.concat_ws(
+                "|",
+                F.coalesce("content_hash", F.lit("")),
+                F.coalesce(F.col("ingested_at").cast("string"), F.lit("")),
+                "file_id",
+                "calls",
+                "turns",
+                "user_turns",
+                "total_tokens",
+                "cost_usd",
+                F.lit(detector),
+            )
+        ).alias("fingerprint"),
+    )
     buckets = max(sc.defaultParallelism, summary.rows.get("calls", 0) // scan.CALLS_PER_GROUP + 1)
     grouped = scan.grouped_input(fp, calls, turns, buckets)
-    (grouped.groupBy("_b").applyInArrow(scan.scan_task(log, config), tagged_schema(scan.SCANNED))
-     .write.mode("overwrite").partitionBy("_t").parquet(f"{stage}/scanned"))
+    (
+        grouped.groupBy("_b")
+        .applyInArrow(scan.scan_task(log, config), tagged_schema(scan.SCANNED))
+        .write.mode("overwrite")
+        .partitionBy("_t")
+        .parquet(f"{stage}/scanned")
+    )
     for name in scan.SCANNED:
         df = _tagged(spark, f"{stage}/scanned", scan.SCANNED, name)
         if name == "scan_state":
             df = df.withColumn("detector", F.lit(detector)).withColumn(
-                "scanned_at", F.current_timestamp().cast("timestamp_ntz"))
+                "scanned_at", F.current_timestamp().cast("timestamp_ntz")
+            )
         _write(df, sessions, out, name, summary)
     summary.scan_seconds = time.perf_counter() - t1
     summary.sessions_scanned_in_tasks = log.sessions.value
@@ -114,7 +149,7 @@ def run(paths: Sequence[Path], out: str | Path, master: str | None = None, confi
     return summary
 
 
-def _tagged(spark: "SparkSession", stage: str, parts: dict[str, list[tuple[str, str]]], name: str) -> "DataFrame":
+def _tagged(spark: SparkSession, stage: str, parts: dict[str, list[tuple[str, str]]], name: str) -> DataFrame:
     """Table ``name``'s rows out of a staging folder of tagged rows (partition pruning reads only its folder; the
     schema is given, so a table no task emitted reads as empty)."""
     from analyzer.spark.session import tagged_schema
@@ -122,15 +157,16 @@ def _tagged(spark: "SparkSession", stage: str, parts: dict[str, list[tuple[str, 
     return spark.read.schema(tagged_schema(parts)).parquet(stage).where(f"_t = '{name}'").select(f"{name}.*")
 
 
-def _delete(spark: "SparkSession", path: str) -> None:
+def _delete(spark: SparkSession, path: str) -> None:
     """Remove a folder through Hadoop's filesystem layer (local, HDFS or an object store alike)."""
     jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
     p = jvm.org.apache.hadoop.fs.Path(path)
     p.getFileSystem(conf).delete(p, True)
 
 
-def _write(df: "DataFrame", sessions: "DataFrame", out: str, name: str, summary: SparkSummary,
-           files: "DataFrame | None" = None) -> None:
+def _write(
+    df: DataFrame, sessions: DataFrame, out: str, name: str, summary: SparkSummary, files: DataFrame | None = None
+) -> None:
     """Write table ``name`` under ``out/name`` with the partition keys of ``analyzer.store.parquet``."""
     from pyspark.sql import functions as F
 
@@ -145,7 +181,8 @@ def _write(df: "DataFrame", sessions: "DataFrame", out: str, name: str, summary:
     elif name == "ingest_errors":
         assert files is not None
         df = df.join(F.broadcast(files.select("file_id", "format")), "file_id", "left").withColumn(
-            "p_format", F.expr(P_FORMAT))
+            "p_format", F.expr(P_FORMAT)
+        )
     elif keys:
         parts = sessions.select("session_id", F.expr(P_FORMAT).alias("p_format"), F.expr(P_DATE).alias("p_date"))
         df = df.join(F.broadcast(parts), "session_id", "left").fillna("unknown", subset=list(keys))
@@ -157,6 +194,6 @@ def _write(df: "DataFrame", sessions: "DataFrame", out: str, name: str, summary:
         summary.rows[name] = _read(df.sparkSession, out, name, df.drop(*keys)).count()
 
 
-def _read(spark: "SparkSession", out: str, name: str, like: "DataFrame") -> "DataFrame":
+def _read(spark: SparkSession, out: str, name: str, like: DataFrame) -> DataFrame:
     """Table ``name`` as written under ``out`` (its own columns; the schema is given, so an empty table reads)."""
     return spark.read.schema(like.schema).parquet(f"{out}/{name}").select(*like.columns)

@@ -32,15 +32,14 @@ class _Todo(NamedTuple):
     file_id: int
 
 
-def scan_rows(calls: "pa.Table", turns: "pa.Table", sessions: "pa.Table", config: "Config"
-              ) -> dict[str, "pa.Table"]:
+def scan_rows(calls: pa.Table, turns: pa.Table, sessions: pa.Table, config: Config) -> dict[str, pa.Table]:
     """One group of whole sessions (their calls, turns and fingerprints) -> the rows of ``signals``,
     ``text_signals``, ``findings`` and ``scan_state`` (less ``detector`` and ``scanned_at``)."""
     import duckdb
 
     from analyzer.scan import io as scan_io
     from analyzer.scan.batch import scan_group
-    from analyzer.store.db import record_places
+    from analyzer.store.connection import record_places
 
     con = duckdb.connect()
     try:
@@ -49,8 +48,10 @@ def scan_rows(calls: "pa.Table", turns: "pa.Table", sessions: "pa.Table", config
         con.register("calls", calls)
         con.register("turns", turns)
         record_places(con)  # none: registered tables have no rowids, so the group's reads are bounded by ids alone
-        rows = sorted(zip(*(sessions.column(n).to_pylist() for n in ("file_id", "session_id", "fingerprint"))),
-                      key=lambda r: (r[0] or 0, r[1]))
+        rows = sorted(
+            zip(*(sessions.column(n).to_pylist() for n in ("file_id", "session_id", "fingerprint"))),
+            key=lambda r: (r[0] or 0, r[1]),
+        )
         group = [_Todo(sid, fp, 0, fid or 0) for fid, sid, fp in rows]
         heads, turn_info = scan_io.lookups(con, group)
         s, c, t = scan_io.read_group(con, group, words=False)
@@ -60,16 +61,16 @@ def scan_rows(calls: "pa.Table", turns: "pa.Table", sessions: "pa.Table", config
         con.close()
 
 
-def scan_task(log: TaskLog, config: "Config") -> Callable[["pa.Table"], "pa.Table"]:
+def scan_task(log: TaskLog, config: Config) -> Callable[[pa.Table], pa.Table]:
     """The ``applyInArrow`` function: a group's tagged rows (``_t``: ``c`` calls, ``t`` turns, ``s`` sessions) in,
     tagged rows of the scan's tables out."""
-    def run(group: "pa.Table") -> "pa.Table":
+
+    def run(group: pa.Table) -> pa.Table:
         import pyarrow as pa
         import pyarrow.compute as pc
 
         def part(tag: str, cols: list[tuple[str, str]]) -> pa.Table:
-            return group.filter(pc.equal(group.column("_t"), tag)).select([n for n, _ in cols]).cast(
-                arrow_schema(cols))
+            return group.filter(pc.equal(group.column("_t"), tag)).select([n for n, _ in cols]).cast(arrow_schema(cols))
 
         t0 = time.perf_counter()
         sessions = part("s", SESSION_COLS)
@@ -80,27 +81,34 @@ def scan_task(log: TaskLog, config: "Config") -> Callable[["pa.Table"], "pa.Tabl
         state = out["scan_state"]
         n = state.num_rows
         out["scan_state"] = state.append_column("detector", pa.array([None] * n, pa.large_string())).append_column(
-            "scanned_at", pa.array([None] * n, pa.timestamp("us")))
+            "scanned_at", pa.array([None] * n, pa.timestamp("us"))
+        )
         batches = [tagged_batch(SCANNED, name, rows) for name, rows in out.items() if rows.num_rows]
-        return pa.Table.from_batches(batches) if batches else pa.Table.from_batches(
-            [], schema=batch_schema())
+        return pa.Table.from_batches(batches) if batches else pa.Table.from_batches([], schema=batch_schema())
+
     return run
 
 
-def batch_schema() -> "pa.Schema":
+def batch_schema() -> pa.Schema:
     import pyarrow as pa
 
-    return pa.schema([("_t", pa.string())] + [(name, pa.struct(list(arrow_schema(cols, large=False))))
-                                             for name, cols in SCANNED.items()])
+    return pa.schema(
+        [("_t", pa.string())]
+        + [(name, pa.struct(list(arrow_schema(cols, large=False)))) for name, cols in SCANNED.items()]
+    )
 
 
-def grouped_input(sessions: "DataFrame", calls: "DataFrame", turns: "DataFrame", buckets: int) -> "DataFrame":
+def grouped_input(sessions: DataFrame, calls: DataFrame, turns: DataFrame, buckets: int) -> DataFrame:
     """Calls, turns and sessions of the store in one frame, tagged, with the bucket (``_b``) of their session."""
     from pyspark.sql import functions as F
 
-    def tag(df: "DataFrame", t: str) -> "DataFrame":
+    def tag(df: DataFrame, t: str) -> DataFrame:
         return df.withColumn("_t", F.lit(t)).withColumn(
-            "_b", F.pmod(F.xxhash64("session_id"), F.lit(buckets)).cast("int"))
+            "_b", F.pmod(F.xxhash64("session_id"), F.lit(buckets)).cast("int")
+        )
 
-    return tag(calls, "c").unionByName(tag(turns, "t"), allowMissingColumns=True).unionByName(
-        tag(sessions.select([n for n, _ in SESSION_COLS]), "s"), allowMissingColumns=True)
+    return (
+        tag(calls, "c")
+        .unionByName(tag(turns, "t"), allowMissingColumns=True)
+        .unionByName(tag(sessions.select([n for n, _ in SESSION_COLS]), "s"), allowMissingColumns=True)
+    )

@@ -40,13 +40,23 @@ class SessionFilter:
     project: str | None = None
 
     @classmethod
-    def parse(cls, since: str | None = None, until: str | None = None, agent: str | None = None,
-              project: str | None = None, agents: Mapping[str, str] | None = None) -> "SessionFilter":
+    def parse(
+        cls,
+        since: str | None = None,
+        until: str | None = None,
+        agent: str | None = None,
+        project: str | None = None,
+        agents: Mapping[str, str] | None = None,
+    ) -> SessionFilter:
         """From the CLI's option values. ``agents`` (name or alias -> format) is needed only when ``agent`` is set."""
         if agent and agents is None:
             raise ValueError("SessionFilter.parse: pass agents= (ingest.formats.agent_names()) to parse --agent")
-        f = cls(parse_date(since, "--since"), parse_date(until, "--until"), parse_agent(agent, agents or {}),
-                project or None)
+        f = cls(
+            parse_date(since, "--since"),
+            parse_date(until, "--until"),
+            parse_agent(agent, agents or {}),
+            project or None,
+        )
         if f.since and f.until and f.since > f.until:
             raise UsageError(f"--since {f.since} is after --until {f.until}")
         return f

@@ -47,7 +47,7 @@ def by_session(table: Table) -> bool:
 
 def export(con: duckdb.DuckDBPyConnection, out: str | Path) -> dict[str, int]:
     """Write every table of the store as Parquet under ``out``; rows per table."""
-    from analyzer.store.db import has_table, one
+    from analyzer.store.connection import has_table, one
 
     out = str(out).rstrip("/")
     Path(out).mkdir(parents=True, exist_ok=True)
@@ -60,21 +60,27 @@ def export(con: duckdb.DuckDBPyConnection, out: str | Path) -> dict[str, int]:
         if t.name == "sessions":
             src = f"SELECT {cols}, {P_FORMAT} AS p_format, {P_DATE} AS p_date FROM sessions x"
         elif by_session(t):
-            src = (f"SELECT {cols}, {P_FORMAT} AS p_format, {P_DATE} AS p_date FROM {t.name} x "
-                   f"LEFT JOIN (SELECT session_id AS _sid, format, started_at FROM sessions) s ON s._sid = x.session_id")
+            src = (
+                f"SELECT {cols}, {P_FORMAT} AS p_format, {P_DATE} AS p_date FROM {t.name} x "
+                f"LEFT JOIN (SELECT session_id AS _sid, format, started_at FROM sessions) s ON s._sid = x.session_id"
+            )
         elif t.name == "files":
             src = f"SELECT {cols}, {P_FORMAT} AS p_format FROM files x"
         elif t.name == "ingest_errors":
-            src = (f"SELECT {cols}, {P_FORMAT} AS p_format FROM ingest_errors x "
-                   f"LEFT JOIN (SELECT file_id AS _fid, format FROM files) f ON f._fid = x.file_id")
+            src = (
+                f"SELECT {cols}, {P_FORMAT} AS p_format FROM ingest_errors x "
+                f"LEFT JOIN (SELECT file_id AS _fid, format FROM files) f ON f._fid = x.file_id"
+            )
         else:
             src = f"SELECT {cols} FROM {t.name} x"
         target = f"{out}/{t.name}"
         row = one(con, f"SELECT count(*) FROM {t.name}")
         counts[t.name] = int(row[0]) if row else 0
         if keys:
-            con.execute(f"COPY ({src}) TO '{_q(target)}' (FORMAT parquet, PARTITION_BY ({', '.join(keys)}), "
-                        "OVERWRITE_OR_IGNORE)")
+            con.execute(
+                f"COPY ({src}) TO '{_q(target)}' (FORMAT parquet, PARTITION_BY ({', '.join(keys)}), "
+                "OVERWRITE_OR_IGNORE)"
+            )
         else:
             Path(target).mkdir(parents=True, exist_ok=True)
             con.execute(f"COPY ({src}) TO '{_q(target)}/part-0.parquet' (FORMAT parquet)")
@@ -85,13 +91,12 @@ def _q(text: str) -> str:
     return text.replace("'", "''")
 
 
-def _dataset(root: str, table: str) -> "pads.Dataset | None":
+def _dataset(root: str, table: str) -> pads.Dataset | None:
     """The table's Parquet files under ``root`` (local path or filesystem URL), or None when there are none."""
     import pyarrow.dataset as ds
     import pyarrow.fs as pafs
 
-    fs, base = pafs.FileSystem.from_uri(root) if "://" in root else (pafs.LocalFileSystem(),
-                                                                      str(Path(root).resolve()))
+    fs, base = pafs.FileSystem.from_uri(root) if "://" in root else (pafs.LocalFileSystem(), str(Path(root).resolve()))
     path = f"{base.rstrip('/')}/{table}"
     info = fs.get_file_info(path)
     if info.type != pafs.FileType.Directory:
@@ -108,8 +113,9 @@ def open_dir(root: str | Path) -> duckdb.DuckDBPyConnection:
 
     root = str(root)
     if "://" not in root and not Path(root).is_dir():
-        raise StoreError(f"no Parquet results at {root}: run `loopscope export --format parquet` or "
-                         "`loopscope spark run` first")
+        raise StoreError(
+            f"no Parquet results at {root}: run `loopscope export --format parquet` or `loopscope spark run` first"
+        )
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     con.execute("CREATE TABLE loopscope_meta (key VARCHAR, value VARCHAR)")
@@ -124,8 +130,10 @@ def open_dir(root: str | Path) -> duckdb.DuckDBPyConnection:
         raw = f"_parquet_{t.name}"
         con.register(raw, d)
         have = set(d.schema.names)
-        cols = ", ".join((f'CAST("{c.name}" AS {c.sql})' if c.name in have else f"CAST(NULL AS {c.sql})")
-                         + f' AS "{c.name}"' for c in t.columns)
+        cols = ", ".join(
+            (f'CAST("{c.name}" AS {c.sql})' if c.name in have else f"CAST(NULL AS {c.sql})") + f' AS "{c.name}"'
+            for c in t.columns
+        )
         con.execute(f"CREATE VIEW {t.name} AS SELECT {cols} FROM {raw}")
     if not found:
         con.close()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from analyzer.errors import UsageError
-from analyzer.store.filters import SessionFilter
 from analyzer.detect.rules import FINDINGS, KINDS
-from analyzer.store.db import frame, has_table
+from analyzer.errors import UsageError
+from analyzer.store.connection import frame, has_table
+from analyzer.store.filters import SessionFilter
 
 # The compact table views (they fit a 100-column terminal and lead with money); `--columns` and `--all-columns`
 # choose others, and the machine formats carry every column.
@@ -22,7 +22,7 @@ SESSION_LOOP_COLUMNS = {
     "wasted_tokens": "Tokens of the turns that repeated a stuck loop (each turn once across the session's findings).",
     "wasted_usd": "Cost of those turns: the money stuck loops wasted.",
     "progress_repeat_tokens": "Tokens of the turns that repeated a loop that made progress (a poll whose result "
-                              "changed, edits that succeeded): repeats, not waste.",
+    "changed, edits that succeeded): repeats, not waste.",
     "loop_estimated_tokens": "Sum of the stuck findings' estimated_tokens (for transcripts without usage).",
 }
 
@@ -32,16 +32,22 @@ def _loop_labels(con: duckdb.DuckDBPyConnection, source: str, params: list) -> p
     one line: ``Bash: pytest -q ×4``) of the findings ``source`` selects."""
     from analyzer.calltext import loop_text
 
-    df = frame(con, f"""
+    df = frame(
+        con,
+        f"""
         SELECT f.finding_id, f.session_id, f.stuck, f.repeats, f.kind,
                list(c.tool ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_tools,
                list(left(c.args, 400) ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_args
         FROM ({source}) f
         LEFT JOIN calls c ON c.session_id = f.session_id AND f.first_seq IS NOT NULL
              AND c.seq BETWEEN f.first_seq AND f.first_seq + greatest(coalesce(f.period, 1), 1) - 1
-        GROUP BY ALL""", params)
-    labels = [loop_text(t or [], a or [], r) for t, a, r in
-              zip(df["c_tools"].to_list(), df["c_args"].to_list(), df["repeats"].to_list())]
+        GROUP BY ALL""",
+        params,
+    )
+    labels = [
+        loop_text(t or [], a or [], r)
+        for t, a, r in zip(df["c_tools"].to_list(), df["c_args"].to_list(), df["repeats"].to_list())
+    ]
     return df.drop("c_tools", "c_args").with_columns(pl.Series("loop", labels, dtype=pl.String))
 
 
@@ -49,8 +55,12 @@ def _main_loops(labels: pl.DataFrame) -> pl.DataFrame:
     """Per session, the loop a person would look at first: stuck before progress, then the most repeats."""
     if labels.height == 0:
         return pl.DataFrame(schema={"session_id": pl.String, "loop": pl.String})
-    return (labels.sort(["stuck", "repeats"], descending=True, nulls_last=True)
-            .group_by("session_id", maintain_order=True).first().select("session_id", "loop"))
+    return (
+        labels.sort(["stuck", "repeats"], descending=True, nulls_last=True)
+        .group_by("session_id", maintain_order=True)
+        .first()
+        .select("session_id", "loop")
+    )
 
 
 def _wasted_turns(source: str, group: str | None, stuck: bool = True) -> str:
@@ -59,11 +69,15 @@ def _wasted_turns(source: str, group: str | None, stuck: bool = True) -> str:
     all). Findings can share a turn (two loops issued from one message); summing their tokens would count it
     twice."""
     g = f"{group}, " if group and group != "session_id" else ""
-    turns = f"SELECT DISTINCT {g}session_id, unnest(turn_ids) AS turn_id FROM {source} WHERE {'' if stuck else 'NOT '}stuck"
+    turns = (
+        f"SELECT DISTINCT {g}session_id, unnest(turn_ids) AS turn_id FROM {source} WHERE {'' if stuck else 'NOT '}stuck"
+    )
     if not stuck:
-        turns = (f"SELECT * FROM ({turns}) p WHERE NOT EXISTS (SELECT 1 FROM (SELECT session_id, unnest(turn_ids) "
-                 f"AS turn_id FROM {source} WHERE stuck) q WHERE q.session_id = p.session_id "
-                 f"AND q.turn_id = p.turn_id)")
+        turns = (
+            f"SELECT * FROM ({turns}) p WHERE NOT EXISTS (SELECT 1 FROM (SELECT session_id, unnest(turn_ids) "
+            f"AS turn_id FROM {source} WHERE stuck) q WHERE q.session_id = p.session_id "
+            f"AND q.turn_id = p.turn_id)"
+        )
     return f"""
         SELECT {f"w.{group}, " if group else ""}sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
         FROM ({turns}) w
@@ -72,15 +86,17 @@ def _wasted_turns(source: str, group: str | None, stuck: bool = True) -> str:
     """
 
 
-def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(), limit: int | None = None) -> pl.DataFrame:
+def sessions(
+    con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(), limit: int | None = None
+) -> pl.DataFrame:
     where, params = flt.where("s")
     if has_table(con, "scan_state") and has_table(con, "findings"):
         sql = f"""
             WITH f AS (SELECT * FROM findings WHERE session_id IN (SELECT session_id FROM sessions s WHERE {where})),
             agg AS (SELECT session_id, count(*) AS loops, count(*) FILTER (WHERE stuck) AS stuck_loops,
                            sum(estimated_tokens) FILTER (WHERE stuck) AS est FROM f GROUP BY session_id),
-            wasted AS ({_wasted_turns('f', 'session_id')}),
-            progress AS ({_wasted_turns('f', 'session_id', stuck=False)})
+            wasted AS ({_wasted_turns("f", "session_id")}),
+            progress AS ({_wasted_turns("f", "session_id", stuck=False)})
             SELECT s.* EXCLUDE (file_id),
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.loops, 0) END::INTEGER AS loops,
                    CASE WHEN st.session_id IS NULL THEN NULL ELSE coalesce(agg.stuck_loops, 0) END::INTEGER
@@ -105,18 +121,25 @@ def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(
         scanned = True
     else:
         scanned = False
-        nulls = ", ".join(f"NULL::{'BIGINT' if 'tokens' in c else 'DOUBLE' if 'usd' in c else 'INTEGER'} AS {c}"
-                          for c in SESSION_LOOP_COLUMNS)
-        sql = (f"SELECT s.* EXCLUDE (file_id), {nulls} FROM sessions s WHERE {where} "
-               "ORDER BY s.cost_usd DESC, s.total_tokens DESC, s.session_id")
+        nulls = ", ".join(
+            f"NULL::{'BIGINT' if 'tokens' in c else 'DOUBLE' if 'usd' in c else 'INTEGER'} AS {c}"
+            for c in SESSION_LOOP_COLUMNS
+        )
+        sql = (
+            f"SELECT s.* EXCLUDE (file_id), {nulls} FROM sessions s WHERE {where} "
+            "ORDER BY s.cost_usd DESC, s.total_tokens DESC, s.session_id"
+        )
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     df = frame(con, sql, params)
     df = df.with_columns(pl.col("cwd").map_elements(_project, return_dtype=pl.String).alias("project"))
     if df.height:
-        src = frame(con, """
+        src = frame(
+            con,
+            """
             SELECT session_id, list(DISTINCT cost_source ORDER BY cost_source) AS cost_sources FROM turns
-            WHERE usage_counted AND cost_source IS NOT NULL GROUP BY ALL""")
+            WHERE usage_counted AND cost_source IS NOT NULL GROUP BY ALL""",
+        )
         df = df.join(src, on="session_id", how="left", maintain_order="left")
     else:
         df = df.with_columns(pl.lit(None, dtype=pl.List(pl.String)).alias("cost_sources"))
@@ -125,8 +148,9 @@ def sessions(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(
         con.execute("CREATE OR REPLACE TEMP TABLE _q_ids (session_id VARCHAR)")
         con.executemany("INSERT INTO _q_ids VALUES (?)", [[i] for i in ids])
         try:
-            main = _main_loops(_loop_labels(
-                con, "SELECT * FROM findings WHERE session_id IN (SELECT session_id FROM _q_ids)", []))
+            main = _main_loops(
+                _loop_labels(con, "SELECT * FROM findings WHERE session_id IN (SELECT session_id FROM _q_ids)", [])
+            )
         finally:
             con.execute("DROP TABLE IF EXISTS _q_ids")
         df = df.join(main, on="session_id", how="left")
@@ -176,15 +200,19 @@ def findings(
         conds.append("f.stuck = ?")
         params.append(stuck)
     cols = ", ".join(f"f.{c}" for c in FINDINGS.names)
-    sql = (f"SELECT {cols} FROM findings f JOIN sessions s ON s.session_id = f.session_id "
-           f"WHERE {' AND '.join(conds)} "
-           "ORDER BY s.started_at NULLS LAST, f.session_id, f.user_turn, coalesce(f.first_seq, -1), "
-           "f.first_turn_index, f.kind")
+    sql = (
+        f"SELECT {cols} FROM findings f JOIN sessions s ON s.session_id = f.session_id "
+        f"WHERE {' AND '.join(conds)} "
+        "ORDER BY s.started_at NULLS LAST, f.session_id, f.user_turn, coalesce(f.first_seq, -1), "
+        "f.first_turn_index, f.kind"
+    )
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     df = frame(con, sql, params)
     if df.height == 0:
-        return df.with_columns(pl.lit(None, dtype=pl.String).alias("calls"), pl.lit(None, dtype=pl.String).alias("loop"))
+        return df.with_columns(
+            pl.lit(None, dtype=pl.String).alias("calls"), pl.lit(None, dtype=pl.String).alias("loop")
+        )
     ids = df["finding_id"].to_list()
     con.execute("CREATE OR REPLACE TEMP TABLE _q_f (finding_id VARCHAR)")
     con.executemany("INSERT INTO _q_f VALUES (?)", [[i] for i in ids])
@@ -193,29 +221,42 @@ def findings(
     finally:
         con.execute("DROP TABLE IF EXISTS _q_f")
     # Calls numbered from 1, as a person counts them (the store's seq is 0-based).
-    calls = pl.when(pl.col("first_seq").is_null()).then(pl.lit("—")).otherwise(
-        pl.format("#{}–#{}", pl.col("first_seq") + 1, pl.col("last_seq") + 1))
-    return (df.with_columns(calls.alias("calls"))
-            .join(labels.select("finding_id", "loop"), on="finding_id", how="left", maintain_order="left"))
+    calls = (
+        pl.when(pl.col("first_seq").is_null())
+        .then(pl.lit("—"))
+        .otherwise(pl.format("#{}–#{}", pl.col("first_seq") + 1, pl.col("last_seq") + 1))
+    )
+    return df.with_columns(calls.alias("calls")).join(
+        labels.select("finding_id", "loop"), on="finding_id", how="left", maintain_order="left"
+    )
 
 
 def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()) -> dict[str, pl.DataFrame]:
     """Corpus totals (one row), loops by kind and loops by tool, over the sessions the filter selects."""
     _need_findings(con)
     where, params = flt.where("s")
-    con.execute(f"""CREATE OR REPLACE TEMP TABLE _sum_s AS SELECT s.session_id, s.total_tokens, s.cost_usd,
+    con.execute(
+        f"""CREATE OR REPLACE TEMP TABLE _sum_s AS SELECT s.session_id, s.total_tokens, s.cost_usd,
                         s.session_id IN (SELECT session_id FROM scan_state) AS scanned
-                    FROM sessions s WHERE {where}""", params)
-    con.execute("CREATE OR REPLACE TEMP TABLE _sum_f AS SELECT f.* FROM findings f "
-                "WHERE f.session_id IN (SELECT session_id FROM _sum_s)")
+                    FROM sessions s WHERE {where}""",
+        params,
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _sum_f AS SELECT f.* FROM findings f "
+        "WHERE f.session_id IN (SELECT session_id FROM _sum_s)"
+    )
     # Tool names that differ only by an agent's convention (Bash/bash) count as one tool; `names` keeps each
     # agent's own spelling.
-    con.execute("CREATE OR REPLACE TEMP TABLE _sum_ft AS SELECT f.*, lower(trim(u.tool)) AS tool, u.tool AS tool_name "
-                "FROM _sum_f f, (SELECT DISTINCT unnest(f.tools) AS tool) u")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _sum_ft AS SELECT f.*, lower(trim(u.tool)) AS tool, u.tool AS tool_name "
+        "FROM _sum_f f, (SELECT DISTINCT unnest(f.tools) AS tool) u"
+    )
     try:
-        totals = frame(con, f"""
-            WITH w AS ({_wasted_turns('_sum_f', None)}),
-            pr AS ({_wasted_turns('_sum_f', None, stuck=False)}),
+        totals = frame(
+            con,
+            f"""
+            WITH w AS ({_wasted_turns("_sum_f", None)}),
+            pr AS ({_wasted_turns("_sum_f", None, stuck=False)}),
             s AS (SELECT count(*) AS sessions, count(*) FILTER (WHERE scanned) AS scanned_sessions,
                          coalesce(sum(total_tokens), 0) AS total_tokens, coalesce(sum(cost_usd), 0) AS total_cost
                   FROM _sum_s),
@@ -236,10 +277,13 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
                    coalesce((SELECT cost FROM pr), 0)::DOUBLE AS progress_repeat_cost_usd,
                    f.est::BIGINT AS estimated_tokens
             FROM s, f
-        """)
+        """,
+        )
         by_kind = _grouped(con, "_sum_f", "kind")
         by_tool = _grouped(con, "_sum_ft", "tool")
-        names = frame(con, "SELECT tool, list(DISTINCT tool_name ORDER BY tool_name) AS names FROM _sum_ft GROUP BY tool")
+        names = frame(
+            con, "SELECT tool, list(DISTINCT tool_name ORDER BY tool_name) AS names FROM _sum_ft GROUP BY tool"
+        )
         by_tool = by_tool.join(names, on="tool", how="left", maintain_order="left")
     finally:
         for t in ("_sum_s", "_sum_f", "_sum_ft"):
@@ -248,7 +292,9 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
 
 
 def _grouped(con: duckdb.DuckDBPyConnection, source: str, col: str) -> pl.DataFrame:
-    return frame(con, f"""
+    return frame(
+        con,
+        f"""
         WITH w AS ({_wasted_turns(source, col)}), pr AS ({_wasted_turns(source, col, stuck=False)})
         SELECT g.{col}, g.loops::BIGINT AS loops, g.stuck_loops::BIGINT AS stuck_loops,
                g.sessions::BIGINT AS sessions, g.loop_calls::BIGINT AS loop_calls,
@@ -262,4 +308,5 @@ def _grouped(con: duckdb.DuckDBPyConnection, source: str, col: str) -> pl.DataFr
         LEFT JOIN w ON w.{col} = g.{col}
         LEFT JOIN pr ON pr.{col} = g.{col}
         ORDER BY wasted_tokens DESC, loops DESC, g.{col}
-    """)
+    """,
+    )

@@ -4,9 +4,12 @@ from here, so they cannot drift apart (tests/test_readme.py checks the README ag
 from __future__ import annotations
 
 from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
-from analyzer.tables import Table, table as _t
+from analyzer.tables import Table
+from analyzer.tables import table as _t
 
-SCHEMA_VERSION = 3  # 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys and file hashes, calls.result_chars
+SCHEMA_VERSION = (
+    3  # 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys and file hashes, calls.result_chars
+)
 # The first schema whose keys are XXH3 (earlier stores hold MD5 keys, which must never meet the new ones): an older
 # store is rebuilt from its transcripts by ``loopscope ingest`` and refused by every other command.
 KEYS_VERSION = 3
@@ -35,8 +38,11 @@ FILES = _t(
     ("calls", "INTEGER", "Tool calls ingested from the file."),
     ("errors", "INTEGER", "Rows this file added to `ingest_errors`."),
     ("ingested_at", "TIMESTAMP", "When the file was last (re)ingested, UTC."),
-    ("full_results", "BOOLEAN", "The file's results were stored whole (`--full-results`); false: long ones clipped "
-     "(`calls.result_text`)."),
+    (
+        "full_results",
+        "BOOLEAN",
+        "The file's results were stored whole (`--full-results`); false: long ones clipped (`calls.result_text`).",
+    ),
 )
 
 INGEST_ERRORS = _t(
@@ -54,8 +60,13 @@ SESSIONS = _t(
     "sessions",
     "One row per agent session (a subagent is its own session with `parent_session_id` set). Totals are recomputed in "
     "the same transaction as the rows they sum, so they always agree with `turns` and `calls`.",
-    ("session_id", "VARCHAR", "The transcript's own id (pi header `id`, Claude `sessionId` or `agent-<agentId>` for a "
-     "subagent, Codex `session_meta.payload.id`, the record's `id`/`uuid` for OpenAI messages, else `<file stem>:<line>`)."),
+    (
+        "session_id",
+        "VARCHAR",
+        "The transcript's own id (pi header `id`, Claude `sessionId` or `agent-<agentId>` for a "
+        "subagent, Codex `session_meta.payload.id`, the record's `id`/`uuid` for OpenAI messages, else "
+        "`<file stem>:<line>`).",
+    ),
     ("format", "VARCHAR", "Transcript format (the agent)."),
     ("source_path", "VARCHAR", "File the session was read from."),
     ("file_id", "INTEGER", "`files.file_id` of that file."),
@@ -74,7 +85,11 @@ SESSIONS = _t(
     ("cache_read_tokens", "BIGINT", "Input tokens read from the prompt cache."),
     ("cache_write_tokens", "BIGINT", "Input tokens written to the prompt cache."),
     ("total_tokens", "BIGINT", "input + cache read + cache write + output, as ccusage counts them."),
-    ("cost_usd", "DOUBLE", "The transcript's own cost where it records one (pi), else priced offline by genai-prices; NULL when unknown."),
+    (
+        "cost_usd",
+        "DOUBLE",
+        "The transcript's own cost where it records one (pi), else priced offline by genai-prices; NULL when unknown.",
+    ),
 )
 
 TURNS = _t(
@@ -84,7 +99,12 @@ TURNS = _t(
     ("session_id", "VARCHAR", "`sessions.session_id`."),
     ("turn_id", "VARCHAR", "The message's own id (Claude `message.id`, pi entry id); else a position-derived id."),
     ("turn_index", "INTEGER", "0-based position among the session's turns."),
-    ("role", "VARCHAR", "`user` (a prompt), `assistant`, or `harness` (a message a harness sent in the user's place, such as an automatic \"please continue\": it does not start a user turn)."),
+    (
+        "role",
+        "VARCHAR",
+        "`user` (a prompt), `assistant`, or `harness` (a message a harness sent in the user's place, such as an "
+        'automatic "please continue": it does not start a user turn).',
+    ),
     ("text", "VARCHAR", "Visible text (thinking excluded)."),
     ("model", "VARCHAR", "Model that wrote an assistant message."),
     ("ts", "TIMESTAMP", "Timestamp, UTC."),
@@ -96,14 +116,26 @@ TURNS = _t(
     ("cache_write_tokens", "BIGINT", "Cache-write input tokens."),
     ("total_tokens", "BIGINT", "Sum of the four, or the agent's own total where it records one (Codex)."),
     ("cost_usd", "DOUBLE", "Cost of the response."),
-    ("cost_source", "VARCHAR", "Where `cost_usd` came from: `transcript`; `genai-prices:<provider>/<model>` (the "
-     "price database's entry for this model); `genai-prices~<provider>/<model>` (an inexact match: a different model "
-     "name); `unknown model` (usage but no price: `cost_usd` is NULL); NULL without usage."),
-    ("usage_key", "VARCHAR", "Deduplication key of the API response, so one response split over several lines "
-     "or replayed in another file counts once (Claude Code: `message.id`, with `:requestId` or `@sessionId` where "
-     "ccusage tells copies apart); NULL where every message is its own response (pi, Codex)."),
-    ("usage_counted", "BOOLEAN", "True on the one row per `usage_key` whose usage counts (largest, non-sidechain "
-     "first); session totals sum only these."),
+    (
+        "cost_source",
+        "VARCHAR",
+        "Where `cost_usd` came from: `transcript`; `genai-prices:<provider>/<model>` (the "
+        "price database's entry for this model); `genai-prices~<provider>/<model>` (an inexact match: "
+        "a different model name); `unknown model` (usage but no price: `cost_usd` is NULL); NULL without usage.",
+    ),
+    (
+        "usage_key",
+        "VARCHAR",
+        "Deduplication key of the API response, so one response split over several lines "
+        "or replayed in another file counts once (Claude Code: `message.id`, with `:requestId` or `@sessionId` where "
+        "ccusage tells copies apart); NULL where every message is its own response (pi, Codex).",
+    ),
+    (
+        "usage_counted",
+        "BOOLEAN",
+        "True on the one row per `usage_key` whose usage counts (largest, non-sidechain "
+        "first); session totals sum only these.",
+    ),
     ("file_id", "INTEGER", "`files.file_id`."),
     ("line", "BIGINT", "Physical line where the message starts."),
 )
@@ -120,24 +152,41 @@ CALLS = _t(
     ("user_turn", "INTEGER", "0-based index of the user prompt the call answers."),
     ("tool", "VARCHAR", "Tool name."),
     ("args", "VARCHAR", "Arguments as canonical JSON (keys sorted at every depth, arrays in order)."),
-    ("call_key", "VARCHAR", "Hash of tool + canonical args: equal keys are the same call. Every hash in the store "
-     "is XXH3-64 as 16 hex digits (`analyzer.detect.keys.digest`, the function a live guard uses)."),
+    (
+        "call_key",
+        "VARCHAR",
+        "Hash of tool + canonical args: equal keys are the same call. Every hash in the store "
+        "is XXH3-64 as 16 hex digits (`analyzer.detect.keys.digest`, the function a live guard uses).",
+    ),
     ("call_key_ordered", "VARCHAR", "Hash of tool + insertion-order args (`JSON.stringify`), for guards that use it."),
     ("call_key_shallow", "VARCHAR", "Hash of tool + args with only top-level keys sorted (Roo Code)."),
-    ("result_text", "VARCHAR", "Result text; NULL when the call got no result (an aborted turn). A result longer "
-     f"than {STORED_HEAD_CHARS:,} + {STORED_TAIL_CHARS:,} characters keeps only its first {STORED_HEAD_CHARS:,} and "
-     f"last {STORED_TAIL_CHARS:,}, with a line `[… N characters not stored: loopscope show SESSION:SEQ prints the "
-     "whole result …]` between them, unless the store was ingested with `--full-results`; `loopscope show` reads a "
-     "whole result back from its transcript.", "zstd"),
-    ("result_chars", "BIGINT", "Length of the full result text in characters (whether or not `result_text` is "
-     "clipped); NULL without a result."),
+    (
+        "result_text",
+        "VARCHAR",
+        "Result text; NULL when the call got no result (an aborted turn). A result longer "
+        f"than {STORED_HEAD_CHARS:,} + {STORED_TAIL_CHARS:,} characters keeps only its first {STORED_HEAD_CHARS:,} and "
+        f"last {STORED_TAIL_CHARS:,}, with a line `[… N characters not stored: loopscope show SESSION:SEQ prints the "
+        "whole result …]` between them, unless the store was ingested with `--full-results`; `loopscope show` reads a "
+        "whole result back from its transcript.",
+        "zstd",
+    ),
+    (
+        "result_chars",
+        "BIGINT",
+        "Length of the full result text in characters (whether or not `result_text` is "
+        "clipped); NULL without a result.",
+    ),
     ("result_key", "VARCHAR", "Hash of the normalised full result text and error flag; NULL without a result."),
     ("is_error", "BOOLEAN", "The result was an error (flag, non-zero exit code, error text); NULL without a result."),
-    ("error_kind", "VARCHAR", "`rejected` when the user refused the call, `cancelled` when it never ran because a "
-     "sibling in its parallel batch failed, `validation` when the tool refused its arguments before running, "
-     "`exit_code` / `flag` / `text` for how another error was known. `placeholder` (with `is_error` false) marks a "
-     "result that only points at an earlier one (Claude Code's \"File unchanged since last read\"): never evidence "
-     "of the same result again."),
+    (
+        "error_kind",
+        "VARCHAR",
+        "`rejected` when the user refused the call, `cancelled` when it never ran because a "
+        "sibling in its parallel batch failed, `validation` when the tool refused its arguments before running, "
+        "`exit_code` / `flag` / `text` for how another error was known. `placeholder` (with `is_error` false) marks a "
+        'result that only points at an earlier one (Claude Code\'s "File unchanged since last read"): never evidence '
+        "of the same result again.",
+    ),
     ("parent_call_id", "VARCHAR", "The call this one was made inside (a script's nested calls)."),
     ("ts", "TIMESTAMP", "When the call was issued, UTC."),
     ("result_ts", "TIMESTAMP", "When the result arrived, UTC."),
@@ -154,8 +203,12 @@ SCAN_STATE = _t(
     "One row per scanned session: which version of its data and of the detector the stored signals and findings "
     "come from. `loopscope scan` rescans only sessions whose fingerprint changed.",
     ("session_id", "VARCHAR", "`sessions.session_id`."),
-    ("fingerprint", "VARCHAR", "Hash of the session's file (content hash, ingest time), its counts and token "
-     "totals, the detector version and the scan options."),
+    (
+        "fingerprint",
+        "VARCHAR",
+        "Hash of the session's file (content hash, ingest time), its counts and token "
+        "totals, the detector version and the scan options.",
+    ),
     ("detector", "VARCHAR", "Detector version and options, readable."),
     ("calls", "INTEGER", "Calls scanned."),
     ("texts", "INTEGER", "Assistant messages with text scanned."),
@@ -174,8 +227,12 @@ CALIBRATION_RUNS = _t(
     "definition of stuck, and what it recommends. The report draws the latest run over its own session filter "
     "(and sweeps afresh, unsaved, when there is none).",
     ("run_id", "VARCHAR", "Id of the run; `calibration_sweep.run_id` of its settings."),
-    ("base_policy", "VARCHAR", "The preset whose measure was swept (`open-codesign`, `gitagent`, "
-     "`pi-anti-doom-loop`, `gemini-cli`, `cline`, `roo-code`)."),
+    (
+        "base_policy",
+        "VARCHAR",
+        "The preset whose measure was swept (`open-codesign`, `gitagent`, "
+        "`pi-anti-doom-loop`, `gemini-cli`, `cline`, `roo-code`).",
+    ),
     ("computed_at", "TIMESTAMP", "When, UTC."),
     ("scope", "VARCHAR", "The session filter (`--since`, `--until`, `--agent`, `--project`) in words."),
     ("sessions", "INTEGER", "Scanned sessions in scope: the false-halt rate's denominator."),
@@ -189,12 +246,19 @@ CALIBRATION_RUNS = _t(
     ("grid", "VARCHAR", "The swept values as JSON: `warn`, `halt`, `window`, `similarity` lists."),
     ("settings", "INTEGER", "Settings swept (rows written to `calibration_sweep`)."),
     ("recommended", "VARCHAR", "The recommended setting's sweep row as JSON; NULL when nothing was swept."),
-    ("qualified", "BOOLEAN", "The recommendation meets the target (false when none did and the lowest-rate setting "
-     "was chosen instead)."),
+    (
+        "qualified",
+        "BOOLEAN",
+        "The recommendation meets the target (false when none did and the lowest-rate setting was chosen instead).",
+    ),
     ("rationale", "VARCHAR", "Why this setting, in a sentence, with the exact replay's figures."),
     ("paste", "VARCHAR", "Text to paste into each guard, as a JSON object (guard -> text); translations say so."),
-    ("verification", "VARCHAR", "The exact replay of the recommended setting (`analyzer.guards.replay`) as JSON: halts, "
-     "tokens and dollars saved, false-halt sessions and rate, stuck episodes caught; NULL when not run."),
+    (
+        "verification",
+        "VARCHAR",
+        "The exact replay of the recommended setting (`analyzer.guards.replay`) as JSON: halts, "
+        "tokens and dollars saved, false-halt sessions and rate, stuck episodes caught; NULL when not run.",
+    ),
     ("sweep_seconds", "DOUBLE", "Time to load the signals and sweep every setting."),
     ("verify_seconds", "DOUBLE", "Time of the exact replay."),
 )
@@ -206,14 +270,28 @@ CALIBRATION_SWEEP = _t(
     "holds the exact replay of the recommended row).",
     ("run_id", "VARCHAR", "`calibration_runs.run_id`."),
     ("base_policy", "VARCHAR", "`calibration_runs.base_policy`."),
-    ("warn", "INTEGER", "Warning threshold (equal to `halt` for guards without a separate warning; "
-     "`PI_ANTI_LOOP_REPEATS` for pi-anti-doom-loop)."),
-    ("halt", "INTEGER", "Halt threshold (for pi-anti-doom-loop the same R: it aborts when a blocked call is "
-     "re-issued)."),
-    ("window_size", "INTEGER", "pi-anti-doom-loop's window in calls (`PI_ANTI_LOOP_WINDOW`); NULL for other guards "
-     "(`window` in the command's output: the name is reserved in SQL)."),
-    ("similarity", "DOUBLE", "pi-anti-doom-loop's near-identical bar (shared-token score); NULL when off or for "
-     "other guards."),
+    (
+        "warn",
+        "INTEGER",
+        "Warning threshold (equal to `halt` for guards without a separate warning; "
+        "`PI_ANTI_LOOP_REPEATS` for pi-anti-doom-loop).",
+    ),
+    (
+        "halt",
+        "INTEGER",
+        "Halt threshold (for pi-anti-doom-loop the same R: it aborts when a blocked call is re-issued).",
+    ),
+    (
+        "window_size",
+        "INTEGER",
+        "pi-anti-doom-loop's window in calls (`PI_ANTI_LOOP_WINDOW`); NULL for other guards "
+        "(`window` in the command's output: the name is reserved in SQL).",
+    ),
+    (
+        "similarity",
+        "DOUBLE",
+        "pi-anti-doom-loop's near-identical bar (shared-token score); NULL when off or for other guards.",
+    ),
     ("halts", "BIGINT", "Runs (user turns) the setting halts."),
     ("halts_stuck", "BIGINT", "Halts on a call in a stuck finding or a `stuck` label span."),
     ("halts_progress", "BIGINT", "Halts on a call in a finding that made progress (a false halt)."),
@@ -224,15 +302,26 @@ CALIBRATION_SWEEP = _t(
     ("false_halt_sessions", "BIGINT", "Sessions with at least one halt that was not on a stuck call."),
     ("sessions", "BIGINT", "Sessions in scope."),
     ("false_halt_rate", "DOUBLE", "`false_halt_sessions / sessions` (0..1)."),
-    ("false_warn_sessions", "BIGINT", "Sessions where the guard warns (or halts) on a call that was not stuck before "
-     "its run stops: a warning blocks the call in open-codesign and pi-anti-doom-loop."),
+    (
+        "false_warn_sessions",
+        "BIGINT",
+        "Sessions where the guard warns (or halts) on a call that was not stuck before "
+        "its run stops: a warning blocks the call in open-codesign and pi-anti-doom-loop.",
+    ),
     ("false_warn_rate", "DOUBLE", "`false_warn_sessions / sessions` (0..1)."),
     ("stuck_episodes", "BIGINT", "Stuck episodes in scope."),
-    ("stuck_caught", "BIGINT", "Stuck episodes in which the guard's first action (warning or halt) lands no later "
-     "than its run's halt."),
+    (
+        "stuck_caught",
+        "BIGINT",
+        "Stuck episodes in which the guard's first action (warning or halt) lands no later than its run's halt.",
+    ),
     ("median_calls_to_detect", "DOUBLE", "Median over the caught episodes of detecting call seq - first_seq + 1."),
-    ("tokens_saved", "BIGINT", "Counted tokens of the assistant messages after each halt, to the end of its run "
-     "(as `loopscope replay` counts them)."),
+    (
+        "tokens_saved",
+        "BIGINT",
+        "Counted tokens of the assistant messages after each halt, to the end of its run "
+        "(as `loopscope replay` counts them).",
+    ),
     ("dollars_saved", "DOUBLE", "Their cost."),
     ("calls_saved", "BIGINT", "Calls after each halt in its run."),
     ("on_frontier", "BOOLEAN", "No other setting saves more tokens at a false-halt rate as low or lower."),
@@ -244,8 +333,11 @@ ALL_TABLES = ALL_TABLES + CALIBRATION_TABLES
 DERIVED_TABLES = SCAN_TABLES + CALIBRATION_TABLES
 
 
-def spool_columns(table: Table, drop: tuple[str, ...] | list[str] = (), rename: dict[str, str] | None = None,
-                  ) -> tuple[tuple[str, str], ...]:
+def spool_columns(
+    table: Table,
+    drop: tuple[str, ...] | list[str] = (),
+    rename: dict[str, str] | None = None,
+) -> tuple[tuple[str, str], ...]:
     """The ingest spool's (name, SQL type) columns for a store table: its columns in order, less ``drop`` (what
     loading computes), renamed. Timestamps travel as the transcript's own text and are parsed when the spool is
     loaded."""

@@ -1,7 +1,8 @@
-"""The README's store section, generated from the table declarations (store/schema.py, detect/rules.py) so the documentation cannot drift from the tables.
+"""The README's store section, generated from the table declarations (store/schema.py, detect/rules.py) so the
+documentation cannot drift from the tables.
 
-    python -m analyzer.schema_doc            # print the section
-    python -m analyzer.store.schema_doc --write    # replace it in README.md between the markers
+python -m analyzer.schema_doc            # print the section
+python -m analyzer.store.schema_doc --write    # replace it in README.md between the markers
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def replace_in(text: str) -> str:
     i, j = text.find(START), text.find(END)
     if i < 0 or j < 0:
         raise SystemExit("README.md has no store-schema markers")
-    return text[:i] + markdown() + text[j + len(END):]
+    return text[:i] + markdown() + text[j + len(END) :]
 
 
 def main(argv: list[str]) -> None:

@@ -3,9 +3,9 @@
 Fed calls in transcript order, it returns each call's signals from what came before (and the call itself), never
 from what comes after, so the signal at call i is exactly what a runtime guard would have seen at call i. It knows
 nothing of formats or DuckDB: a live agent embeds it (``detect.stream.live.Detector``). The batch scan computes the same
-signals for whole groups of sessions at once (``detect.vector.calls``, polars); this module is the reference it is held to
-(tests/test_detect_properties.py). Semantics: DETECTORS.md sections 1 and 2; every signal is threshold-free,
-policies put thresholds on them.
+signals for whole groups of sessions at once (``detect.vector.calls``, polars); this module is the reference it is held
+to (tests/test_detect_properties.py). Semantics: docs/detectors.md#vocabulary and docs/detectors.md#the-seed-guards;
+every signal is threshold-free, policies put thresholds on them.
 
 Keys are whatever hashable identity the caller gives (the scan passes 64-bit ints of ``calls.call_key``); argument
 token sets are computed lazily, only when a call meets a call of the same tool, and cached by key.
@@ -23,10 +23,25 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analyzer.detect.keys import args_token_set, jaccard
-from analyzer.detect.rules import SCRIPT_MEMORY, SIMILARITY, is_mutating
+from analyzer.detect.rules import (
+    RESULT_FIELDS,
+    SCRIPT_MEMORY,
+    SIGNAL_COLUMNS,
+    SIGNAL_FIELDS,
+    SIMILARITY,
+    CallSignals,
+    is_mutating,
+)
 
+# A call's signals are built by field name through the record's own ``__new__``, called as the plain function it is
+# (calling the class repacks the keywords: three times the cost, on the hot path of the guard replays).
+_signals = CallSignals.__new__
+# Its result then fills ``RESULT_FIELDS``, one slice of the record, in one step.
+_new = tuple.__new__
+_AT = SIGNAL_FIELDS.index(RESULT_FIELDS[0])
+_AFTER = _AT + len(RESULT_FIELDS)
+assert SIGNAL_FIELDS[_AT:_AFTER] == RESULT_FIELDS
 
-Signals = tuple  # (SIGNAL_FIELDS...) — a plain tuple: the scan makes one per call and transposes them at the end
 
 @dataclass(frozen=True)
 class Config:
@@ -44,7 +59,10 @@ class Config:
 
 
 _NO_PENDING = None
-_EXEMPT: Signals = (0, 0, 0, 0, 0, 0, 0, 0, None, 0, 0, None, None, 0)
+# What a call outside the counting shows (an exempt tool's, and a nested call's top-level signals): every counter 0,
+# nothing compared (NULL); before the result, the result's signals unknown.
+_EXEMPT = CallSignals(**{name: 0 if sql == "INTEGER" else None for name, sql, _ in SIGNAL_COLUMNS})
+_EXEMPT_PRE = _EXEMPT._replace(**dict.fromkeys(RESULT_FIELDS))
 _EXEMPT_PENDING: tuple = ("exempt",)  # an exempt call waiting for its result: it changes no state
 
 
@@ -64,9 +82,30 @@ class CallDetector:
     """Streaming signals for one sequence of calls. Not thread-safe; one instance per session or agent."""
 
     __slots__ = (
-        "cfg", "_bar", "_exempt", "_reset_on_user", "_ut", "n", "links", "_tok",
-        "_hist", "_res", "_occ", "_streak", "_m2", "_m3", "_m4", "_m5", "_drift",
-        "_prev_tool", "_prev_key", "_prev_args", "_fail", "_fail_tool", "_scripts", "_pending",
+        "cfg",
+        "_bar",
+        "_exempt",
+        "_reset_on_user",
+        "_ut",
+        "n",
+        "links",
+        "_tok",
+        "_hist",
+        "_res",
+        "_occ",
+        "_streak",
+        "_m2",
+        "_m3",
+        "_m4",
+        "_m5",
+        "_drift",
+        "_prev_tool",
+        "_prev_key",
+        "_prev_args",
+        "_fail",
+        "_fail_tool",
+        "_scripts",
+        "_pending",
     )
 
     def __init__(self, config: Config | None = None, token_cache: dict[Any, frozenset[str]] | None = None) -> None:
@@ -113,11 +152,12 @@ class CallDetector:
             self.result(None, None)
 
     # -- feeding --------------------------------------------------------------------------------------------------
-    def call(self, key: Any, tool: str, args: str | None, parent: str | None = None,
-             user_turn: int | None = None) -> Signals:
-        """Record a call and return its pre-result signals, ordered as ``PRE_FIELDS``. ``args`` is the canonical
-        argument JSON (read only when the call meets a call of the same tool). ``user_turn``, when given, resets
-        the state whenever it changes (the batch form of ``user_prompt``)."""
+    def call(
+        self, key: Any, tool: str, args: str | None, parent: str | None = None, user_turn: int | None = None
+    ) -> CallSignals:
+        """Record a call and return its pre-result signals (``RESULT_FIELDS`` None until ``result``). ``args`` is
+        the canonical argument JSON (read only when the call meets a call of the same tool). ``user_turn``, when
+        given, resets the state whenever it changes (the batch form of ``user_prompt``)."""
         if self._pending is not _NO_PENDING:
             self.result(None, None)
         if user_turn is not None and user_turn != self._ut:
@@ -128,7 +168,7 @@ class CallDetector:
         self.n = pos + 1
         if tool in self._exempt:
             self._pending = _EXEMPT_PENDING
-            return _EXEMPT[:10] + (0,)
+            return _EXEMPT_PRE
         if parent is not None:
             return self._nested_call(pos, key, tool, args, parent)
 
@@ -185,11 +225,27 @@ class CallDetector:
         self._res.append(None)
         self._streak, self._m2, self._m3, self._m4, self._m5, self._drift = streak, m2, m3, m4, m5, drift
         self._prev_tool, self._prev_key, self._prev_args = tool, key, args
-        pre = (streak, c2, c3, c4, c5, w5, w10, w20, sim, drift)
+        pre = _signals(
+            CallSignals,
+            streak=streak,
+            cycle2=c2,
+            cycle3=c3,
+            cycle4=c4,
+            cycle5=c5,
+            window5=w5,
+            window_count=w10,
+            window20=w20,
+            sim_prev=sim,
+            drift_run=drift,
+            fail_run=None,
+            same_result=None,
+            progress=None,
+            nested_repeat=0,
+        )
         self._pending = (pre, t, prev_same, neighbor, tool, None)
-        return pre + (0,)
+        return pre
 
-    def _nested_call(self, pos: int, key: Any, tool: str, args: str | None, parent: str) -> Signals:
+    def _nested_call(self, pos: int, key: Any, tool: str, args: str | None, parent: str) -> CallSignals:
         """A call made inside a script: compared only with the script's own earlier calls (identical, or the same
         tool with near-identical arguments); it never enters the top-level history."""
         script = self._scripts.get(parent)
@@ -214,13 +270,13 @@ class CallDetector:
             self.links[pos] = matches
         entry = [key, tool, pos, None, args]
         script.entries.append(entry)
-        pre = (0, 0, 0, 0, 0, 0, 0, 0, None, 0)
+        pre = _EXEMPT_PRE._replace(nested_repeat=1 + len(matches))
         self._pending = (pre, entry, prev_same, neighbor, tool, script)
-        return pre + (1 + len(matches),)
+        return pre
 
-    def result(self, result: Any, is_error: bool | None) -> Signals | None:
-        """Complete the last call with its result key (None: no result) and error flag; return its full signals
-        (``SIGNAL_FIELDS``). None when no call is waiting for a result."""
+    def result(self, result: Any, is_error: bool | None) -> CallSignals | None:
+        """Complete the last call with its result key (None: no result) and error flag; return its full signals.
+        None when no call is waiting for a result."""
         pending = self._pending
         if pending is _NO_PENDING:
             return None
@@ -239,7 +295,6 @@ class CallDetector:
             else:
                 fail = 0
                 self._fail, self._fail_tool = 0, None
-            nested = 0
         else:
             slot[3] = result
             prev_res = prev_same[3] if prev_same is not None else None
@@ -250,9 +305,8 @@ class CallDetector:
             else:
                 fail = 0
                 script.fail, script.fail_tool = 0, None
-            nested = 1 + len(self.links.get(slot[2], ()))
         same, progress = progress_of(tool, result, is_error, prev_res, nb_res)
-        return pre + (fail, same, progress, nested)
+        return _new(CallSignals, pre[:_AT] + (fail, same, progress) + pre[_AFTER:])  # RESULT_FIELDS
 
     def trim(self, keep: int) -> None:
         """Forget the top-level calls more than ``keep`` calls back (a bounded memory for a long-lived guard): their
@@ -302,12 +356,12 @@ def scan_calls(
     user_turns: Sequence[int],
     config: Config | None = None,
     token_cache: dict[Any, frozenset[str]] | None = None,
-) -> tuple[list[Signals], dict[int, list[int]]]:
-    """Every call of one session, in order, through one ``CallDetector``: one signal tuple per call and the nested
-    links. The per-session reference for the vectorised scan (``detect.vector.calls``) and its episodes."""
+) -> tuple[list[CallSignals], dict[int, list[int]]]:
+    """Every call of one session, in order, through one ``CallDetector``: one ``CallSignals`` per call and the
+    nested links. The per-session reference for the vectorised scan (``detect.vector.calls``) and its episodes."""
     d = CallDetector(config, token_cache)
     call, result = d.call, d.result
-    out: list[Signals] = []
+    out: list[CallSignals] = []
     append = out.append
     for i in range(len(keys)):
         call(keys[i], tools[i], args[i], parents[i], user_turns[i])

@@ -28,17 +28,32 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from analyzer.detect.judge import CallView, judge_calls, judge_text
+from analyzer.detect.keys import digest, fast_token_set, jaccard, normalize_result
 from analyzer.detect.rules import (
-    LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS, SIGNAL_FIELDS, SIMILARITY, WINDOW,
+    HOT_SIGNALS,
+    LABEL_CHARS,
+    MIN_CHUNKS,
+    MIN_NESTED,
+    MIN_REPEATS,
+    MIN_SHARED_WORDS,
+    MIN_TEXT_WORDS,
+    SIGNAL_FIELDS,
+    SIMILARITY,
+    TEXT_FIELDS,
+    WINDOW,
     is_mutating,
 )
-from analyzer.detect.keys import digest, fast_token_set, jaccard, normalize_result
-from analyzer.detect.judge import CallView, judge_calls, judge_text
 from analyzer.detect.stream.text import normalize_text
 
-
+# Signals are read by name (their place in the record, or in a row of the same columns).
 _I = {name: i for i, name in enumerate(SIGNAL_FIELDS)}
 _STREAK, _DRIFT, _FAIL, _PROGRESS = _I["streak"], _I["drift_run"], _I["fail_run"], _I["progress"]
+_HOT = tuple(_I[name] for name in HOT_SIGNALS)
+_T = {name: i for i, name in enumerate(TEXT_FIELDS)}
+_SENTENCES, _SAME, _RUN, _SIMILAR, _CHUNKS = (
+    _T[name] for name in ("sentence_repeats", "same_count", "similar_run", "similar_count", "chunk_repeats")
+)
 
 
 @dataclass
@@ -137,7 +152,7 @@ def _runs(linked: Sequence[bool]) -> Iterator[tuple[int, int]]:
             j += 1
 
 
-def unclaimed_pieces(s: int, e: int, claimed: "Sequence[bool] | bytearray") -> Iterator[tuple[int, int]]:
+def unclaimed_pieces(s: int, e: int, claimed: Sequence[bool] | bytearray) -> Iterator[tuple[int, int]]:
     """The maximal runs of unclaimed positions in ``[s, e]`` (the vectorised scan claims the same way)."""
     j = s
     while j <= e:
@@ -179,43 +194,75 @@ class _Builder:
 
     def view(self, i: int) -> CallView:
         d = self.d
-        return CallView(d.tool[i], d.args[i], d.result_head(i) if d.result_key[i] is not None else None,
-                        d.is_error[i])
+        return CallView(d.tool[i], d.args[i], d.result_head(i) if d.result_key[i] is not None else None, d.is_error[i])
 
     def between(self, a: int, b: int) -> list[int]:
         """Top-level calls strictly between positions ``a`` and ``b`` of the session."""
         return [i for i in range(a + 1, b) if self.d.parent[i] is None]
 
-    def calls(self, kind: str, calls: list[int], n_first: int, repeats: int, period: int | None,
-              label: str | None = None) -> list[int]:
+    def calls(
+        self, kind: str, calls: list[int], n_first: int, repeats: int, period: int | None, label: str | None = None
+    ) -> list[int]:
         """Judge a candidate episode (``judge.judge_calls``), emit what it really holds, and return the calls those
         episodes hold (the others stay free for the kinds claimed after)."""
         kept: list[int] = []
         for j in judge_calls(kind, calls, period, self.view, self.between):
             pos = j.positions
             n = len(pos) // period if kind == "cycle" and period else len(pos)
-            self._emit(kind, pos, n_first, n, period, j.stuck, j.why,
-                       label if label is not None and pos == calls else None)
+            self._emit(
+                kind, pos, n_first, n, period, j.stuck, j.why, label if label is not None and pos == calls else None
+            )
             kept.extend(pos)
         return kept
 
-    def _emit(self, kind: str, calls: list[int], n_first: int, repeats: int, period: int | None, stuck: bool,
-              why: str, label: str | None) -> None:
+    def _emit(
+        self,
+        kind: str,
+        calls: list[int],
+        n_first: int,
+        repeats: int,
+        period: int | None,
+        stuck: bool,
+        why: str,
+        label: str | None,
+    ) -> None:
         d = self.d
         first, rest = calls[:n_first], calls[n_first:]
         turn_ids, tokens, cost = self._cost({d.turn_id[i] for i in rest}, {d.turn_id[i] for i in first})
         tools = list(dict.fromkeys(d.tool[i] for i in calls))
         t0, t1 = self._turn_range([d.turn_id[i] for i in calls])
         if label is None:
-            label = (" → ".join(self._label_call(i, 60) for i in calls[:period]) if kind == "cycle" and period
-                     else self._label_call(calls[0]))
-        self.out.append(Finding(
-            finding_id=finding_id(d.session_id, kind, str(d.seq[calls[0]])), session_id=d.session_id, kind=kind,
-            period=period, tools=tools, call_ids=[d.call_id[i] for i in calls], first_seq=d.seq[calls[0]],
-            last_seq=d.seq[calls[-1]], repeats=repeats, stuck=stuck, user_turn=d.user_turn[calls[0]],
-            wasted_tokens=tokens if stuck else 0, estimated_tokens=sum(d.est_tokens[i] for i in rest),
-            cost_usd=cost if stuck else 0.0, first_turn_index=t0, last_turn_index=t1, turn_ids=turn_ids,
-            repeated=label, why=why, repeat_tokens=tokens, repeat_cost_usd=cost, calls=calls))
+            label = (
+                " → ".join(self._label_call(i, 60) for i in calls[:period])
+                if kind == "cycle" and period
+                else self._label_call(calls[0])
+            )
+        self.out.append(
+            Finding(
+                finding_id=finding_id(d.session_id, kind, str(d.seq[calls[0]])),
+                session_id=d.session_id,
+                kind=kind,
+                period=period,
+                tools=tools,
+                call_ids=[d.call_id[i] for i in calls],
+                first_seq=d.seq[calls[0]],
+                last_seq=d.seq[calls[-1]],
+                repeats=repeats,
+                stuck=stuck,
+                user_turn=d.user_turn[calls[0]],
+                wasted_tokens=tokens if stuck else 0,
+                estimated_tokens=sum(d.est_tokens[i] for i in rest),
+                cost_usd=cost if stuck else 0.0,
+                first_turn_index=t0,
+                last_turn_index=t1,
+                turn_ids=turn_ids,
+                repeated=label,
+                why=why,
+                repeat_tokens=tokens,
+                repeat_cost_usd=cost,
+                calls=calls,
+            )
+        )
 
     def texts(self, messages: list[int], repeats: int, single: bool) -> None:
         """Judge a candidate text loop (``judge.judge_text``) and emit it when it is degenerate generation."""
@@ -238,16 +285,33 @@ class _Builder:
             est = sum(d.m_est_tokens[m] for m in messages[1:])
         text = normalize_text(d.m_text[messages[0]] or "")
         label = text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
-        self.out.append(Finding(
-            finding_id=finding_id(d.session_id, "text", f"t{d.m_turn_index[messages[0]]}"), session_id=d.session_id,
-            kind="text", period=None, tools=list(dict.fromkeys(d.tool[i] for i in calls)),
-            call_ids=[d.call_id[i] for i in calls], first_seq=d.seq[calls[0]] if calls else None,
-            last_seq=d.seq[calls[-1]] if calls else None, repeats=repeats, stuck=stuck,
-            user_turn=d.m_user_turn[messages[0]], wasted_tokens=tokens if stuck else 0, estimated_tokens=est,
-            cost_usd=cost if stuck else 0.0,
-            first_turn_index=d.m_turn_index[messages[0]], last_turn_index=d.m_turn_index[messages[-1]],
-            turn_ids=turn_ids, repeated=label, why=why, repeat_tokens=tokens, repeat_cost_usd=cost, calls=calls,
-            messages=messages))
+        self.out.append(
+            Finding(
+                finding_id=finding_id(d.session_id, "text", f"t{d.m_turn_index[messages[0]]}"),
+                session_id=d.session_id,
+                kind="text",
+                period=None,
+                tools=list(dict.fromkeys(d.tool[i] for i in calls)),
+                call_ids=[d.call_id[i] for i in calls],
+                first_seq=d.seq[calls[0]] if calls else None,
+                last_seq=d.seq[calls[-1]] if calls else None,
+                repeats=repeats,
+                stuck=stuck,
+                user_turn=d.m_user_turn[messages[0]],
+                wasted_tokens=tokens if stuck else 0,
+                estimated_tokens=est,
+                cost_usd=cost if stuck else 0.0,
+                first_turn_index=d.m_turn_index[messages[0]],
+                last_turn_index=d.m_turn_index[messages[-1]],
+                turn_ids=turn_ids,
+                repeated=label,
+                why=why,
+                repeat_tokens=tokens,
+                repeat_cost_usd=cost,
+                calls=calls,
+                messages=messages,
+            )
+        )
 
 
 def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
@@ -262,8 +326,9 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
 
     where = {p: j for j, p in enumerate(seg)}
 
-    def claim(kind: str, s: int, e: int, n_first: int, repeats: int, period: int | None,
-              label: str | None = None) -> None:
+    def claim(
+        kind: str, s: int, e: int, n_first: int, repeats: int, period: int | None, label: str | None = None
+    ) -> None:
         """Offer seg[s..e] as a ``kind`` episode; the calls the judgement keeps are claimed."""
         for p in b.calls(kind, [seg[j] for j in range(s, e + 1)], n_first, repeats, period, label):
             claimed[where[p]] = True
@@ -294,10 +359,19 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
     contiguous("streak", [j > 0 and keys[j] == keys[j - 1] for j in range(n)], 1)
     tok = d.tokens
     empty: frozenset[str] = frozenset()
-    contiguous("drift", [j > 0 and sig[j][_DRIFT] > 1 and not is_script[j] and not is_script[j - 1]
-                         and len(tok.get(keys[j], empty) & tok.get(keys[j - 1], empty)) >= MIN_SHARED_WORDS
-                         and _results_alike(d, seg[j - 1], seg[j])
-                         for j in range(n)], None)
+    contiguous(
+        "drift",
+        [
+            j > 0
+            and sig[j][_DRIFT] > 1
+            and not is_script[j]
+            and not is_script[j - 1]
+            and len(tok.get(keys[j], empty) & tok.get(keys[j - 1], empty)) >= MIN_SHARED_WORDS
+            and _results_alike(d, seg[j - 1], seg[j])
+            for j in range(n)
+        ],
+        None,
+    )
     contiguous("failure", [j > 0 and (sig[j][_FAIL] or 0) > 1 for j in range(n)], None)
 
     # window: one key coming back within W calls, with no change of state in between
@@ -316,8 +390,9 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
             if p is not None and p - chain[-1] <= WINDOW and changed[p] == changed[chain[-1] + 1]:
                 chain.append(p)
                 continue
-            if len(chain) >= MIN_REPEATS and any(chain[x + MIN_REPEATS - 1] - chain[x] <= WINDOW
-                                                 for x in range(len(chain) - MIN_REPEATS + 1)):
+            if len(chain) >= MIN_REPEATS and any(
+                chain[x + MIN_REPEATS - 1] - chain[x] <= WINDOW for x in range(len(chain) - MIN_REPEATS + 1)
+            ):
                 for kept in b.calls("window", [seg[q] for q in chain], 1, len(chain), None):
                     claimed[where[kept]] = True
             if p is not None:
@@ -375,9 +450,16 @@ def _text_episodes(b: _Builder) -> None:
     d = b.d
     sig = d.m_signals
     text = d.m_text
-    hits = {m for m, s in enumerate(sig) if s is not None and (s[1] > 2 or s[2] > 2 or s[3] > 2)
-            and len(fast_token_set(text[m] or "")) >= MIN_TEXT_WORDS}
-    chants = [m for m, s in enumerate(sig) if s is not None and (s[0] >= MIN_REPEATS or s[4] >= MIN_CHUNKS)]
+    hits = {
+        m
+        for m, s in enumerate(sig)
+        if s is not None
+        and (s[_SAME] > 2 or s[_RUN] > 2 or s[_SIMILAR] > 2)
+        and len(fast_token_set(text[m] or "")) >= MIN_TEXT_WORDS
+    }
+    chants = [
+        m for m, s in enumerate(sig) if s is not None and (s[_SENTENCES] >= MIN_REPEATS or s[_CHUNKS] >= MIN_CHUNKS)
+    ]
     if not hits and not chants:
         return
     ut = d.m_user_turn
@@ -394,7 +476,7 @@ def _text_episodes(b: _Builder) -> None:
     for m in chants:
         if m not in clustered:
             s = sig[m]
-            b.texts([m], s[0] if s[0] >= MIN_REPEATS else s[4], single=True)
+            b.texts([m], s[_SENTENCES] if s[_SENTENCES] >= MIN_REPEATS else s[_CHUNKS], single=True)
 
 
 def _hot_turns(d: SessionData) -> set[int]:
@@ -403,8 +485,7 @@ def _hot_turns(d: SessionData) -> set[int]:
     hot: set[int] = set()
     ut = d.user_turn
     for i, s in enumerate(d.signals):
-        # streak, cycles, window count (W=10), drift run, fail run
-        if s[0] > 2 or s[1] > 2 or s[2] > 2 or s[3] > 2 or s[4] > 2 or s[6] > 2 or s[9] > 2 or s[10] > 2:
+        if any(s[j] > 2 for j in _HOT):
             hot.add(ut[i])
     return hot
 
@@ -421,6 +502,7 @@ def build_findings(d: SessionData) -> list[Finding]:
     if d.nested_links:
         _nested_episodes(b)
     _text_episodes(b)
-    b.out.sort(key=lambda f: (f.user_turn, f.first_seq if f.first_seq is not None else -1,
-                              f.first_turn_index or 0, f.kind))
+    b.out.sort(
+        key=lambda f: (f.user_turn, f.first_seq if f.first_seq is not None else -1, f.first_turn_index or 0, f.kind)
+    )
     return b.out

@@ -24,50 +24,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
-from analyzer.detect.stream.calls import CallDetector, Config
-from analyzer.detect.rules import SIGNAL_FIELDS
 from analyzer.detect.keys import call_key, canonical_json, result_key
+from analyzer.detect.rules import CallSignals, TextSignals
+from analyzer.detect.stream.calls import CallDetector, Config
 from analyzer.detect.stream.text import TextDetector
-from analyzer.detect.rules import TEXT_FIELDS
 
 
 class Level(str, Enum):
     ok = "ok"
     warn = "warn"
     halt = "halt"
-
-
-class CallSignals(NamedTuple):
-    """A call's signals (columns of the ``signals`` table). Before the result, ``fail_run``, ``same_result`` and
-    ``progress`` are None."""
-
-    streak: int
-    cycle2: int
-    cycle3: int
-    cycle4: int
-    cycle5: int
-    window5: int
-    window_count: int
-    window20: int
-    sim_prev: float | None
-    drift_run: int
-    fail_run: int | None
-    same_result: bool | None
-    progress: bool | None
-    nested_repeat: int
-
-
-class TextSignals(NamedTuple):
-    """An assistant message's text counters (columns of the ``text_signals`` table)."""
-
-    sentence_repeats: int
-    same_count: int
-    similar_run: int
-    similar_count: int
-    chunk_repeats: int
-
-
-assert CallSignals._fields == SIGNAL_FIELDS and TextSignals._fields == TEXT_FIELDS
 
 
 class SignalPolicy(Protocol):
@@ -115,8 +81,9 @@ class Thresholds:
         return Level.ok
 
     def text_verdict(self, s: TextSignals) -> Level:
-        hit = self.text is not None and max(s.sentence_repeats, s.same_count, s.similar_run,
-                                            s.similar_count) >= self.text
+        hit = (
+            self.text is not None and max(s.sentence_repeats, s.same_count, s.similar_run, s.similar_count) >= self.text
+        )
         if hit or (self.chunks is not None and s.chunk_repeats >= self.chunks):
             return Level.halt
         return Level.ok
@@ -145,25 +112,22 @@ class Detector:
         """A tool call about to run (``args`` as the agent sent them; ``parent_call_id`` for a call made inside a
         script). Returns the signals known before its result, and the policy's verdict on them."""
         canon = canonical_json(args if args is not None else {})
-        pre = self._calls.call(call_key(tool, canon), tool, canon, parent_call_id)
-        sig = CallSignals(*pre[:10], None, None, None, pre[10])
+        sig = self._calls.call(call_key(tool, canon), tool, canon, parent_call_id)
         return CallObservation(sig, self.policy.call_verdict(sig))
 
     def observe_result(self, text: str | None, is_error: bool | None = False) -> CallObservation | None:
         """The result of the last observed call (``text`` None and ``is_error`` None: it got none). Returns its full
         signals and verdict, or None when no call waits for a result."""
-        full = self._calls.result(result_key(text, is_error), is_error)
-        if full is None:
+        sig = self._calls.result(result_key(text, is_error), is_error)
+        if sig is None:
             return None
-        sig = CallSignals(*full)
         return CallObservation(sig, self.policy.call_verdict(sig))
 
     def observe_text(self, text: str | None) -> TextObservation | None:
         """An assistant message ended with this text; None for a blank message (never a loop signal)."""
-        t = self._texts.feed(text)
-        if t is None:
+        sig = self._texts.feed(text)
+        if sig is None:
             return None
-        sig = TextSignals(*t)
         return TextObservation(sig, self.policy.text_verdict(sig))
 
     def observe_user(self) -> None:

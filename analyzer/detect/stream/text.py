@@ -1,9 +1,10 @@
-"""Text-loop counters for assistant messages (DETECTORS.md 2.3 rules 1-4, and Gemini CLI's repeated 50-char chunks).
+"""Text-loop counters for assistant messages: rules 1-4 of docs/detectors.md#the-text-loop-rules, and Gemini CLI's
+repeated 50-char chunks (docs/detectors.md#other-guards-in-use).
 
 Like the call core, a streaming state machine: each message's counters depend on it and the messages before it. A
-live ``Guard`` embeds it; the batch scan computes the same counters in bulk (``detect.vector.text``) and is held to this.
-Counters, not verdicts: a policy decides that 3 is a hit. Blank messages (whitespace only, e.g. tool-only turns) are
-not recorded and never hit, as in pi.
+live ``Guard`` embeds it; the batch scan computes the same counters in bulk (``detect.vector.text``) and is held to
+this. Counters, not verdicts: a policy decides that 3 is a hit. Blank messages (whitespace only, e.g. tool-only turns)
+are not recorded and never hit, as in pi.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 
 from analyzer.detect.keys import fast_token_set, jaccard
-from analyzer.detect.rules import CHUNK, CHUNK_HISTORY, MIN_SENTENCE, TEXT_WINDOW
+from analyzer.detect.rules import CHUNK, CHUNK_HISTORY, MIN_SENTENCE, TEXT_WINDOW, TextSignals
 
-
-TextSignalsTuple = tuple  # (TEXT_FIELDS...)
+_text_signals = TextSignals.__new__  # by field name, as the plain function it is (``stream.calls._signals``)
 
 _SPLIT = re.compile(r"(?<=[.:!?])")  # pi splits on /(?<=[.:!?])\s*/; the whitespace goes with the trim below
 _PUNCT = re.compile(r"[.:!?]")
@@ -67,13 +67,13 @@ def chunk_repeats(text: str) -> int:
     find = text.find
     offsets: set[int] = set()
     for a in range(0, len(text) - half + 1, half):
-        if find(text[a:a + half]) < a:
+        if find(text[a : a + half]) < a:
             offsets.update(range(max(0, a - half), min(a, n - 1) + 1))
     if not offsets:
         return 1
     if 2 * len(offsets) > n:
         return max(Counter(map(text.__getitem__, map(slice, range(n), range(CHUNK, n + CHUNK)))).values())
-    counts = Counter(text[o:o + CHUNK] for o in offsets)
+    counts = Counter(text[o : o + CHUNK] for o in offsets)
     best = max(counts.values())  # every repeat's count, short by one where its first occurrence is not an offset
     if any(find(c) not in offsets for c, k in counts.items() if k == best):
         return best + 1
@@ -121,8 +121,8 @@ class TextDetector:
         if self._reset_on_user:
             self.reset()
 
-    def feed(self, text: str | None, user_turn: int | None = None) -> TextSignalsTuple | None:
-        """Counters for one assistant message (``TEXT_FIELDS``), or None for a blank one."""
+    def feed(self, text: str | None, user_turn: int | None = None) -> TextSignals | None:
+        """Counters for one assistant message, or None for a blank one."""
         if user_turn is not None and user_turn != self._ut:
             if self._ut is not None and self._reset_on_user:
                 self.reset()
@@ -164,15 +164,23 @@ class TextDetector:
         if matches:
             self.links[pos] = [e[0] for e in matches]
         win.append(cur)
-        return (sentence_repeats(norm), same, self._run, similar, chunk_repeats(text or ""))
+        return _text_signals(
+            TextSignals,
+            sentence_repeats=sentence_repeats(norm),
+            same_count=same,
+            similar_run=self._run,
+            similar_count=similar,
+            chunk_repeats=chunk_repeats(text or ""),
+        )
 
 
 def _alike(a: tuple[int, str, frozenset[str]], b: tuple[int, str, frozenset[str]], bar: float) -> bool:
     return a[1] == b[1] or jaccard(a[2], b[2]) >= bar
 
 
-def scan_texts(texts: Sequence[str | None], user_turns: Sequence[int], similarity: float = 0.55,
-               reset_on_user: bool = True) -> tuple[list[TextSignalsTuple | None], dict[int, list[int]]]:
+def scan_texts(
+    texts: Sequence[str | None], user_turns: Sequence[int], similarity: float = 0.55, reset_on_user: bool = True
+) -> tuple[list[TextSignals | None], dict[int, list[int]]]:
     """The batch form over one session's assistant messages in order: counters per message (None when blank) and
     the links between similar messages."""
     d = TextDetector(similarity, reset_on_user)

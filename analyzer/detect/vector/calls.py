@@ -24,13 +24,12 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analyzer.detect.rules import SIGNAL_FIELDS, SIGNALS, WINDOWS, is_mutating
+from analyzer.detect.rules import SIGNAL_COLUMNS, SIGNAL_FIELDS, SIGNALS, WINDOWS, is_mutating
 from analyzer.detect.stream.calls import Config
 from analyzer.detect.vector.frames import ROW, changed, jaccard, pos_in_segment, row_index, run_len, scope_starts
 from analyzer.detect.vector.words import args_words_series
 
 PRE_ZERO = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window5", "window_count", "window20")
-INT_FIELDS = tuple(f for f in SIGNAL_FIELDS if f not in ("sim_prev", "same_result", "progress"))
 SCHEMA: dict[str, pl.DataType] = {c.name: c.polars for c in SIGNALS.columns if c.name in SIGNAL_FIELDS}
 
 WordsFn = Callable[[pl.Series], pl.Series]
@@ -47,8 +46,7 @@ class CallFrames:
     links: pl.DataFrame
 
 
-def call_signals(calls: pl.DataFrame, config: Config | None = None, words: WordsFn = args_words_series
-                 ) -> CallFrames:
+def call_signals(calls: pl.DataFrame, config: Config | None = None, words: WordsFn = args_words_series) -> CallFrames:
     """Every call's signals; equal, call for call, to ``core.scan_calls`` over each session. ``calls``: sorted by
     session, then seq, with ``session_id, user_turn, tool, k`` (the key as a number), ``result_key`` (likewise),
     ``is_error, parent_call_id`` and ``args`` (canonical JSON, tokenised only for calls that meet a call of the same
@@ -57,7 +55,13 @@ def call_signals(calls: pl.DataFrame, config: Config | None = None, words: Words
     exempt = pl.col("tool").is_in(sorted(cfg.exempt_tools)) if cfg.exempt_tools else pl.lit(False)
     text = ["words"] if "words" in calls.columns else ["args"]
     frame = calls.with_columns(row_index()).select(
-        ROW, "tool", "k", *text, "result_key", "is_error", "parent_call_id",
+        ROW,
+        "tool",
+        "k",
+        *text,
+        "result_key",
+        "is_error",
+        "parent_call_id",
         scope_starts("session_id", "user_turn", cfg.reset_on_user).cum_sum().alias("scope"),
         exempt.alias("exempt"),
     )
@@ -81,10 +85,9 @@ def _zeros(*names: str) -> list[pl.Expr]:
 
 
 def _exempt_signals() -> list[pl.Expr]:
-    """An exempt call changes nothing and shows nothing (``core._EXEMPT``)."""
-    return _zeros(*PRE_ZERO, "drift_run", "fail_run", "nested_repeat") + [
-        pl.lit(None, pl.Float64).alias("sim_prev"), pl.lit(None, pl.Boolean).alias("same_result"),
-        pl.lit(None, pl.Boolean).alias("progress")]
+    """An exempt call changes nothing and shows nothing (``stream.calls._EXEMPT``): every counter 0, nothing
+    compared (null)."""
+    return [pl.lit(0 if sql == "INTEGER" else None, SCHEMA[name]).alias(name) for name, sql, _ in SIGNAL_COLUMNS]
 
 
 def _empty_links() -> pl.DataFrame:
@@ -99,16 +102,22 @@ def _with_words(frame: pl.DataFrame, need: pl.Series, words: WordsFn) -> pl.Data
     keys = frame.filter(need).unique("k", keep="first").select("k", "args")
     table = keys.select("k", words(keys["args"]).alias("w"))
     return frame.join(table, on="k", how="left", maintain_order="left").with_columns(
-        pl.col("w").fill_null(pl.lit([], pl.List(pl.String))))
+        pl.col("w").fill_null(pl.lit([], pl.List(pl.String)))
+    )
 
 
 def _progress(same: pl.Expr, neighbour_res: pl.Expr, err: pl.Expr, mutating: list[str]) -> pl.Expr:
     """``CallDetector.result``'s progress rule."""
     res = pl.col("result_key")
-    return (pl.when(res.is_null() | err).then(False)
-            .when(same.is_not_null()).then(~same)
-            .when(pl.col("tool").is_in(mutating)).then(True)
-            .otherwise(neighbour_res.is_null() | (neighbour_res != res)))
+    return (
+        pl.when(res.is_null() | err)
+        .then(False)
+        .when(same.is_not_null())
+        .then(~same)
+        .when(pl.col("tool").is_in(mutating))
+        .then(True)
+        .otherwise(neighbour_res.is_null() | (neighbour_res != res))
+    )
 
 
 def _same_result(prev_res: pl.Expr) -> pl.Expr:
@@ -142,15 +151,20 @@ def _top_level(top: pl.DataFrame, cfg: Config, mutating: list[str], words: Words
     inter = w.list.set_intersection(prev_w).list.len()
     sim = pl.when(pl.col("_same_tool")).then(jaccard(w, prev_w, inter))
     f = f.with_columns(sim.alias("sim_prev"), pl.when(pl.col("_same_tool")).then(inter).alias("shared"))
-    drift_link = (pl.col("_same_tool") & (pl.col("sim_prev") >= cfg.similarity) & (key != key.shift(1))
-                  ).fill_null(False)
+    drift_link = (pl.col("_same_tool") & (pl.col("sim_prev") >= cfg.similarity) & (key != key.shift(1))).fill_null(
+        False
+    )
     same = _same_result(pl.col("_prev_res"))
     neighbour_res = pl.when(pl.col("_same_tool")).then(pl.col("result_key").shift(1))
     streak = pl.col("streak")
     return f.with_columns(
-        *[pl.when((t >= k - 1) & (streak < k)).then(1 + pl.col(f"_m{k}") // k).otherwise(0).alias(f"cycle{k}")
-          for k in range(2, 6)],
-        pl.col("_w5").alias("window5"), pl.col("_w10").alias("window_count"), pl.col("_w20").alias("window20"),
+        *[
+            pl.when((t >= k - 1) & (streak < k)).then(1 + pl.col(f"_m{k}") // k).otherwise(0).alias(f"cycle{k}")
+            for k in range(2, 6)
+        ],
+        pl.col("_w5").alias("window5"),
+        pl.col("_w10").alias("window_count"),
+        pl.col("_w20").alias("window20"),
         (1 + run_len(drift_link)).alias("drift_run"),
         pl.when(pl.col("_err")).then(1 + run_len(pl.col("_fail_cont"))).otherwise(0).alias("fail_run"),
         same.alias("same_result"),
@@ -163,13 +177,15 @@ def _previous_same_key(f: pl.DataFrame) -> pl.Series:
     """The result of the previous call with the same key in the scope (``same_result``'s reference): rows sorted by
     (scope, key, position), shifted, and put back (a sort is several times faster than ``shift().over()``)."""
     g = f.select(ROW, "scope", "k", "result_key").sort(["scope", "k", ROW])
-    g = g.with_columns(pl.when(~(changed("scope") | changed("k"))).then(pl.col("result_key").shift(1))
-                       .alias("_prev_res"))
+    g = g.with_columns(
+        pl.when(~(changed("scope") | changed("k"))).then(pl.col("result_key").shift(1)).alias("_prev_res")
+    )
     return g.sort(ROW)["_prev_res"]
 
 
-def _nested(nested: pl.DataFrame, cfg: Config, mutating: list[str], words: WordsFn
-            ) -> tuple[pl.DataFrame, pl.DataFrame]:
+def _nested(
+    nested: pl.DataFrame, cfg: Config, mutating: list[str], words: WordsFn
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Signals of calls made inside scripts: each is paired with its script's last ``script_memory`` calls."""
     f = nested.rename({ROW: "row"}).sort(["scope", "parent_call_id", "row"]).with_columns(row_index())
     start = changed("scope") | changed("parent_call_id")
@@ -178,36 +194,55 @@ def _nested(nested: pl.DataFrame, cfg: Config, mutating: list[str], words: Words
     tool = pl.col("tool")
     err = pl.col("is_error").fill_null(False)
     memory = cfg.script_memory
-    pairs = (f.select(ROW, pl.int_ranges(1, pl.min_horizontal("q", pl.lit(memory)) + 1).alias("d"))
-             .explode("d").drop_nulls("d")
-             .with_columns((pl.col(ROW) - pl.col("d")).alias("p")))
+    pairs = (
+        f.select(ROW, pl.int_ranges(1, pl.min_horizontal("q", pl.lit(memory)) + 1).alias("d"))
+        .explode("d")
+        .drop_nulls("d")
+        .with_columns((pl.col(ROW) - pl.col("d")).alias("p"))
+    )
     left = f.select(ROW, "row", "k", "tool", "w")
-    right = f.select(pl.col(ROW).alias("p"), pl.col("row").alias("p_row"), pl.col("k").alias("p_k"),
-                     pl.col("tool").alias("p_tool"), pl.col("w").alias("p_w"), pl.col("result_key").alias("p_res"))
+    right = f.select(
+        pl.col(ROW).alias("p"),
+        pl.col("row").alias("p_row"),
+        pl.col("k").alias("p_k"),
+        pl.col("tool").alias("p_tool"),
+        pl.col("w").alias("p_w"),
+        pl.col("result_key").alias("p_res"),
+    )
     pairs = pairs.join(left, on=ROW).join(right, on="p")
     same_key = pl.col("k") == pl.col("p_k")
     pairs = pairs.with_columns(
         same_key.alias("same_key"),
-        (same_key | ((pl.col("tool") == pl.col("p_tool"))
-                     & (jaccard(pl.col("w"), pl.col("p_w")) >= cfg.similarity))).alias("match"),
+        (
+            same_key | ((pl.col("tool") == pl.col("p_tool")) & (jaccard(pl.col("w"), pl.col("p_w")) >= cfg.similarity))
+        ).alias("match"),
     )
-    per_call = pairs.sort([ROW, "d"]).group_by(ROW).agg(
-        pl.col("match").sum().alias("_matches"),
-        pl.col("p_res").filter(pl.col("same_key")).first().alias("_prev_res"),  # the latest identical call
-        pl.col("p_res").filter((pl.col("d") == 1) & (pl.col("tool") == pl.col("p_tool"))).first()
-        .alias("_neighbour_res"),
+    per_call = (
+        pairs.sort([ROW, "d"])
+        .group_by(ROW)
+        .agg(
+            pl.col("match").sum().alias("_matches"),
+            pl.col("p_res").filter(pl.col("same_key")).first().alias("_prev_res"),  # the latest identical call
+            pl.col("p_res")
+            .filter((pl.col("d") == 1) & (pl.col("tool") == pl.col("p_tool")))
+            .first()
+            .alias("_neighbour_res"),
+        )
     )
     f = f.join(per_call, on=ROW, how="left", maintain_order="left")
     fail_cont = err & (pl.col("q") >= 1) & err.shift(1).fill_null(False) & (tool == tool.shift(1)).fill_null(False)
     same = _same_result(pl.col("_prev_res"))
-    sig = f.with_columns(fail_cont.alias("_fail_cont"), err.alias("_err")).with_columns(
-        *_zeros(*PRE_ZERO, "drift_run"),
-        pl.lit(None, pl.Float64).alias("sim_prev"),
-        pl.when(pl.col("_err")).then(1 + run_len(pl.col("_fail_cont"))).otherwise(0).alias("fail_run"),
-        same.alias("same_result"),
-        _progress(same, pl.col("_neighbour_res"), pl.col("_err"), mutating).alias("progress"),
-        (1 + pl.col("_matches").fill_null(0)).alias("nested_repeat"),
-    ).select("row", *[pl.col(c).cast(SCHEMA[c]) for c in SIGNAL_FIELDS])
-    links = (pairs.filter(pl.col("match")).select("row", pl.col("p_row").alias("partner"))
-             .sort(["row", "partner"]))
+    sig = (
+        f.with_columns(fail_cont.alias("_fail_cont"), err.alias("_err"))
+        .with_columns(
+            *_zeros(*PRE_ZERO, "drift_run"),
+            pl.lit(None, pl.Float64).alias("sim_prev"),
+            pl.when(pl.col("_err")).then(1 + run_len(pl.col("_fail_cont"))).otherwise(0).alias("fail_run"),
+            same.alias("same_result"),
+            _progress(same, pl.col("_neighbour_res"), pl.col("_err"), mutating).alias("progress"),
+            (1 + pl.col("_matches").fill_null(0)).alias("nested_repeat"),
+        )
+        .select("row", *[pl.col(c).cast(SCHEMA[c]) for c in SIGNAL_FIELDS])
+    )
+    links = pairs.filter(pl.col("match")).select("row", pl.col("p_row").alias("partner")).sort(["row", "partner"])
     return sig, links

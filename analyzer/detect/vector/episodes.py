@@ -18,12 +18,22 @@ from dataclasses import dataclass
 import polars as pl
 
 from analyzer.detect.judge import CallView, judge_calls, judge_text
-from analyzer.detect.stream.episodes import components, unclaimed_pieces
 from analyzer.detect.keys import digest, normalize_result
 from analyzer.detect.rules import (
-    CLAIM_ORDER, FINDINGS, LABEL_CHARS, MIN_CHUNKS, MIN_NESTED, MIN_REPEATS, MIN_SHARED_WORDS, MIN_TEXT_WORDS,
-    SIMILARITY, WINDOW, is_mutating,
+    CLAIM_ORDER,
+    FINDINGS,
+    HOT_SIGNALS,
+    LABEL_CHARS,
+    MIN_CHUNKS,
+    MIN_NESTED,
+    MIN_REPEATS,
+    MIN_SHARED_WORDS,
+    MIN_TEXT_WORDS,
+    SIMILARITY,
+    WINDOW,
+    is_mutating,
 )
+from analyzer.detect.stream.episodes import components, unclaimed_pieces
 from analyzer.detect.vector.frames import jaccard
 from analyzer.detect.vector.words import words
 
@@ -35,7 +45,6 @@ HeadsFn = Callable[[pl.DataFrame], pl.DataFrame]
 # usage of its counted rows (null when none counts). A null turn_id matches a null turn_id.
 TurnsFn = Callable[[pl.DataFrame], pl.DataFrame]
 
-_HOT = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window_count", "drift_run", "fail_run")
 _EMPTY_STRINGS = pl.lit([], pl.List(pl.String))
 
 # seg, kind, period, n_first, repeats, positions (in the segment), stuck, why: a judged top-level episode
@@ -54,8 +63,14 @@ class Episodes:
     message_finding: pl.Series
 
 
-def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.DataFrame,
-                  text_links: pl.DataFrame, heads: HeadsFn, turns: TurnsFn) -> Episodes:
+def find_episodes(
+    calls: pl.DataFrame,
+    messages: pl.DataFrame,
+    nested_links: pl.DataFrame,
+    text_links: pl.DataFrame,
+    heads: HeadsFn,
+    turns: TurnsFn,
+) -> Episodes:
     """``calls``: one row per call of the group (sorted by session, seq) with ``session_id, seq, call_id, turn_id,
     user_turn, tool, k, args, result_key, is_error, parent_call_id, est_tokens``, the signals and ``shared`` (words
     shared with the previous call when it used the same tool). ``messages``: the assistant messages (sorted by
@@ -75,10 +90,14 @@ def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.
     groups, single = [groups[i] for i in kept], [single[i] for i in kept]
     text_verdicts = [verdicts[i] for i in kept]
     text_members = _text_members(m, groups)
-    needed = pl.concat([
-        call_members.select(pl.col("row")).join(c.select("row", "session_id", "turn_id"), on="row")
-        .select("session_id", "turn_id"),
-        text_members.select("session_id", "turn_id")]).unique()
+    needed = pl.concat(
+        [
+            call_members.select(pl.col("row"))
+            .join(c.select("row", "session_id", "turn_id"), on="row")
+            .select("session_id", "turn_id"),
+            text_members.select("session_id", "turn_id"),
+        ]
+    ).unique()
     info = turns(needed) if needed.height else _no_turns()
     call_eps = _call_findings(c, call_members, meta, info)
     text_eps = _text_findings(c, text_members, single, text_verdicts, info)
@@ -87,8 +106,15 @@ def find_episodes(calls: pl.DataFrame, messages: pl.DataFrame, nested_links: pl.
 
 
 def _no_turns() -> pl.DataFrame:
-    return pl.DataFrame(schema={"session_id": pl.String, "turn_id": pl.String, "turn_index": pl.Int32,
-                                "tokens": pl.Int64, "cost": pl.Float64})
+    return pl.DataFrame(
+        schema={
+            "session_id": pl.String,
+            "turn_id": pl.String,
+            "turn_index": pl.Int32,
+            "tokens": pl.Int64,
+            "cost": pl.Float64,
+        }
+    )
 
 
 def _changed(col: str) -> pl.Expr:
@@ -98,38 +124,55 @@ def _changed(col: str) -> pl.Expr:
 
 # -- top-level call episodes -----------------------------------------------------------------------------------------
 
+
 def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.DataFrame]:
     """Cycles, streaks, drift, failures and windows among the top-level calls of each hot user turn: the emitted
     episodes (positions inside their segment) and the frame of segment rows."""
     run = (_changed("session_id") | _changed("user_turn")).cum_sum()
-    runs = c.group_by(run.alias("_run")).agg(pl.col("session_id").first(), pl.col("user_turn").first(),
-                                             (pl.max_horizontal(*_HOT) > 2).any().alias("_hot"))
+    runs = c.group_by(run.alias("_run")).agg(
+        pl.col("session_id").first(),
+        pl.col("user_turn").first(),
+        (pl.max_horizontal(*HOT_SIGNALS) > 2).any().alias("_hot"),
+    )
     hot = runs.filter("_hot").select("session_id", "user_turn").unique()  # a user turn is hot wherever it recurs
     if not hot.height:
         return [], c.clear()
     hot_runs = runs.join(hot, on=["session_id", "user_turn"], how="semi", nulls_equal=True)["_run"]
     top = c.filter(run.is_in(hot_runs.implode()) & pl.col("parent_call_id").is_null() & (pl.col("streak") > 0))
-    scripts = c.filter(pl.col("parent_call_id").is_not_null()).select(
-        "session_id", pl.col("parent_call_id").alias("call_id")).unique()
+    scripts = (
+        c.filter(pl.col("parent_call_id").is_not_null())
+        .select("session_id", pl.col("parent_call_id").alias("call_id"))
+        .unique()
+    )
     start = _changed("session_id") | _changed("user_turn")
     i = pl.int_range(pl.len(), dtype=pl.Int64)
     top = top.with_columns(
-        start.cum_sum().alias("seg"), (i - pl.when(start).then(i).forward_fill()).alias("j"), start.alias("_start"),
-        pl.struct("session_id", "call_id").is_in(scripts.select(pl.struct("session_id", "call_id")).to_series()
-                                                  .implode()).alias("_script"))
+        start.cum_sum().alias("seg"),
+        (i - pl.when(start).then(i).forward_fill()).alias("j"),
+        start.alias("_start"),
+        pl.struct("session_id", "call_id")
+        .is_in(scripts.select(pl.struct("session_id", "call_id")).to_series().implode())
+        .alias("_script"),
+    )
     j, key = pl.col("j"), pl.col("k")
     back = [pl.lit(False)] + [(j >= d) & (key == key.shift(d)) for d in range(1, 6)]
     links = {f"cycle{k}": back[k] & (pl.col("streak") < k) for k in range(2, 6)}
     links["streak"] = back[1]
-    links["drift"] = ((j >= 1) & (pl.col("drift_run") > 1) & ~pl.col("_script") & ~pl.col("_script").shift(1)
-                      & (pl.col("shared").fill_null(0) >= MIN_SHARED_WORDS))
+    links["drift"] = (
+        (j >= 1)
+        & (pl.col("drift_run") > 1)
+        & ~pl.col("_script")
+        & ~pl.col("_script").shift(1)
+        & (pl.col("shared").fill_null(0) >= MIN_SHARED_WORDS)
+    )
     links["failure"] = (j >= 1) & (pl.col("fail_run") > 1)
     mutating = [t for t in top["tool"].unique().to_list() if t is not None and is_mutating(t)]
     step = (pl.col("progress").fill_null(False) & pl.col("tool").is_in(mutating)).cast(pl.Int64)
     top = top.with_columns(*[v.fill_null(False).alias(n) for n, v in links.items()], step.alias("_step"))
     done = pl.col("_step").cum_sum()  # successful state changes up to each call of its segment, and before it
-    top = top.with_columns((done - pl.when(pl.col("_start")).then(done - pl.col("_step")).forward_fill())
-                           .alias("_chg_after"))
+    top = top.with_columns(
+        (done - pl.when(pl.col("_start")).then(done - pl.col("_step")).forward_fill()).alias("_chg_after")
+    )
     top = top.with_columns((pl.col("_chg_after") - pl.col("_step")).alias("_chg"))
     heads.expect(top)
     top = top.with_columns(pl.col("drift") & _results_alike(top, heads))
@@ -138,7 +181,6 @@ def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.Da
     if not runs_by_kind.height and not windows:
         return [], top
     seg_len = dict(top.group_by("seg").len().iter_rows())
-    segs = set(runs_by_kind["seg"].to_list()) | set(windows)
     where = _row_at(top)
     need: set[int] = set()
     for seg, first, last, _ in runs_by_kind.iter_rows():
@@ -152,8 +194,10 @@ def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.Da
     def judge(seg: int, kind: str, period: int | None, positions: list[int]) -> list[tuple[list[int], bool, str]]:
         rows = [where(seg, j) for j in positions]
         back = {r: j for r, j in zip(rows, positions)}
-        return [([back[r] for r in v.positions], v.stuck, v.why)
-                for v in judge_calls(kind, rows, period, views.view, views.between)]
+        return [
+            ([back[r] for r in v.positions], v.stuck, v.why)
+            for v in judge_calls(kind, rows, period, views.view, views.between)
+        ]
 
     return _claim(runs_by_kind, windows, seg_len, judge), top
 
@@ -202,21 +246,27 @@ def _results_alike(top: pl.DataFrame, heads: HeadsFn) -> pl.Series:
     result, or result heads with shared-token similarity at the bar."""
     err, res = pl.col("is_error").fill_null(False), pl.col("result_key")
     f = top.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("_t"), "session_id", "seq",
-        pl.col("seq").shift(1).alias("p_seq"), pl.col("drift").alias("_cand"),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("_t"),
+        "session_id",
+        "seq",
+        pl.col("seq").shift(1).alias("p_seq"),
+        pl.col("drift").alias("_cand"),
         (err & err.shift(1)).fill_null(False).alias("_both_err"),
         (res.is_null() | res.shift(1).is_null()).fill_null(True).alias("_missing"),
-        (res == res.shift(1)).fill_null(False).alias("_same"))
+        (res == res.shift(1)).fill_null(False).alias("_same"),
+    )
     need = f.filter(pl.col("_cand") & ~pl.col("_both_err") & ~pl.col("_missing") & ~pl.col("_same"))
     similar = pl.Series("_similar", [False] * f.height)
     if need.height:
-        keys = pl.concat([need.select("session_id", "seq"),
-                          need.select("session_id", pl.col("p_seq").alias("seq"))]).unique()
+        keys = pl.concat(
+            [need.select("session_id", "seq"), need.select("session_id", pl.col("p_seq").alias("seq"))]
+        ).unique()
         got = heads(keys)
         norm = pl.Series([normalize_result(h or "") for h in got["head"].to_list()], dtype=pl.String)
         table = got.select("session_id", "seq", words(pl.lit(norm)).alias("w"))
-        need = (need.join(table, on=["session_id", "seq"], how="left")
-                .join(table.rename({"seq": "p_seq", "w": "p_w"}), on=["session_id", "p_seq"], how="left"))
+        need = need.join(table, on=["session_id", "seq"], how="left").join(
+            table.rename({"seq": "p_seq", "w": "p_w"}), on=["session_id", "p_seq"], how="left"
+        )
         sim = need.filter(jaccard(pl.col("w"), pl.col("p_w")) >= SIMILARITY)["_t"]
         similar = f["_t"].is_in(sim.implode())
     return (f["_both_err"] | (~f["_missing"] & (f["_same"] | similar))).alias("_alike")
@@ -245,13 +295,19 @@ def _window_candidates(top: pl.DataFrame) -> dict[int, list[list[tuple[int, int,
     only remove occurrences), each as its occurrences (j, changes before j, changes up to j)."""
     occ = top.select("seg", "k", "j", "_chg", "_chg_after").sort(["seg", "k", "j"])
     ahead = MIN_REPEATS - 1
-    near = ((pl.col("j").shift(-ahead) - pl.col("j") <= WINDOW) & (pl.col("seg") == pl.col("seg").shift(-ahead))
-            & (pl.col("k") == pl.col("k").shift(-ahead))).fill_null(False)
+    near = (
+        (pl.col("j").shift(-ahead) - pl.col("j") <= WINDOW)
+        & (pl.col("seg") == pl.col("seg").shift(-ahead))
+        & (pl.col("k") == pl.col("k").shift(-ahead))
+    ).fill_null(False)
     keys = occ.filter(near).select("seg", "k").unique()
     if not keys.height:
         return {}
-    grouped = (occ.join(keys, on=["seg", "k"], how="semi", maintain_order="left")
-               .group_by("seg", "k", maintain_order=True).agg("j", "_chg", "_chg_after"))
+    grouped = (
+        occ.join(keys, on=["seg", "k"], how="semi", maintain_order="left")
+        .group_by("seg", "k", maintain_order=True)
+        .agg("j", "_chg", "_chg_after")
+    )
     out: dict[int, list[list[tuple[int, int, int]]]] = {}
     for seg, _, js, before, after in grouped.iter_rows():
         out.setdefault(seg, []).append(list(zip(js, before, after)))
@@ -261,8 +317,9 @@ def _window_candidates(top: pl.DataFrame) -> dict[int, list[list[tuple[int, int,
 JudgeFn = Callable[[int, str, "int | None", list[int]], list[tuple[list[int], bool, str]]]
 
 
-def _claim(runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]]]], seg_len: dict[int, int],
-           judge: JudgeFn) -> list[Emitted]:
+def _claim(
+    runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]]]], seg_len: dict[int, int], judge: JudgeFn
+) -> list[Emitted]:
     """The reference's claiming, segment by segment: cycles by period, then streak, drift and failure runs, each
     offering only unclaimed pieces long enough to count, then window chains over the calls left. Each offer is
     judged (``judge.judge_calls``); only the calls of the episodes it keeps are claimed."""
@@ -310,8 +367,9 @@ def _window_chains(occurrences: list[tuple[int, int, int]]) -> list[list[int]]:
             chain.append(o)
             continue
         pos = [x[0] for x in chain]
-        if len(pos) >= MIN_REPEATS and any(pos[x + MIN_REPEATS - 1] - pos[x] <= WINDOW
-                                           for x in range(len(pos) - MIN_REPEATS + 1)):
+        if len(pos) >= MIN_REPEATS and any(
+            pos[x + MIN_REPEATS - 1] - pos[x] <= WINDOW for x in range(len(pos) - MIN_REPEATS + 1)
+        ):
             out.append(pos)
         if o is not None:
             chain = [o]
@@ -319,6 +377,7 @@ def _window_chains(occurrences: list[tuple[int, int, int]]) -> list[list[int]]:
 
 
 # -- nested call episodes and membership ----------------------------------------------------------------------------
+
 
 def _same_turn_edges(links: pl.DataFrame, user_turn: pl.Series) -> list[tuple[int, int]]:
     """The links whose two ends belong to the same user turn (rows index ``user_turn``)."""
@@ -364,8 +423,9 @@ class _Views:
         return [r for r in range(a + 1, b) if self.top_level[r]]
 
 
-def _judged(emitted: list[Emitted], top: pl.DataFrame, nested: list[list[int]], c: pl.DataFrame,
-            heads: HeadsFn) -> list[Judged]:
+def _judged(
+    emitted: list[Emitted], top: pl.DataFrame, nested: list[list[int]], c: pl.DataFrame, heads: HeadsFn
+) -> list[Judged]:
     """Every kept call episode, with rows of the calls frame: the judged top-level ones, then the nested ones
     (judged here)."""
     out: list[Judged] = []
@@ -389,20 +449,25 @@ def _call_members(judged: list[Judged]) -> tuple[pl.DataFrame, list[tuple[str, i
         fid.extend([n] * len(rows))
         row.extend(rows)
         first.extend([x < n_first for x in range(len(rows))])
-    member = pl.DataFrame({"fid": fid, "row": row, "first": first},
-                          schema={"fid": pl.Int64, "row": pl.Int64, "first": pl.Boolean})
+    member = pl.DataFrame(
+        {"fid": fid, "row": row, "first": first}, schema={"fid": pl.Int64, "row": pl.Int64, "first": pl.Boolean}
+    )
     return member.sort(["fid", "row"]), meta
 
 
 # -- text episodes ---------------------------------------------------------------------------------------------------
 
-def _text_groups(c: pl.DataFrame, m: pl.DataFrame, links: pl.DataFrame, call_members: pl.DataFrame
-                 ) -> tuple[list[list[int]], list[bool]]:
+
+def _text_groups(
+    c: pl.DataFrame, m: pl.DataFrame, links: pl.DataFrame, call_members: pl.DataFrame
+) -> tuple[list[list[int]], list[bool]]:
     """Text loops as message rows: clusters of repeated or similar messages (unless every repeat only narrates
     calls already in a call episode), then single chanting messages; and which are single."""
     sig = m.filter(pl.col("same_count").is_not_null())
-    hits = sig.filter(((pl.col("same_count") > 2) | (pl.col("similar_run") > 2) | (pl.col("similar_count") > 2))
-                      & (pl.col("n_words") >= MIN_TEXT_WORDS))["mrow"]
+    hits = sig.filter(
+        ((pl.col("same_count") > 2) | (pl.col("similar_run") > 2) | (pl.col("similar_count") > 2))
+        & (pl.col("n_words") >= MIN_TEXT_WORDS)
+    )["mrow"]
     chants = sig.filter((pl.col("sentence_repeats") >= MIN_REPEATS) | (pl.col("chunk_repeats") >= MIN_CHUNKS))
     groups: list[list[int]] = []
     single: list[bool] = []
@@ -423,35 +488,53 @@ def _text_groups(c: pl.DataFrame, m: pl.DataFrame, links: pl.DataFrame, call_mem
     return groups, single
 
 
-def _not_narration(c: pl.DataFrame, m: pl.DataFrame, clusters: list[list[int]], call_members: pl.DataFrame
-                   ) -> list[bool]:
+def _not_narration(
+    c: pl.DataFrame, m: pl.DataFrame, clusters: list[list[int]], call_members: pl.DataFrame
+) -> list[bool]:
     """Per cluster: some repeat (a member after the first) issued a call outside every call episode, or none."""
-    members = pl.DataFrame({"cid": [i for i, cl in enumerate(clusters) for _ in cl[1:]],
-                            "mrow": [x for cl in clusters for x in cl[1:]]},
-                           schema={"cid": pl.Int64, "mrow": pl.Int64})
+    members = pl.DataFrame(
+        {"cid": [i for i, cl in enumerate(clusters) for _ in cl[1:]], "mrow": [x for cl in clusters for x in cl[1:]]},
+        schema={"cid": pl.Int64, "mrow": pl.Int64},
+    )
     members = members.with_columns(m["session_id"].gather(members["mrow"]), m["turn_id"].gather(members["mrow"]))
     turns = members.select("session_id", "turn_id").unique()
     issued = c.select("row", "session_id", "turn_id").join(turns, on=["session_id", "turn_id"], how="semi")
     issued = issued.with_columns(pl.col("row").is_in(call_members["row"].unique().implode()).alias("_claimed"))
     narrated = issued.group_by("session_id", "turn_id").agg(pl.col("_claimed").all().alias("_narrated"))
-    per = (members.join(narrated, on=["session_id", "turn_id"], how="left")
-           .group_by("cid").agg(pl.col("_narrated").fill_null(False).all().alias("_all")))
+    per = (
+        members.join(narrated, on=["session_id", "turn_id"], how="left")
+        .group_by("cid")
+        .agg(pl.col("_narrated").fill_null(False).all().alias("_all"))
+    )
     narrated_all = dict(per.iter_rows())
     return [not narrated_all.get(i, False) for i in range(len(clusters))]
 
 
 def _text_members(m: pl.DataFrame, groups: list[list[int]]) -> pl.DataFrame:
     """(tid, mrow, first) per message of each text loop, with the message's columns."""
-    frame = pl.DataFrame({"tid": [g for g, grp in enumerate(groups) for _ in grp],
-                          "mrow": [x for grp in groups for x in grp],
-                          "first": [i == 0 for grp in groups for i in range(len(grp))]},
-                         schema={"tid": pl.Int64, "mrow": pl.Int64, "first": pl.Boolean})
-    cols = ("session_id", "turn_id", "turn_index", "user_turn", "text", "est_tokens", "sentence_repeats",
-            "chunk_repeats")
+    frame = pl.DataFrame(
+        {
+            "tid": [g for g, grp in enumerate(groups) for _ in grp],
+            "mrow": [x for grp in groups for x in grp],
+            "first": [i == 0 for grp in groups for i in range(len(grp))],
+        },
+        schema={"tid": pl.Int64, "mrow": pl.Int64, "first": pl.Boolean},
+    )
+    cols = (
+        "session_id",
+        "turn_id",
+        "turn_index",
+        "user_turn",
+        "text",
+        "est_tokens",
+        "sentence_repeats",
+        "chunk_repeats",
+    )
     return frame.with_columns(*[m[col].gather(frame["mrow"]) for col in cols])
 
 
 # -- figures ---------------------------------------------------------------------------------------------------------
+
 
 def _label(tool: str | None, args: str | None, width: int = LABEL_CHARS) -> str:
     s = f"{tool} {args or ''}"
@@ -459,50 +542,94 @@ def _label(tool: str | None, args: str | None, width: int = LABEL_CHARS) -> str:
 
 
 def _with_turns(members: pl.DataFrame, info: pl.DataFrame) -> pl.DataFrame:
-    return members.join(info.select("session_id", "turn_id", pl.col("turn_index").alias("_ti"),
-                                    pl.col("tokens").alias("_tok"), pl.col("cost").alias("_cost")),
-                        on=["session_id", "turn_id"], how="left", nulls_equal=True, maintain_order="left")
+    return members.join(
+        info.select(
+            "session_id",
+            "turn_id",
+            pl.col("turn_index").alias("_ti"),
+            pl.col("tokens").alias("_tok"),
+            pl.col("cost").alias("_cost"),
+        ),
+        on=["session_id", "turn_id"],
+        how="left",
+        nulls_equal=True,
+        maintain_order="left",
+    )
 
 
 def _costs(members: pl.DataFrame) -> pl.DataFrame:
     """Per finding: the turns of its repeats that did not also issue its first occurrence, in turn order, their
     usage and cost (summed in that order, as the reference does). ``members``: fid, turn_id, first, _ti, _tok,
     _cost."""
-    turns = (members.filter(pl.col("turn_id").is_not_null())
-             .group_by("fid", "turn_id").agg(pl.col("first").any().alias("_in_first"), pl.col("_ti").first(),
-                                             pl.col("_tok").first(), pl.col("_cost").first())
-             .filter(~pl.col("_in_first")).sort(["fid", pl.col("_ti").fill_null(-1), "turn_id"]))
+    turns = (
+        members.filter(pl.col("turn_id").is_not_null())
+        .group_by("fid", "turn_id")
+        .agg(
+            pl.col("first").any().alias("_in_first"),
+            pl.col("_ti").first(),
+            pl.col("_tok").first(),
+            pl.col("_cost").first(),
+        )
+        .filter(~pl.col("_in_first"))
+        .sort(["fid", pl.col("_ti").fill_null(-1), "turn_id"])
+    )
     return turns.group_by("fid", maintain_order=True).agg(
         pl.col("turn_id").alias("turn_ids"),
         pl.col("_tok").fill_null(0).sum().alias("wasted_tokens"),
-        pl.col("_cost").fill_null(0.0).cum_sum().last().alias("cost_usd"))
+        pl.col("_cost").fill_null(0.0).cum_sum().last().alias("cost_usd"),
+    )
 
 
-def _call_findings(c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str, int | None, int, bool, str]],
-                   info: pl.DataFrame) -> pl.DataFrame:
+def _call_findings(
+    c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str, int | None, int, bool, str]], info: pl.DataFrame
+) -> pl.DataFrame:
     """The figures of every call episode, as ``schema.FINDINGS`` rows (plus ``_rows``: its calls)."""
     if not meta:
         return _empty_findings()
     cols = ("session_id", "seq", "call_id", "turn_id", "user_turn", "tool", "args", "est_tokens", "progress")
     members = _with_turns(members.with_columns(*[c[col].gather(members["row"]) for col in cols]), info)
-    kinds = pl.DataFrame({"fid": range(len(meta)), "kind": [x[0] for x in meta], "period": [x[1] for x in meta],
-                          "repeats": [x[2] for x in meta], "stuck": [x[3] for x in meta], "why": [x[4] for x in meta]},
-                         schema={"fid": pl.Int64, "kind": pl.String, "period": pl.Int32, "repeats": pl.Int32,
-                                 "stuck": pl.Boolean, "why": pl.String})
+    kinds = pl.DataFrame(
+        {
+            "fid": range(len(meta)),
+            "kind": [x[0] for x in meta],
+            "period": [x[1] for x in meta],
+            "repeats": [x[2] for x in meta],
+            "stuck": [x[3] for x in meta],
+            "why": [x[4] for x in meta],
+        },
+        schema={
+            "fid": pl.Int64,
+            "kind": pl.String,
+            "period": pl.Int32,
+            "repeats": pl.Int32,
+            "stuck": pl.Boolean,
+            "why": pl.String,
+        },
+    )
     rest = ~pl.col("first")
-    per = members.group_by("fid", maintain_order=True).agg(
-        pl.col("session_id").first(), pl.col("user_turn").first(),
-        pl.col("tool").unique(maintain_order=True).alias("tools"), pl.col("call_id").alias("call_ids"),
-        pl.col("seq").first().alias("first_seq"), pl.col("seq").last().alias("last_seq"),
-        pl.col("est_tokens").filter(rest).sum().alias("estimated_tokens"),
-        pl.col("_ti").min().alias("first_turn_index"), pl.col("_ti").max().alias("last_turn_index"),
-        pl.col("row").alias("_rows"),
-        pl.col("tool").head(5).alias("_tools5"), pl.col("args").head(5).alias("_args5"),
-    ).join(kinds, on="fid", maintain_order="left").join(_costs(members), on="fid", how="left",
-                                                         maintain_order="left")
+    per = (
+        members.group_by("fid", maintain_order=True)
+        .agg(
+            pl.col("session_id").first(),
+            pl.col("user_turn").first(),
+            pl.col("tool").unique(maintain_order=True).alias("tools"),
+            pl.col("call_id").alias("call_ids"),
+            pl.col("seq").first().alias("first_seq"),
+            pl.col("seq").last().alias("last_seq"),
+            pl.col("est_tokens").filter(rest).sum().alias("estimated_tokens"),
+            pl.col("_ti").min().alias("first_turn_index"),
+            pl.col("_ti").max().alias("last_turn_index"),
+            pl.col("row").alias("_rows"),
+            pl.col("tool").head(5).alias("_tools5"),
+            pl.col("args").head(5).alias("_args5"),
+        )
+        .join(kinds, on="fid", maintain_order="left")
+        .join(_costs(members), on="fid", how="left", maintain_order="left")
+    )
     labels, ids = [], []
-    for kind, period, sid, seq, tools, args in per.select("kind", "period", "session_id", "first_seq", "_tools5",
-                                                            "_args5").iter_rows():
+    for kind, period, sid, seq, tools, args in per.select(
+        "kind", "period", "session_id", "first_seq", "_tools5", "_args5"
+    ).iter_rows():
         if kind == "cycle":
             labels.append(" → ".join(_label(t, a, 60) for t, a in zip(tools[:period], args[:period])))
         else:
@@ -514,45 +641,73 @@ def _call_findings(c: pl.DataFrame, members: pl.DataFrame, meta: list[tuple[str,
 def _split_waste(frame: pl.DataFrame) -> pl.DataFrame:
     """``repeat_tokens``/``repeat_cost_usd`` for every finding; ``wasted_tokens``/``cost_usd`` only for stuck ones."""
     tok, cost = pl.col("wasted_tokens").fill_null(0), pl.col("cost_usd").fill_null(0.0)
-    return frame.with_columns(tok.alias("repeat_tokens"), cost.alias("repeat_cost_usd"),
-                              pl.when(pl.col("stuck")).then(tok).otherwise(0).alias("wasted_tokens"),
-                              pl.when(pl.col("stuck")).then(cost).otherwise(0.0).alias("cost_usd"))
+    return frame.with_columns(
+        tok.alias("repeat_tokens"),
+        cost.alias("repeat_cost_usd"),
+        pl.when(pl.col("stuck")).then(tok).otherwise(0).alias("wasted_tokens"),
+        pl.when(pl.col("stuck")).then(cost).otherwise(0.0).alias("cost_usd"),
+    )
 
 
-def _text_findings(c: pl.DataFrame, members: pl.DataFrame, single: list[bool],
-                   verdicts: list[tuple[int, str]], info: pl.DataFrame) -> pl.DataFrame:
+def _text_findings(
+    c: pl.DataFrame, members: pl.DataFrame, single: list[bool], verdicts: list[tuple[int, str]], info: pl.DataFrame
+) -> pl.DataFrame:
     """The figures of every text loop; its calls are the calls its messages issued, anywhere in the session."""
     if not single:
         return _empty_findings()
-    head = members.filter(pl.col("first")).sort("tid").with_columns(
-        pl.Series("single", single, pl.Boolean), pl.Series("_judged_repeats", [v[0] for v in verdicts], pl.Int32),
-        pl.Series("why", [v[1] for v in verdicts], pl.String))
+    head = (
+        members.filter(pl.col("first"))
+        .sort("tid")
+        .with_columns(
+            pl.Series("single", single, pl.Boolean),
+            pl.Series("_judged_repeats", [v[0] for v in verdicts], pl.Int32),
+            pl.Series("why", [v[1] for v in verdicts], pl.String),
+        )
+    )
     per_msg = members.group_by("tid", maintain_order=True).agg(
-        pl.len().alias("_n"), pl.col("turn_index").last().alias("last_turn_index"),
-        pl.col("est_tokens").filter(~pl.col("first")).sum().alias("_est_rest"))
+        pl.len().alias("_n"),
+        pl.col("turn_index").last().alias("last_turn_index"),
+        pl.col("est_tokens").filter(~pl.col("first")).sum().alias("_est_rest"),
+    )
     member_turns = members.select("tid", "session_id", "turn_id").unique()
-    issued = (member_turns.join(c.select("row", "session_id", "turn_id", "seq", "call_id", "tool", "progress"),
-                                on=["session_id", "turn_id"], nulls_equal=True)
-              .join(head.select("tid", pl.col("turn_id").alias("_first_turn")), on="tid")
-              .sort(["tid", "row"])
-              .with_columns(pl.col("turn_id").ne_missing(pl.col("_first_turn")).alias("_later")))
+    issued = (
+        member_turns.join(
+            c.select("row", "session_id", "turn_id", "seq", "call_id", "tool", "progress"),
+            on=["session_id", "turn_id"],
+            nulls_equal=True,
+        )
+        .join(head.select("tid", pl.col("turn_id").alias("_first_turn")), on="tid")
+        .sort(["tid", "row"])
+        .with_columns(pl.col("turn_id").ne_missing(pl.col("_first_turn")).alias("_later"))
+    )
     per_call = issued.group_by("tid", maintain_order=True).agg(
-        pl.col("tool").unique(maintain_order=True).alias("tools"), pl.col("call_id").alias("call_ids"),
-        pl.col("seq").first().alias("first_seq"), pl.col("seq").last().alias("last_seq"),
+        pl.col("tool").unique(maintain_order=True).alias("tools"),
+        pl.col("call_id").alias("call_ids"),
+        pl.col("seq").first().alias("first_seq"),
+        pl.col("seq").last().alias("last_seq"),
         pl.col("progress").filter(pl.col("_later")).fill_null(False).any().alias("_progress"),
-        pl.col("row").alias("_rows"))
+        pl.col("row").alias("_rows"),
+    )
     costs = _costs(_with_turns(members.select(pl.col("tid").alias("fid"), "session_id", "turn_id", "first"), info))
-    t = (head.join(per_msg, on="tid", maintain_order="left")
-         .join(per_call, on="tid", how="left", maintain_order="left")
-         .join(costs.rename({"fid": "tid"}), on="tid", how="left", maintain_order="left")
-         .with_columns(pl.col("tools").fill_null(_EMPTY_STRINGS), pl.col("call_ids").fill_null(_EMPTY_STRINGS),
-                       pl.col("_rows").fill_null(pl.lit([], pl.List(pl.Int64))), pl.col("_progress").fill_null(False)))
+    t = (
+        head.join(per_msg, on="tid", maintain_order="left")
+        .join(per_call, on="tid", how="left", maintain_order="left")
+        .join(costs.rename({"fid": "tid"}), on="tid", how="left", maintain_order="left")
+        .with_columns(
+            pl.col("tools").fill_null(_EMPTY_STRINGS),
+            pl.col("call_ids").fill_null(_EMPTY_STRINGS),
+            pl.col("_rows").fill_null(pl.lit([], pl.List(pl.Int64))),
+            pl.col("_progress").fill_null(False),
+        )
+    )
     t = t.with_columns(pl.col("_judged_repeats").alias("repeats"))
     single_est = (pl.col("est_tokens") * (pl.col("repeats") - 1)) // pl.max_horizontal(pl.col("repeats"), 1)
     ids = [digest(f"{s}\x00text\x00t{i}") for s, i in zip(t["session_id"].to_list(), t["turn_index"].to_list())]
     alone = pl.col("single")
     t = t.with_columns(
-        pl.Series("finding_id", ids, pl.String), pl.lit("text").alias("kind"), pl.lit(None, pl.Int32).alias("period"),
+        pl.Series("finding_id", ids, pl.String),
+        pl.lit("text").alias("kind"),
+        pl.lit(None, pl.Int32).alias("period"),
         pl.when(alone).then(True).otherwise(~pl.col("_progress")).alias("stuck"),
         pl.when(alone).then(_EMPTY_STRINGS).otherwise(pl.col("turn_ids").fill_null(_EMPTY_STRINGS)).alias("turn_ids"),
         pl.when(alone).then(0).otherwise(pl.col("wasted_tokens").fill_null(0)).alias("wasted_tokens"),
@@ -570,8 +725,9 @@ def _text_label(text: str | None) -> str:
 
 
 def _empty_findings() -> pl.DataFrame:
-    return pl.DataFrame(schema={**{c.name: c.polars for c in FINDINGS.columns}, "_rows": pl.List(pl.Int64),
-                                "_tid": pl.Int64})
+    return pl.DataFrame(
+        schema={**{c.name: c.polars for c in FINDINGS.columns}, "_rows": pl.List(pl.Int64), "_tid": pl.Int64}
+    )
 
 
 def _finish(per: pl.DataFrame) -> pl.DataFrame:
@@ -580,24 +736,38 @@ def _finish(per: pl.DataFrame) -> pl.DataFrame:
         per = per.with_columns(pl.lit(None, pl.Int64).alias("_tid"))
     per = _split_waste(per)
     return per.with_columns(
-        pl.col("turn_ids").fill_null(_EMPTY_STRINGS), pl.col("wasted_tokens").fill_null(0),
+        pl.col("turn_ids").fill_null(_EMPTY_STRINGS),
+        pl.col("wasted_tokens").fill_null(0),
         pl.col("cost_usd").fill_null(0.0),
     ).select(*[pl.col(c.name).cast(c.polars) for c in FINDINGS.columns], "_rows", "_tid")
 
 
 # -- order and membership --------------------------------------------------------------------------------------------
 
+
 def _assign(c: pl.DataFrame, m: pl.DataFrame, findings: pl.DataFrame, text_members: pl.DataFrame) -> Episodes:
     """Sort each session's findings as the reference does and point every call to the first finding (in that
     order) that holds it, every message to its text finding."""
-    ranked = findings.with_columns(
-        pl.col("first_seq").fill_null(-1).alias("_s"), pl.col("first_turn_index").fill_null(0).alias("_t"),
-    ).sort(["session_id", "user_turn", "_s", "_t", "kind"], maintain_order=True).with_row_index("_rank")
-    member = (ranked.select("_rank", "finding_id", pl.col("_rows").alias("row")).explode("row").drop_nulls("row")
-              .sort("_rank").unique("row", keep="first"))
+    ranked = (
+        findings.with_columns(
+            pl.col("first_seq").fill_null(-1).alias("_s"),
+            pl.col("first_turn_index").fill_null(0).alias("_t"),
+        )
+        .sort(["session_id", "user_turn", "_s", "_t", "kind"], maintain_order=True)
+        .with_row_index("_rank")
+    )
+    member = (
+        ranked.select("_rank", "finding_id", pl.col("_rows").alias("row"))
+        .explode("row")
+        .drop_nulls("row")
+        .sort("_rank")
+        .unique("row", keep="first")
+    )
     call_finding = c.select("row").join(member, on="row", how="left", maintain_order="left")["finding_id"]
     texts = text_members.select("mrow", "tid").join(
-        ranked.filter(pl.col("_tid").is_not_null()).select("_tid", "finding_id"), left_on="tid", right_on="_tid")
-    message_finding = m.select("mrow").join(texts.select("mrow", "finding_id"), on="mrow", how="left",
-                                            maintain_order="left")["finding_id"]
+        ranked.filter(pl.col("_tid").is_not_null()).select("_tid", "finding_id"), left_on="tid", right_on="_tid"
+    )
+    message_finding = m.select("mrow").join(
+        texts.select("mrow", "finding_id"), on="mrow", how="left", maintain_order="left"
+    )["finding_id"]
     return Episodes(ranked.select(FINDINGS.names), call_finding, message_finding)

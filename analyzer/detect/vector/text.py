@@ -42,19 +42,22 @@ def text_signals(messages: pl.DataFrame, similarity: float = 0.55, reset_on_user
     """Counters of every non-blank message; equal, message for message, to ``text.scan_texts`` per session.
     ``messages``: ``session_id, user_turn, text``, sorted by session, then turn_index."""
     f = messages.with_columns(row_index()).select(
-        pl.col(ROW).alias("row"), "text", normalize(pl.col("text")).alias("norm"),
-        scope_starts("session_id", "user_turn", reset_on_user).cum_sum().alias("scope"))
+        pl.col(ROW).alias("row"),
+        "text",
+        normalize(pl.col("text")).alias("norm"),
+        scope_starts("session_id", "user_turn", reset_on_user).cum_sum().alias("scope"),
+    )
     f = f.filter(pl.col("norm") != "").with_columns(row_index())
     f = f.with_columns(pos_in_segment(changed("scope")).alias("j"), words(pl.col("norm")).alias("tok"))
     f = f.with_columns(pl.col("tok").list.len().alias("n"))
     back = TEXT_WINDOW - 1
-    eq = [(pl.col("j") >= d) & (pl.col("norm") == pl.col("norm").shift(d)).fill_null(False)
-          for d in range(1, back + 1)]
+    eq = [(pl.col("j") >= d) & (pl.col("norm") == pl.col("norm").shift(d)).fill_null(False) for d in range(1, back + 1)]
     f = f.with_columns(*[e.alias(f"_eq{d}") for d, e in enumerate(eq, 1)])
     alike = _alike_pairs(f, similarity, back)
     per = alike.group_by(ROW).agg(pl.len().alias("_alike"), (pl.col("d") == 1).any().alias("_last_alike"))
     f = f.join(per, on=ROW, how="left", maintain_order="left").with_columns(
-        pl.col("_alike").fill_null(0), pl.col("_last_alike").fill_null(False))
+        pl.col("_alike").fill_null(0), pl.col("_last_alike").fill_null(False)
+    )
     f = f.with_columns(
         _sentence_repeats(f).alias("sentence_repeats"),
         (1 + pl.sum_horizontal([f"_eq{d}" for d in range(1, back + 1)])).alias("same_count"),
@@ -101,8 +104,9 @@ def _clique_counts(alike: pl.DataFrame, f: pl.DataFrame, bar: float) -> pl.DataF
     for row, norms, toks in matched.group_by(ROW, maintain_order=True).agg("_norm", "_tok").iter_rows():
         out_rows.append(row)
         out_counts.append(1 + _largest_alike_subset(list(zip(norms, map(frozenset, toks))), bar))
-    return pl.DataFrame({ROW: out_rows, "similar_count": out_counts},
-                        schema={ROW: pl.Int64, "similar_count": f.schema["similar_count"]})
+    return pl.DataFrame(
+        {ROW: out_rows, "similar_count": out_counts}, schema={ROW: pl.Int64, "similar_count": f.schema["similar_count"]}
+    )
 
 
 def _largest_alike_subset(items: list[tuple[str, frozenset[str]]], bar: float) -> int:
@@ -129,15 +133,25 @@ def _sentence_repeats(f: pl.DataFrame) -> pl.Series:
     norm = pl.col("norm")
     long_enough = norm.str.len_chars() >= MIN_SENTENCE
     has_mark = norm.str.contains("[.:!?]")
-    split = f.filter(long_enough & has_mark).select(
-        ROW, norm.str.extract_all(r"[^.:!?]*[.:!?]|[^.:!?]+").alias("s")).explode("s")
+    split = (
+        f.filter(long_enough & has_mark)
+        .select(ROW, norm.str.extract_all(r"[^.:!?]*[.:!?]|[^.:!?]+").alias("s"))
+        .explode("s")
+    )
     split = split.with_columns(pl.col("s").str.strip_chars(" ").str.strip_chars_end(".:!?"))
-    counts = (split.filter(pl.col("s").str.len_chars() >= MIN_SENTENCE).group_by(ROW, "s").len()
-              .group_by(ROW).agg(pl.col("len").max().alias("_best")))
+    counts = (
+        split.filter(pl.col("s").str.len_chars() >= MIN_SENTENCE)
+        .group_by(ROW, "s")
+        .len()
+        .group_by(ROW)
+        .agg(pl.col("len").max().alias("_best"))
+    )
     out = f.select(ROW, long_enough.alias("_long"), has_mark.alias("_mark")).join(
-        counts, on=ROW, how="left", maintain_order="left")
-    return out.select(pl.when(~pl.col("_long")).then(0).when(~pl.col("_mark")).then(1)
-                      .otherwise(pl.col("_best").fill_null(0))).to_series()
+        counts, on=ROW, how="left", maintain_order="left"
+    )
+    return out.select(
+        pl.when(~pl.col("_long")).then(0).when(~pl.col("_mark")).then(1).otherwise(pl.col("_best").fill_null(0))
+    ).to_series()
 
 
 def _chunk_repeats(f: pl.DataFrame) -> pl.Series:
@@ -152,19 +166,34 @@ def _chunk_repeats(f: pl.DataFrame) -> pl.Series:
     ascii = pl.col("len") == pl.col("t").str.len_bytes()  # ``str.find`` answers in bytes, slices count characters
     bulk = ascii & (pl.col("len") <= SHORT_TEXT)
     short = t.filter((pl.col("len") >= CHUNK) & bulk)
-    blocks = (short.select(ROW, "t", pl.int_ranges(0, pl.col("len") - half + 1, half).alias("a"))
-              .explode("a").drop_nulls("a")
-              .with_columns(pl.col("t").str.slice(pl.col("a"), half).alias("block")))
+    blocks = (
+        short.select(ROW, "t", pl.int_ranges(0, pl.col("len") - half + 1, half).alias("a"))
+        .explode("a")
+        .drop_nulls("a")
+        .with_columns(pl.col("t").str.slice(pl.col("a"), half).alias("block"))
+    )
     earlier = pl.col("t").str.find(pl.col("block"), literal=True) < pl.col("a")
     repeating = blocks.filter(earlier).select(ROW).unique()
-    exact = (short.join(repeating, on=ROW, how="semi")
-             .select(ROW, "t", pl.int_ranges(0, pl.col("len") - CHUNK + 1).alias("o")).explode("o")
-             .select(ROW, pl.col("t").str.slice(pl.col("o"), CHUNK).alias("c"))
-             .group_by(ROW, "c").len().group_by(ROW).agg(pl.col("len").max().alias("_best")))
+    exact = (
+        short.join(repeating, on=ROW, how="semi")
+        .select(ROW, "t", pl.int_ranges(0, pl.col("len") - CHUNK + 1).alias("o"))
+        .explode("o")
+        .select(ROW, pl.col("t").str.slice(pl.col("o"), CHUNK).alias("c"))
+        .group_by(ROW, "c")
+        .len()
+        .group_by(ROW)
+        .agg(pl.col("len").max().alias("_best"))
+    )
     long = t.filter((pl.col("len") >= CHUNK) & ~bulk)
     if long.height:
-        exact = pl.concat([exact, long.select(ROW, pl.Series("_best", [chunk_repeats(x or "") for x in
-                                                                       long["text"].to_list()], pl.UInt32))],
-                          how="vertical_relaxed")
+        exact = pl.concat(
+            [
+                exact,
+                long.select(
+                    ROW, pl.Series("_best", [chunk_repeats(x or "") for x in long["text"].to_list()], pl.UInt32)
+                ),
+            ],
+            how="vertical_relaxed",
+        )
     out = t.join(exact, on=ROW, how="left", maintain_order="left")
     return out.select(pl.when(pl.col("len") < CHUNK).then(0).otherwise(pl.col("_best").fill_null(1))).to_series()

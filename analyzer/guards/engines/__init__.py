@@ -24,6 +24,9 @@ def engines() -> tuple[type[Guard], ...]:
     found: list[type[Guard]] = []
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
-        found.extend(obj for obj in vars(module).values()
-                     if inspect.isclass(obj) and issubclass(obj, Guard) and obj.__module__ == module.__name__)
+        found.extend(
+            obj
+            for obj in vars(module).values()
+            if inspect.isclass(obj) and issubclass(obj, Guard) and obj.__module__ == module.__name__
+        )
     return tuple(sorted(found, key=lambda g: (g.RANK, g.ENGINE)))

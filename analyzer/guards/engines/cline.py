@@ -41,16 +41,22 @@ class ClineGuard(Guard):
     RANK = 5
     DESCRIPTION = "Soft notice at exactly 3 identical calls, stop for the user at 5+; 3 consecutive mistakes."
     GUARD_FILE = "src/core/task/loop-detection.ts"
-    PASTE_TEMPLATE = ("{file} (constant names not verified)\n// soft notice at exactly {warn} identical calls in a row, "
-                      "hard stop at {halt}")
-    SWEEP = SweepSpec("streak", True, rule="mistakes", caveat=(
-        "the sweep resets the identical-call count at user prompts (cline never does)."))
+    PASTE_TEMPLATE = (
+        "{file} (constant names not verified)\n// soft notice at exactly {warn} identical calls in a row, "
+        "hard stop at {halt}"
+    )
+    SWEEP = SweepSpec(
+        "streak",
+        True,
+        rule="mistakes",
+        caveat=("the sweep resets the identical-call count at user prompts (cline never does)."),
+    )
     PARAMS = {
-        "warn": Param("int", 3, "Identical calls in a row that get the soft notice (exactly this count).",
-                      minimum=1),
+        "warn": Param("int", 3, "Identical calls in a row that get the soft notice (exactly this count).", minimum=1),
         "halt": Param("int", 5, "Identical calls in a row (or more) that stop for the user.", minimum=1),
-        "mistakes": Param("int", 3, "Consecutive error results that stop for the user (CLI 3, SDK 6; 0 = off).",
-                          minimum=0),
+        "mistakes": Param(
+            "int", 3, "Consecutive error results that stop for the user (CLI 3, SDK 6; 0 = off).", minimum=0
+        ),
         "shell_tools": Param("tools", SHELL_TOOLS, "Tools whose failures are command output, not mistakes."),
     }
 

@@ -1,4 +1,5 @@
-"""open-codesign's tool-loop guard (seed 000, DETECTORS.md 2.1): streaks and 2-/3-call cycles over a short history.
+"""open-codesign's tool-loop guard (seed 000): streaks and 2-/3-call cycles over a short history.
+docs/detectors.md#open-codesign-tool-loop-guard-seed-000.
 
 Every call enters the history, blocked ones included, so a model that ignores the warning still reaches the halt;
 ``done`` is neither counted nor breaks a streak; after the halt every later call is blocked until a user message is
@@ -11,8 +12,20 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from analyzer.guards.base import (HALT, KEY_ATTR, KEY_PARAM, KEY_WORDS, WARN, Call, Guard, Param, Recommended,
-                                  SweepSpec, Verdict, tools_text)
+from analyzer.guards.base import (
+    HALT,
+    KEY_ATTR,
+    KEY_PARAM,
+    KEY_WORDS,
+    WARN,
+    Call,
+    Guard,
+    Param,
+    Recommended,
+    SweepSpec,
+    Verdict,
+    tools_text,
+)
 
 
 def trailing_repeats(seq: list[str], k: int) -> int:
@@ -20,9 +33,9 @@ def trailing_repeats(seq: list[str], k: int) -> int:
     n = len(seq)
     if k == 0 or k > n:
         return 0
-    block = seq[n - k:]
+    block = seq[n - k :]
     reps, pos = 0, n
-    while pos - k >= 0 and seq[pos - k:pos] == block:
+    while pos - k >= 0 and seq[pos - k : pos] == block:
         reps += 1
         pos -= k
     return reps
@@ -37,12 +50,19 @@ class CodesignGuard(Guard):
     ALIASES = ("codesign", "open_codesign")
     GUARD_FILE = "packages/core/src/tool-loop-guard.ts"
     SEED = True
-    PASTE_NOTES = {"gitagent": "gitagent counts identical calls in a row only (no 2-/3-call cycles, no warning) and "
-                               "terminates after the call has run"}
-    TRANSLATION_NOTE = ("{base} counts {counts}; open-codesign counts streaks and 2-/3-call cycles, resetting at user "
-                        "prompts")
-    SWEEP = SweepSpec("max(streak, cycle2, cycle3)", True, cycles=3, caveat=(
-        "`done` calls count in the sweep (the guard exempts them); otherwise the measure is the guard's."))
+    PASTE_NOTES = {
+        "gitagent": "gitagent counts identical calls in a row only (no 2-/3-call cycles, no warning) and "
+        "terminates after the call has run"
+    }
+    TRANSLATION_NOTE = (
+        "{base} counts {counts}; open-codesign counts streaks and 2-/3-call cycles, resetting at user prompts"
+    )
+    SWEEP = SweepSpec(
+        "max(streak, cycle2, cycle3)",
+        True,
+        cycles=3,
+        caveat=("`done` calls count in the sweep (the guard exempts them); otherwise the measure is the guard's."),
+    )
     PARAMS = {
         "key": KEY_PARAM,
         "warn": Param("int", 3, "Repeats (of a call or of a cycle) that block the call with a warning.", minimum=1),
@@ -51,8 +71,9 @@ class CodesignGuard(Guard):
         "window": Param("int", 0, "History length in calls; 0 = halt x max_cycle (15 by default).", minimum=0),
         "exempt_tools": Param("tools", ("done",), "Tools neither counted nor breaking a streak."),
         "blocked_count": Param("bool", True, "Calls blocked after a warning still enter the history."),
-        "reset": Param("str", "prompt", "Reset at each delivered user message (prompt) or never.",
-                       choices=("prompt", "never")),
+        "reset": Param(
+            "str", "prompt", "Reset at each delivered user message (prompt) or never.", choices=("prompt", "never")
+        ),
         "latch": Param("bool", True, "After the halt every later call is blocked until the reset."),
     }
 
@@ -80,8 +101,9 @@ class CodesignGuard(Guard):
 
     @classmethod
     def _snippet(cls, warn: int, halt: int, why: str | None = None) -> str:
-        return (f"{cls.file_comment(why)}\n"
-                f"const TOOL_LOOP_WARN_REPEATS = {warn};\nconst TOOL_LOOP_HALT_REPEATS = {halt};")
+        return (
+            f"{cls.file_comment(why)}\nconst TOOL_LOOP_WARN_REPEATS = {warn};\nconst TOOL_LOOP_HALT_REPEATS = {halt};"
+        )
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
@@ -94,7 +116,7 @@ class CodesignGuard(Guard):
             "exemptions": tools_text(p["exempt_tools"]),
             "blocked_count": "yes" if p["blocked_count"] else "no",
             "escalation": "warn = block the call with a reason; halt = block it and end the run"
-                          + ("; every later call blocked" if p["latch"] else ""),
+            + ("; every later call blocked" if p["latch"] else ""),
             "thresholds": f"warn {p['warn']}, halt {p['halt']} repeats",
         }
 

@@ -1,4 +1,4 @@
-"""Gemini CLI ``loopDetectionService.ts`` (google-gemini/gemini-cli@5411f11, DETECTORS.md 3).
+"""Gemini CLI ``loopDetectionService.ts`` (google-gemini/gemini-cli@5411f11, docs/detectors.md#other-guards-in-use).
 
 Tool calls: a block of 1..``max_cycle`` calls (sha256 of name + ``JSON.stringify(args)``) repeated ``halt`` times in
 a row halts the turn before the call runs (a 2-cycle trips at call 10, a 3-cycle at 15). Streamed text: a 50-char chunk
@@ -48,8 +48,15 @@ class ContentLoops:
     def feed(self, content: str) -> bool:
         fences = len(_FENCE.findall(content))
         divider = _DIVIDER.fullmatch(content) is not None
-        if (fences or _TABLE.search(content) or _LIST.search(content) or _NUMBERED.search(content)
-                or _HEADING.search(content) or _QUOTE.search(content) or divider):
+        if (
+            fences
+            or _TABLE.search(content)
+            or _LIST.search(content)
+            or _NUMBERED.search(content)
+            or _HEADING.search(content)
+            or _QUOTE.search(content)
+            or divider
+        ):
             self.reset()
         was = self.in_code
         if fences % 2:
@@ -68,7 +75,7 @@ class ContentLoops:
         hist, size, base = self.history, self.size, self.base
         while self.index - base + size <= len(hist):
             start = self.index - base
-            chunk = hist[start:start + size]
+            chunk = hist[start : start + size]
             seen = self.stats.get(chunk)
             if seen is not None:
                 while seen and seen[0] < base:
@@ -80,7 +87,7 @@ class ContentLoops:
             else:
                 seen.append(self.index)
                 if len(seen) >= self.t:
-                    recent = seen[-self.t:]
+                    recent = seen[-self.t :]
                     if (recent[-1] - recent[0]) / (self.t - 1) <= self.max_gap:
                         return True
             self.index += 1
@@ -97,19 +104,25 @@ class GeminiGuard(Guard):
     GUARD_FILE = "packages/core/src/services/loopDetectionService.ts"
     COUNTS = "repeated blocks of up to 5 calls"
     PASTE_TEMPLATE = "{file}\nconst TOOL_CALL_LOOP_THRESHOLD = {halt};"
-    SWEEP = SweepSpec("max(streak, cycle2 .. cycle5)", False, one_threshold=True, cycles=5, caveat=(
-        "canonical call key instead of JSON.stringify order; the streamed-text rule is not modelled."))
+    SWEEP = SweepSpec(
+        "max(streak, cycle2 .. cycle5)",
+        False,
+        one_threshold=True,
+        cycles=5,
+        caveat=("canonical call key instead of JSON.stringify order; the streamed-text rule is not modelled."),
+    )
     PARAMS = {
         "key": key_param("ordered"),
-        "halt": Param("int", 5, "Repetitions of a call block that halt the turn (TOOL_CALL_LOOP_THRESHOLD).",
-                      minimum=2),
-        "max_cycle": Param("int", 5, "Longest repeating block of calls detected (1 = identical calls only).",
-                           minimum=1),
+        "halt": Param(
+            "int", 5, "Repetitions of a call block that halt the turn (TOOL_CALL_LOOP_THRESHOLD).", minimum=2
+        ),
+        "max_cycle": Param(
+            "int", 5, "Longest repeating block of calls detected (1 = identical calls only).", minimum=1
+        ),
         "content": Param("bool", True, "Check streamed assistant text for chanting."),
         "content_chunk": Param("int", 50, "CONTENT_CHUNK_SIZE: characters per compared chunk.", minimum=1),
         "content_repeats": Param("int", 10, "CONTENT_LOOP_THRESHOLD: occurrences of a chunk that halt.", minimum=2),
-        "content_gap": Param("int", 250, "Largest mean distance between those occurrences, in characters.",
-                             minimum=0),
+        "content_gap": Param("int", 250, "Largest mean distance between those occurrences, in characters.", minimum=0),
     }
 
     def __init__(self, params: Mapping[str, Any]) -> None:
@@ -124,12 +137,18 @@ class GeminiGuard(Guard):
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
-        text = (f"; text: a {p['content_chunk']}-char chunk {p['content_repeats']}x within a mean gap of "
-                f"{p['content_gap']}") if p["content"] else ""
+        text = (
+            (
+                f"; text: a {p['content_chunk']}-char chunk {p['content_repeats']}x within a mean gap of "
+                f"{p['content_gap']}"
+            )
+            if p["content"]
+            else ""
+        )
         return {
             "key": "sha256 of " + KEY_WORDS[p["key"]],
             "window": f"last {p['halt'] * p['max_cycle']} calls (blocks of 1..{p['max_cycle']}); "
-                      "text since the last tool call",
+            "text since the last tool call",
             "reset": "each user prompt; text tracking also at each tool call",
             "exemptions": "none (text inside code fences skipped)",
             "blocked_count": "n/a (the turn halts at the first detection)",
@@ -164,7 +183,7 @@ class GeminiGuard(Guard):
             span = self._halt * k
             if n < span:
                 break
-            block = keys[n - k:]
+            block = keys[n - k :]
             if all(keys[n - span + i] == block[i % k] for i in range(span - k)):
                 self.detected = True
                 what = "identical calls" if k == 1 else f"a {k}-call cycle"

@@ -1,4 +1,5 @@
-"""gitagent's loop guard (seed 001, DETECTORS.md 2.2): ``afterToolCall`` bounds on repeats and on assistant turns.
+"""gitagent's loop guard (seed 001): ``afterToolCall`` bounds on repeats and on assistant turns.
+docs/detectors.md#gitagent-loop-guard-seed-001.
 
 It never blocks a call: the call runs, and when a bound trips every later result says ``terminate`` (the guard latches).
 pi-agent-core stops only after a batch whose every result terminated, so a trip in the middle of a batch ends the run
@@ -12,8 +13,18 @@ from collections.abc import Mapping
 from operator import attrgetter
 from typing import Any
 
-from analyzer.guards.base import (HALT, KEY_ATTR, KEY_WORDS, Call, Guard, Param, Recommended, SweepSpec, Verdict,
-                                  key_param)
+from analyzer.guards.base import (
+    HALT,
+    KEY_ATTR,
+    KEY_WORDS,
+    Call,
+    Guard,
+    Param,
+    Recommended,
+    SweepSpec,
+    Verdict,
+    key_param,
+)
 
 
 class GitagentGuard(Guard):
@@ -25,17 +36,34 @@ class GitagentGuard(Guard):
     DESCRIPTION = "Seed guard: terminate after 5 identical calls in a row or 50 tool-requesting turns; latches."
     GUARD_FILE = "src/loop-guard.ts"
     SEED = True
-    PASTE_NOTES = {"open-codesign": "open-codesign also halts 2- and 3-call cycles; warn = halt means no separate "
-                                    "warning, as gitagent has none"}
+    PASTE_NOTES = {
+        "open-codesign": "open-codesign also halts 2- and 3-call cycles; warn = halt means no separate "
+        "warning, as gitagent has none"
+    }
     TRANSLATION_NOTE = "{base} counts {counts}; gitagent counts calls in a row only"
-    SWEEP = SweepSpec("streak (and the maxTurns cap)", False, one_threshold=True, rule="turn-cap", caveat=(
-        "canonical call key instead of JSON.stringify order; the turn cap is kept at the base's maxTurns."))
+    SWEEP = SweepSpec(
+        "streak (and the maxTurns cap)",
+        False,
+        one_threshold=True,
+        rule="turn-cap",
+        caveat=("canonical call key instead of JSON.stringify order; the turn cap is kept at the base's maxTurns."),
+    )
     PARAMS = {
         "key": key_param("ordered"),
-        "halt": Param("int", 5, "maxRepeats: identical calls in a row that terminate the run (below 2 is raised "
-                                "to 2).", minimum=2, below_min="clamp"),
-        "max_turns": Param("int", 50, "maxTurns: assistant turns that requested tools before the run terminates "
-                                      "(the manifest's runtime.max_turns, else 50); 0 = no cap.", minimum=0),
+        "halt": Param(
+            "int",
+            5,
+            "maxRepeats: identical calls in a row that terminate the run (below 2 is raised to 2).",
+            minimum=2,
+            below_min="clamp",
+        ),
+        "max_turns": Param(
+            "int",
+            50,
+            "maxTurns: assistant turns that requested tools before the run terminates "
+            "(the manifest's runtime.max_turns, else 50); 0 = no cap.",
+            minimum=0,
+        ),
     }
 
     def __init__(self, params: Mapping[str, Any]) -> None:
@@ -61,8 +89,10 @@ class GitagentGuard(Guard):
 
     @classmethod
     def _snippet(cls, halt: int, max_turns: int, why: str | None = None) -> str:
-        return (f"{cls.file_comment(why)}\ncreateLoopGuard({{ maxRepeats: {max(2, halt)}, maxTurns: {max_turns} }})\n"
-                f"// or set the turn cap in the agent manifest: runtime.max_turns: {max_turns}")
+        return (
+            f"{cls.file_comment(why)}\ncreateLoopGuard({{ maxRepeats: {max(2, halt)}, maxTurns: {max_turns} }})\n"
+            f"// or set the turn cap in the agent manifest: runtime.max_turns: {max_turns}"
+        )
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
@@ -74,7 +104,7 @@ class GitagentGuard(Guard):
             "exemptions": "none",
             "blocked_count": "n/a (never blocks; calls run)",
             "escalation": "terminate after the call (output kept); latched; the run stops after the first "
-                          "all-terminate batch",
+            "all-terminate batch",
             "thresholds": f"halt at {p['halt']} identical in a row{turns}",
         }
 

@@ -67,7 +67,7 @@ def call_label(tool: str, args: str) -> str:
         return tool
     text = " ".join(text.split())
     if len(text) > LABEL:
-        text = text[:LABEL - 1] + "…"
+        text = text[: LABEL - 1] + "…"
     return f"{tool} `{text}`" if tool not in ("Bash", "bash", "shell") else f"`{text}`"
 
 
@@ -76,24 +76,39 @@ class LoopscopeGuard(Guard):
     SOURCE = "loopscope detector core (analyzer/detect/stream/calls.py): streak, cycles, drift, progress"
     UNIT = "call"
     RANK = 100  # listed after the shipped guards it is compared with
-    DESCRIPTION = ("loopscope's own: warn at 3, block at 5 repeats of a stuck episode (streak, cycle or drift with no "
-                   "progress); a poll whose output changes never counts.")
+    DESCRIPTION = (
+        "loopscope's own: warn at 3, block at 5 repeats of a stuck episode (streak, cycle or drift with no "
+        "progress); a poll whose output changes never counts."
+    )
     ALIASES = ("ours", "stuck")
-    SWEEP = SweepSpec("max(streak, cycle2..5 blocks, drift_run), each capped by the calls since the last progress",
-                      True, cycles=5, rule="stuck", caveat=(
-                          "the sweep reads the scan's progress, computed with each result right after its call; the "
-                          "guard applies a message's results at its end, and forgets calls beyond its memory."))
+    SWEEP = SweepSpec(
+        "max(streak, cycle2..5 blocks, drift_run), each capped by the calls since the last progress",
+        True,
+        cycles=5,
+        rule="stuck",
+        caveat=(
+            "the sweep reads the scan's progress, computed with each result right after its call; the "
+            "guard applies a message's results at its end, and forgets calls beyond its memory."
+        ),
+    )
     COUNTS = "repeats of a stuck episode"
-    PASTE_TEMPLATE = ("# ~/.config/loopscope/hook-settings.json (written by `loopscope calibrate --write-settings`)\n"
-                      '{{"policy": "loopscope", "settings": {{"warn": {warn}, "halt": {halt}}}}}')
+    PASTE_TEMPLATE = (
+        "# ~/.config/loopscope/hook-settings.json (written by `loopscope calibrate --write-settings`)\n"
+        '{{"policy": "loopscope", "settings": {{"warn": {warn}, "halt": {halt}}}}}'
+    )
     PARAMS = {
         "warn": Param("int", 3, "Repeats of a stuck episode that get a warning (the call runs).", minimum=2),
         "halt": Param("int", 5, "Repeats of a stuck episode that block the call.", minimum=2),
-        "memory": Param("int", 64, "Calls of the user turn the detector remembers (results further back are "
-                                   "not compared).", minimum=21),
+        "memory": Param(
+            "int",
+            64,
+            "Calls of the user turn the detector remembers (results further back are not compared).",
+            minimum=21,
+        ),
         "exempt_tools": Param("tools", (), "Tools neither counted nor breaking a pattern."),
-        "latch": Param("bool", True, "After a halt, a repeat of the halted call is blocked until a state change or a "
-                                     "user prompt."),
+        "latch": Param(
+            "bool", True, "After a halt, a repeat of the halted call is blocked until a state change or a user prompt."
+        ),
     }
 
     def __init__(self, params: Mapping[str, Any]) -> None:
@@ -124,7 +139,7 @@ class LoopscopeGuard(Guard):
             "exemptions": tools_text(p["exempt_tools"]),
             "blocked_count": "yes (a blocked call made no progress)",
             "escalation": "warn = the call runs with a note; halt = block the call"
-                          + ("; its repeats stay blocked until a state change" if p["latch"] else ""),
+            + ("; its repeats stay blocked until a state change" if p["latch"] else ""),
             "thresholds": f"warn {p['warn']}, halt {p['halt']} repeats of a stuck episode",
         }
 
@@ -145,8 +160,12 @@ class LoopscopeGuard(Guard):
             return None
         if self._latch and call.key in self.halted:
             self._feed(call)
-            return Verdict(HALT, "block", f"{call_label(call.tool, call.args)} was blocked as a stuck loop and "
-                                          "nothing has changed since", True)
+            return Verdict(
+                HALT,
+                "block",
+                f"{call_label(call.tool, call.args)} was blocked as a stuck loop and nothing has changed since",
+                True,
+            )
         t = self._feed(call)
         pre = self._pre
         since = t - self.last_progress if self.last_progress >= 0 else 1 << 30

@@ -29,15 +29,18 @@ class OpenhandsGuard(Guard):
     SOURCE = "All-Hands-AI/OpenHands@331a1a4 openhands/controller/stuck.py (V0)"
     UNIT = "event (actions and observations since the last user message)"
     RANK = 8
-    DESCRIPTION = ("Stop at 4 identical action+observation pairs, 3 identical failing actions, A-B-A-B over 6, "
-                   "3 identical messages.")
+    DESCRIPTION = (
+        "Stop at 4 identical action+observation pairs, 3 identical failing actions, A-B-A-B over 6, "
+        "3 identical messages."
+    )
     ALIASES = ("openhands-v0",)
     PARAMS = {
         "halt": Param("int", 4, "Identical action+observation pairs that stop the run.", minimum=2),
         "error_halt": Param("int", 3, "Identical actions whose observations are all errors.", minimum=2),
         "monologue": Param("int", 3, "Identical agent messages with no observation between them.", minimum=2),
-        "pattern": Param("int", 6, "Actions and observations alternating A-B-A-B over this many (even; 0 = off).",
-                         minimum=0),
+        "pattern": Param(
+            "int", 6, "Actions and observations alternating A-B-A-B over this many (even; 0 = off).", minimum=0
+        ),
         "command_tools": Param("tools", SHELL_TOOLS, "Tools whose observations compare by command + exit code."),
     }
 
@@ -54,14 +57,14 @@ class OpenhandsGuard(Guard):
         pat = f"; A-B-A-B over {p['pattern']}" if p["pattern"] else ""
         return {
             "key": "the whole action (name + canonical args + thought); observations by content, commands by "
-                   "exit status",
+            "exit status",
             "window": f"last {max(p['halt'], p['pattern'])} actions and observations since the last user message",
             "reset": "each user message",
             "exemptions": f"none (commands compared by exit status: {tools_text(p['command_tools'])})",
             "blocked_count": "n/a (never blocks; calls run)",
             "escalation": "stop the run (AgentStuckInLoopError) after the call that completed the pattern",
             "thresholds": f"{p['halt']} identical action+observation, {p['error_halt']} with errors, "
-                          f"{p['monologue']} identical messages{pat}",
+            f"{p['monologue']} identical messages{pat}",
         }
 
     def on_user(self) -> None:
@@ -110,12 +113,10 @@ class OpenhandsGuard(Guard):
         o_keys = [o for o, _ in obs]
         if self._same(acts, self._halt) and self._same(o_keys, self._halt):
             return f"{self._halt} identical actions with identical observations"
-        if (self._same(acts, self._err) and len(obs) >= self._err
-                and all(err for _, err in obs[-self._err:])):
+        if self._same(acts, self._err) and len(obs) >= self._err and all(err for _, err in obs[-self._err :]):
             return f"{self._err} identical actions, each an error"
         msgs = list(self.messages)
-        if (len(msgs) >= self._mono and all(m[0] == msgs[-1][0] for m in msgs)
-                and msgs[0][1] == msgs[-1][1]):
+        if len(msgs) >= self._mono and all(m[0] == msgs[-1][0] for m in msgs) and msgs[0][1] == msgs[-1][1]:
             return f"{self._mono} identical agent messages with no observation between"
         p = self._pattern
         if p and len(acts) >= p and len(obs) >= p:

@@ -165,48 +165,93 @@ class PiGuard(Guard):
     UNIT = "call (window of executed calls); assistant message (text)"
     RANK = 3
     SEES_NESTED = True
-    DESCRIPTION = ("Seed guard, the seed README's behaviour (newer than the published v0.0.7, which is "
-                   "pi-anti-doom-loop@0.0.7): block at 3 same or near-identical calls (same paths and patterns) in a "
-                   "10-call window or 3 failures; re-issue aborts; text loops steer then abort.")
+    DESCRIPTION = (
+        "Seed guard, the seed README's behaviour (newer than the published v0.0.7, which is "
+        "pi-anti-doom-loop@0.0.7): block at 3 same or near-identical calls (same paths and patterns) in a "
+        "10-call window or 3 failures; re-issue aborts; text loops steer then abort."
+    )
     ALIASES = ("pi", "anti-doom-loop", "pi-anti-doom-loop@seed")
     SEED = True
     PASTE_NOTES = {
         "open-codesign": "on a streak of identical calls pi blocks at {warn} and aborts at {halt}; open-codesign "
-                         "counts calls in a row (and 2-/3-call cycles), not within a window",
+        "counts calls in a row (and 2-/3-call cycles), not within a window",
         "gitagent": "gitagent stops a streak of identical calls at {halt} like pi's abort; it does not count calls "
-                    "spread over a window",
+        "spread over a window",
     }
-    TRANSLATION_NOTE = ("pi blocks the N-th occurrence within its window and aborts on the re-issue, so a streak of "
-                        "identical calls stops at {halt} as here")
+    TRANSLATION_NOTE = (
+        "pi blocks the N-th occurrence within its window and aborts on the re-issue, so a streak of "
+        "identical calls stops at {halt} as here"
+    )
     SWEEP = SweepSpec(
-        "window count or near-identical run; 3 failures block", True, one_threshold=True, windows=(5, 10, 20),
-        similarities=(None, 0.55, 0.7, 0.85), rule="window", text_rules=True, caveat=(
+        "window count or near-identical run; 3 failures block",
+        True,
+        one_threshold=True,
+        windows=(5, 10, 20),
+        similarities=(None, 0.55, 0.7, 0.85),
+        rule="window",
+        text_rules=True,
+        caveat=(
             "the window counts calls pi would have blocked (pi does not record them); near-identical arguments are "
             "compared with the previous call of the tool only and over the scan's words (punctuated words dropped; "
             "the replay keeps paths and patterns, so it matches fewer calls); text rules and script blocks come from "
             "the stored counters (texts over a window of 10); cross-script aborts, loop_ack and the fail rate are not "
-            "modelled."))
+            "modelled."
+        ),
+    )
     PARAMS = {
-        "warn": Param("int", 3, "PI_ANTI_LOOP_REPEATS: occurrences of a call (current included) that block it.",
-                      minimum=2, below_min="default"),
-        "window": Param("int", 10, "PI_ANTI_LOOP_WINDOW: executed calls (and texts, results) remembered.",
-                        minimum=2, below_min="default"),
-        "fails": Param("int", 3, "PI_ANTI_LOOP_FAILS: consecutive errors of one tool that block its next call.",
-                       minimum=2, below_min="default"),
-        "fail_rate": Param("float", 0.0, "PI_ANTI_LOOP_FAIL_RATE: block a tool whose error share in the window "
-                                         "reaches this (0 = off).", minimum=0.0),
-        "fail_rate_min": Param("int", 3, "PI_ANTI_LOOP_FAIL_RATE_MIN: results of the tool needed before the rate "
-                                         "applies.", minimum=2, below_min="default"),
-        "text_repeats": Param("int", 3, "PI_ANTI_LOOP_TEXT_REPEATS: repeats that fire each text rule.",
-                              minimum=2, below_min="default"),
-        "similarity": Param("float", 0.55, "Shared-token score at which texts (and, per the seed, call arguments) "
-                                           "count as near-identical.", minimum=0.0),
-        "near_identical_calls": Param("bool", True, "Near-identical arguments of the same tool count as one call "
-                                                    "(seed; v0.0.7 compared exact keys only)."),
+        "warn": Param(
+            "int",
+            3,
+            "PI_ANTI_LOOP_REPEATS: occurrences of a call (current included) that block it.",
+            minimum=2,
+            below_min="default",
+        ),
+        "window": Param(
+            "int",
+            10,
+            "PI_ANTI_LOOP_WINDOW: executed calls (and texts, results) remembered.",
+            minimum=2,
+            below_min="default",
+        ),
+        "fails": Param(
+            "int",
+            3,
+            "PI_ANTI_LOOP_FAILS: consecutive errors of one tool that block its next call.",
+            minimum=2,
+            below_min="default",
+        ),
+        "fail_rate": Param(
+            "float",
+            0.0,
+            "PI_ANTI_LOOP_FAIL_RATE: block a tool whose error share in the window reaches this (0 = off).",
+            minimum=0.0,
+        ),
+        "fail_rate_min": Param(
+            "int",
+            3,
+            "PI_ANTI_LOOP_FAIL_RATE_MIN: results of the tool needed before the rate applies.",
+            minimum=2,
+            below_min="default",
+        ),
+        "text_repeats": Param(
+            "int", 3, "PI_ANTI_LOOP_TEXT_REPEATS: repeats that fire each text rule.", minimum=2, below_min="default"
+        ),
+        "similarity": Param(
+            "float",
+            0.55,
+            "Shared-token score at which texts (and, per the seed, call arguments) count as near-identical.",
+            minimum=0.0,
+        ),
+        "near_identical_calls": Param(
+            "bool",
+            True,
+            "Near-identical arguments of the same tool count as one call (seed; v0.0.7 compared exact keys only).",
+        ),
         "exact_only_tools": Param("tools", ("codemode",), "Tools compared by exact identity only (scripts)."),
         "exclude_tools": Param("tools", (), "PI_ANTI_LOOP_TOOLS_EXCLUDE: tools never checked nor recorded."),
-        "nested_repeats": Param("int", 2, "Inside one script, occurrences of a call that block it.", minimum=2,
-                                below_min="default"),
+        "nested_repeats": Param(
+            "int", 2, "Inside one script, occurrences of a call that block it.", minimum=2, below_min="default"
+        ),
         "nested_memory": Param("int", 100, "Calls each script remembers.", minimum=1),
         "ack_per_tool": Param("int", 2, "loop_ack acknowledgements per tool per prompt.", minimum=0),
         "resume_budget": Param("int", 1, "Aborts per session that also queue a resume.", minimum=0),
@@ -228,8 +273,11 @@ class PiGuard(Guard):
     @classmethod
     def sweep_settings(cls, row: Mapping[str, Any], params: Mapping[str, Any]) -> dict[str, Any]:
         sim = row.get("similarity")
-        changes: dict[str, Any] = {"warn": int(row["warn"]), "window": int(row["window"] or params["window"]),
-                                   "near_identical_calls": sim is not None}
+        changes: dict[str, Any] = {
+            "warn": int(row["warn"]),
+            "window": int(row["window"] or params["window"]),
+            "near_identical_calls": sim is not None,
+        }
         if sim is not None:
             changes["similarity"] = float(sim)
         return changes
@@ -239,8 +287,9 @@ class PiGuard(Guard):
         """Its environment variables as v0.0.7 reads them (``extensions/detector.ts`` ``readOptions``). v0.0.7 has
         no variable for a near-identical bar, so a swept similarity is reported as a comment."""
         fails = int(params.get("fails", int(defaults["fails"])))
-        return cls._snippet(rec.warn, rec.window or int(defaults["window"]), fails, similarity=rec.similarity,
-                            swept_similarity=True)
+        return cls._snippet(
+            rec.warn, rec.window or int(defaults["window"]), fails, similarity=rec.similarity, swept_similarity=True
+        )
 
     @classmethod
     def streak_stop(cls, warn: int, halt: int) -> tuple[int, int]:
@@ -252,33 +301,48 @@ class PiGuard(Guard):
         return cls._snippet(halt - 1, int(defaults["window"]), int(defaults["fails"]), why)
 
     @classmethod
-    def _snippet(cls, repeats: int, window: int, fails: int, why: str | None = None,
-                 similarity: float | None = None, swept_similarity: bool = False) -> str:
+    def _snippet(
+        cls,
+        repeats: int,
+        window: int,
+        fails: int,
+        why: str | None = None,
+        similarity: float | None = None,
+        swept_similarity: bool = False,
+    ) -> str:
         lines = [f"# translation: {why}"] if why else []
-        lines += [f"PI_ANTI_LOOP_REPEATS={max(2, repeats)}", f"PI_ANTI_LOOP_WINDOW={window}",
-                  f"PI_ANTI_LOOP_FAILS={fails}"]
+        lines += [
+            f"PI_ANTI_LOOP_REPEATS={max(2, repeats)}",
+            f"PI_ANTI_LOOP_WINDOW={window}",
+            f"PI_ANTI_LOOP_FAILS={fails}",
+        ]
         if swept_similarity:
             if similarity is None:
                 lines.append("# near-identical arguments off: exact arguments only, as v0.0.7 compares them")
             else:
-                lines.append(f"# near-identical arguments at a shared-token score >= {similarity:g}: v0.0.7 has no "
-                             "variable for it (it compares exact arguments); newer releases count them at 0.55")
+                lines.append(
+                    f"# near-identical arguments at a shared-token score >= {similarity:g}: v0.0.7 has no "
+                    "variable for it (it compares exact arguments); newer releases count them at 0.55"
+                )
         return "\n".join(lines)
 
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
-        near = (f" (near-identical args >= {p['similarity']} on the same paths and patterns count)"
-                if p["near_identical_calls"] else "")
+        near = (
+            f" (near-identical args >= {p['similarity']} on the same paths and patterns count)"
+            if p["near_identical_calls"]
+            else ""
+        )
         return {
             "key": "name + canonical JSON" + near,
             "window": f"current call + last {p['window']} executed calls; last {p['window']} texts",
             "reset": "each user prompt (resume budget lasts the session)",
             "exemptions": f"excluded: {tools_text(p['exclude_tools'])}; exact-only: "
-                          f"{tools_text(p['exact_only_tools'])}",
+            f"{tools_text(p['exact_only_tools'])}",
             "blocked_count": "no (blocked calls not recorded)",
             "escalation": "block; same call blocked again -> abort; text: steer, then abort (+1 resume per session)",
             "thresholds": f"block at {p['warn']} in window, {p['fails']} consecutive fails; text rules at "
-                          f"{p['text_repeats']}; in a script at {p['nested_repeats']}",
+            f"{p['text_repeats']}; in a script at {p['nested_repeats']}",
         }
 
     # -- state ------------------------------------------------------------------------------------------------------
@@ -343,13 +407,16 @@ class PiGuard(Guard):
         total = exact + len(near)
         reasons = []
         if exact >= self._t:
-            reasons.append(f"exact repeat: {tool!r} called with the same arguments {exact} times in the last "
-                           f"{self._w} calls")
+            reasons.append(
+                f"exact repeat: {tool!r} called with the same arguments {exact} times in the last {self._w} calls"
+            )
         elif total >= self._t:
             score, earlier = near[-1]  # the latest near-identical call in the window
-            reasons.append(f"near-identical: {tool!r} called with the same or near-identical arguments {total} times "
-                           f"in the last {self._w} calls ({exact} identical; shared-token score {score:.2f} with "
-                           f"call {earlier.call_id})")
+            reasons.append(
+                f"near-identical: {tool!r} called with the same or near-identical arguments {total} times "
+                f"in the last {self._w} calls ({exact} identical; shared-token score {score:.2f} with "
+                f"call {earlier.call_id})"
+            )
         reasons += self._failure_reasons(tool)
         if reasons:
             self.last_block = ("repeat" if total >= self._t else "failure", call)

@@ -27,18 +27,29 @@ from analyzer.guards.engines.pi import PiGuard
 
 PUBLISHED_PARAMS = ("warn", "window", "fails", "fail_rate", "fail_rate_min", "text_repeats", "exclude_tools")
 # What v0.0.7 fixes in code (``TEXT_SIMILARITY_THRESHOLD``, ``RESUME_BUDGET``) or does not have.
-_FIXED = {"similarity": 0.55, "near_identical_calls": False, "exact_only_tools": (), "nested_repeats": 2,
-          "nested_memory": 100, "ack_per_tool": 0, "resume_budget": 1}
+_FIXED = {
+    "similarity": 0.55,
+    "near_identical_calls": False,
+    "exact_only_tools": (),
+    "nested_repeats": 2,
+    "nested_memory": 100,
+    "ack_per_tool": 0,
+    "resume_budget": 1,
+}
 
 
 class PiPublishedGuard(PiGuard):
     ENGINE = "pi-anti-doom-loop@0.0.7"
-    SOURCE = ("pi-anti-doom-loop v0.0.7 as published (irfndi/pi-anti-doom-loop@a2e33d9 extensions/detector.ts, "
-              "controller.ts, index.ts)")
+    SOURCE = (
+        "pi-anti-doom-loop v0.0.7 as published (irfndi/pi-anti-doom-loop@a2e33d9 extensions/detector.ts, "
+        "controller.ts, index.ts)"
+    )
     RANK = 3
     SEES_NESTED = True  # nested calls reach its tool_call handler like any other call
-    DESCRIPTION = ("pi-anti-doom-loop exactly as published in v0.0.7: block identical calls at 3 in a 10-call window "
-                   "or 3 failures; re-issue aborts; text loops steer then abort. No near-identical call rule.")
+    DESCRIPTION = (
+        "pi-anti-doom-loop exactly as published in v0.0.7: block identical calls at 3 in a 10-call window "
+        "or 3 failures; re-issue aborts; text loops steer then abort. No near-identical call rule."
+    )
     ALIASES = ("pi@0.0.7", "anti-doom-loop@0.0.7", "pi-anti-doom-loop-published")
     SEED = False
     PASTE_NOTES: Mapping[str, str] = {}
@@ -59,7 +70,7 @@ class PiPublishedGuard(PiGuard):
             "blocked_count": "no (blocked calls not recorded)",
             "escalation": "block; same call blocked again -> abort; text: steer, then abort (+1 resume per session)",
             "thresholds": f"block at {p['warn']} in window, {p['fails']} consecutive fails; text rules at "
-                          f"{p['text_repeats']}",
+            f"{p['text_repeats']}",
         }
 
     @classmethod
@@ -75,8 +86,10 @@ class PiPublishedGuard(PiGuard):
         total = 1 + sum(1 for e in self.sigs if e.key == key)
         reasons = []
         if total >= self._t:
-            reasons.append(f"exact repeat: {tool!r} was called with identical arguments {total} times in the last "
-                           f"{self._w} tool calls")
+            reasons.append(
+                f"exact repeat: {tool!r} was called with identical arguments {total} times in the last "
+                f"{self._w} tool calls"
+            )
         return self._record_or_block(call, reasons + self._failure_reasons(tool))
 
     def on_result(self, call: Call) -> Verdict | None:

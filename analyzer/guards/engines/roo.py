@@ -37,13 +37,20 @@ class RooGuard(Guard):
     DESCRIPTION = "Refuse the 4th identical call in a row and ask the user; clears after firing."
     ALIASES = ("roo", "roocode")
     GUARD_FILE = "src/core/tools/ToolRepetitionDetector.ts"
-    PASTE_TEMPLATE = ("{file} (setting name not verified)\n// refuse the {halt}th identical call in a row: repetition "
-                      "limit {below_halt}")
-    SWEEP = SweepSpec("streak", False, one_threshold=True, caveat=(
-        "the sweep resets at user prompts (roo-code does only after firing); top-level key sort ignored."))
+    PASTE_TEMPLATE = (
+        "{file} (setting name not verified)\n// refuse the {halt}th identical call in a row: repetition "
+        "limit {below_halt}"
+    )
+    SWEEP = SweepSpec(
+        "streak",
+        False,
+        one_threshold=True,
+        caveat=("the sweep resets at user prompts (roo-code does only after firing); top-level key sort ignored."),
+    )
     PARAMS = {
-        "halt": Param("int", 4, "Identical calls in a row whose last is refused (Roo's limit + 1; 0 = unlimited).",
-                      minimum=0),
+        "halt": Param(
+            "int", 4, "Identical calls in a row whose last is refused (Roo's limit + 1; 0 = unlimited).", minimum=0
+        ),
     }
 
     def __init__(self, params: Mapping[str, Any]) -> None:

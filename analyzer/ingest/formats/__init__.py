@@ -1,36 +1,40 @@
 """The format registry: every module in this folder is one transcript format, found by listing the folder, so adding
 a format is adding a module (and its tests).
 
-A format module declares ``FORMAT`` (the name stored in ``sessions.format`` and accepted by ``--agent``), ``ALIASES``
-(other names ``--agent`` accepts), ``SNIFF_RANK`` (lower is tried first: strict shapes before loose ones), optionally
-``default_roots()`` (the agent's own session folders, read by ``loopscope analyze`` without a path), a ``Parser``,
-and at least one way to recognise its files from their content:
-
-- ``sniff(record)``: one JSON record of a JSON-lines file;
-- ``sniff_document(doc)``: a file that is one JSON document; the parser is fed it once, as record 1;
-- ``sniff_file(path, head)``: a file the parser reads itself (``Parser.read(path)``), e.g. a zip or SQLite file.
-
-A format may also say why a file of its agent that it does not read is skipped: ``describe_file(path)`` -> a reason
-or None (e.g. Claude Code's workflow ``journal.jsonl``).
-
-Optional hooks for discovery: ``reads_named(name)`` (a file read whatever its suffix says, e.g. ``opencode.db``) and
-``companion_state(path, size, mtime_ns)`` (the size and mtime that stand for a file whose content lives partly in
-other files, so re-ingest notices when those change).
+What a format module provides is written once, in ``analyzer.ingest.base``: ``Format`` (its names, sniffing rank and
+parser), at least one recognition protocol (``SniffsRecords``, ``SniffsDocuments``, ``SniffsFiles``) and, optionally,
+the discovery hooks (``HasDefaultRoots``, ``ReadsNamedFiles``, ``HasCompanions``, ``DescribesFiles``). The registry
+checks every module against it the first time it lists them, and picks the modules of a hook by its protocol.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from types import ModuleType
+
+from analyzer.ingest.base import (
+    DescribesFiles,
+    HasCompanions,
+    HasDefaultRoots,
+    ReadsNamedFiles,
+    contract_problems,
+)
 
 
 @lru_cache(maxsize=1)
 def modules() -> tuple[ModuleType, ...]:
-    """Every format module, in sniffing order."""
+    """Every format module, in sniffing order. A module that breaks the contract stops the registry here, naming
+    what it lacks, rather than failing later on some file."""
     found = [importlib.import_module(f"{__name__}.{m.name}") for m in pkgutil.iter_modules(__path__)]
+    broken = {m.__name__: problems for m in found if (problems := contract_problems(m))}
+    if broken:
+        raise TypeError(
+            "not a format module (analyzer.ingest.base.Format): "
+            + "; ".join(f"{name}: {', '.join(p)}" for name, p in broken.items())
+        )
     return tuple(sorted(found, key=lambda m: (m.SNIFF_RANK, m.FORMAT)))
 
 
@@ -38,10 +42,11 @@ def adapters() -> dict[str, ModuleType]:
     return {m.FORMAT: m for m in modules()}
 
 
-@lru_cache(maxsize=None)
-def with_hook(hook: str) -> tuple[ModuleType, ...]:
-    """The format modules that recognise files by ``hook`` (``sniff``, ``sniff_document``, ``sniff_file``)."""
-    return tuple(m for m in modules() if hasattr(m, hook))
+@cache
+def with_hook(hook: type) -> tuple[ModuleType, ...]:
+    """The format modules that satisfy the protocol ``hook`` (``base.SniffsRecords``, ``base.HasDefaultRoots``, …), in
+    sniffing order."""
+    return tuple(m for m in modules() if isinstance(m, hook))
 
 
 def names() -> tuple[str, ...]:
@@ -53,26 +58,26 @@ def agent_names() -> dict[str, str]:
     out: dict[str, str] = {}
     for m in modules():
         out[m.FORMAT] = m.FORMAT
-        out.update({a: m.FORMAT for a in getattr(m, "ALIASES", ())})
+        out.update({a: m.FORMAT for a in m.ALIASES})
     return out
 
 
 def default_roots() -> list[Path]:
     """The agents' own session folders (and files) that exist on this machine."""
     roots: list[Path] = []
-    for m in with_hook("default_roots"):
+    for m in with_hook(HasDefaultRoots):
         roots.extend(p for p in m.default_roots() if p.exists() and p not in roots)
     return roots
 
 
 def reads_named(name: str) -> bool:
     """Whether some format reads a file of this name whatever its suffix."""
-    return any(m.reads_named(name) for m in with_hook("reads_named"))
+    return any(m.reads_named(name) for m in with_hook(ReadsNamedFiles))
 
 
 def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | None:
     """The (size, mtime) standing for ``path`` and its companion files, or None for a plain file."""
-    for m in with_hook("companion_state"):
+    for m in with_hook(HasCompanions):
         state = m.companion_state(path, size, mtime_ns)
         if state is not None:
             return state
@@ -85,7 +90,7 @@ def has_companions(path: str) -> bool:
 
 def describe_file(path: Path) -> str | None:
     """A format's own reason for skipping a file it recognises by its place but does not read."""
-    for m in with_hook("describe_file"):
+    for m in with_hook(DescribesFiles):
         reason = m.describe_file(path)
         if reason:
             return reason

@@ -1,15 +1,15 @@
-"""Claude Code transcripts (``~/.claude/projects/<project>/<sessionId>.jsonl``). FORMATS.md section 2.
+"""Claude Code transcripts (``~/.claude/projects/<project>/<sessionId>.jsonl``). docs/formats.md#claude-code.
 
 Sessions. A record belongs to its ``sessionId``; a subagent record (``isSidechain`` with an ``agentId``, or any record
 of a file named ``agent-*.jsonl``, in either layout: beside the session file or under ``<sessionId>/subagents/``)
 belongs to the session ``agent-<agentId>`` whose parent is the trunk ``sessionId``. A file of only ``summary``,
 ``file-history-snapshot``, ``queue-operation`` or newer bookkeeping lines (``last-prompt``, ``ai-title``,
-``attachment``, ``mode``, ``permission-mode``, …: recognised, ignored quietly), or a subagent's ``agent-<id>.meta.json``, is a Claude file with
-nothing to load: zero sessions, no error. Workflow runs put their agents under
-``<sessionId>/subagents/workflows/<run>/agent-*.jsonl`` (read as subagents of the trunk) beside a ``journal.jsonl`` of
-the run's steps, which is not a transcript: skipped with that reason (``describe_file``), unless its lines are
-transcript lines. A resumed session copies the earlier session's lines, tool_use ids included, under its new session
-id: the store keeps each such call once, in the session that ended first (``land._drop_replayed_calls``).
+``attachment``, ``mode``, ``permission-mode``, …: recognised, ignored quietly), or a subagent's
+``agent-<id>.meta.json``, is a Claude file with nothing to load: zero sessions, no error. Workflow runs put their agents
+under ``<sessionId>/subagents/workflows/<run>/agent-*.jsonl`` (read as subagents of the trunk) beside a
+``journal.jsonl`` of the run's steps, which is not a transcript: skipped with that reason (``describe_file``), unless
+its lines are transcript lines. A resumed session copies the earlier session's lines, tool_use ids included, under its
+new session id: the store keeps each such call once, in the session that ended first (``land._drop_replayed_calls``).
 
 Calls and turns. Lines are read in file order (append order). One API response is written as one line per content
 block, all sharing ``message.id``; they become one assistant turn (``turn_id`` = ``message.id``). ``tool_use`` (and the
@@ -19,8 +19,9 @@ with ``error_kind='rejected'``. A call that never ran because a sibling in its p
 parallel tool call …", "Sibling tool call errored") is ``cancelled``, and arguments the tool refused before running
 (``InputValidationError``, any ``<tool_use_error>``) ``validation``: not retries of a failing command. A result that
 only points at an earlier one ("File unchanged since last read", "… identical to result …") is not an error but is
-marked ``error_kind='placeholder'``, so it is never evidence of "the same result again". ``progress`` lines are ignored whole: the subagent messages ``agent_progress`` embeds
-also live in the subagent's own file, so reading them would count its calls twice.
+marked ``error_kind='placeholder'``, so it is never evidence of "the same result again". ``progress`` lines are ignored
+whole: the subagent messages ``agent_progress`` embeds also live in the subagent's own file, so reading them would count
+its calls twice.
 
 User prompts (a prompt starts a new user turn, where loop counting resets): a user line whose content is not only
 ``tool_result`` blocks, except ``isMeta`` lines (caveats, expanded skill text), ``isCompactSummary`` lines (the summary
@@ -65,8 +66,8 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import FileContext, text_of
-from analyzer.ingest.rows import SessionBuilder
 from analyzer.ingest.cost import Usage
+from analyzer.ingest.rows import SessionBuilder
 
 FORMAT = "claude_code"
 ALIASES = ("claude", "claude-code", "cc")
@@ -79,13 +80,16 @@ def default_roots() -> list[Path]:
     home = Path.home()
     return [Path(env) / "projects"] if env else [home / ".claude/projects", home / ".config/claude/projects"]
 
+
 def describe_file(path: Path) -> str | None:
     """Why a Claude Code file no format reads is skipped: a workflow run's ``journal.jsonl`` (beside its agents'
     ``agent-*.jsonl`` under ``<session>/subagents/workflows/<run>/``) records the run's steps, not messages or calls.
     A journal whose lines are transcript lines would be read like any other file."""
     if path.name == "journal.jsonl" and "workflows" in path.parts:
-        return ("Claude Code workflow journal (subagents/workflows/<run>/journal.jsonl): the run's bookkeeping, "
-                "not a transcript; the run's agent-*.jsonl files are read")
+        return (
+            "Claude Code workflow journal (subagents/workflows/<run>/journal.jsonl): the run's bookkeeping, "
+            "not a transcript; the run's agent-*.jsonl files are read"
+        )
     return None
 
 
@@ -104,10 +108,25 @@ _CANCELLED = ("Cancelled: parallel tool call", "Sibling tool call errored")
 _VALIDATION = ("InputValidationError", "<tool_use_error>")
 # Line types newer builds write that hold nothing to load; recognised (a file of only these is a Claude file) and
 # ignored quietly.
-_QUIET_TYPES = frozenset({"last-prompt", "ai-title", "attachment", "mode", "permission-mode", "custom-title",
-                          "agent-setting", "pr-link", "agent-name"})
+_QUIET_TYPES = frozenset(
+    {
+        "last-prompt",
+        "ai-title",
+        "attachment",
+        "mode",
+        "permission-mode",
+        "custom-title",
+        "agent-setting",
+        "pr-link",
+        "agent-name",
+    }
+)
 _NOT_PROMPTS = (
-    "<local-command-stdout>", "<local-command-stderr>", "<bash-input>", "<bash-stdout>", "<bash-stderr>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
     "[Request interrupted by user",
 )
 _COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.S)
@@ -118,10 +137,21 @@ _COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 # and none of these keys set to null anywhere in the line.
 _TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{3})?(?:Z|[+-][0-9]{2}:[0-9]{2})")
 _SEMVER = re.compile(r"[0-9]+\.[0-9]+\.[0-9]")
-_NULL_FIELDS = frozenset({
-    "id", "cwd", "model", "speed", "costUSD", "version", "sessionId", "requestId", "isApiErrorMessage",
-    "cache_read_input_tokens", "cache_creation_input_tokens",
-})
+_NULL_FIELDS = frozenset(
+    {
+        "id",
+        "cwd",
+        "model",
+        "speed",
+        "costUSD",
+        "version",
+        "sessionId",
+        "requestId",
+        "isApiErrorMessage",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    }
+)
 _NULL_KEYS = frozenset(f.encode() for f in _NULL_FIELDS)  # the keys as they read in orjson's output, before `":null`
 _SPEEDS = frozenset({"fast", "standard"})
 _SYNTHETIC = "<synthetic>"
@@ -148,6 +178,7 @@ def sniff(rec: Any) -> bool:
 
 
 # -- usage, as ccusage reads it ------------------------------------------------------------------------------------
+
 
 def _count(value: Any) -> int | None:
     """A token count as ccusage's u64 fields accept it: a non-negative JSON integer (not a float, string or bool)."""
@@ -185,7 +216,7 @@ def _has_null_field(obj: Any) -> bool:
         # before it: a few ``find``s instead of one scan of the line per field (0.6 s of 290 MB of Claude Code).
         at = text.find(b'":null')
         while at >= 0:
-            if text[text.rfind(b'"', 0, at) + 1:at] in _NULL_KEYS:
+            if text[text.rfind(b'"', 0, at) + 1 : at] in _NULL_KEYS:
                 break
             at = text.find(b'":null', at + 6)
         else:
@@ -256,6 +287,7 @@ def _usage(rec: dict[str, Any], msg: dict[str, Any]) -> tuple[Usage, bool] | Non
 
 # -- the parser -----------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class _Session:
     b: SessionBuilder
@@ -294,8 +326,13 @@ class Parser:
         s = self.sessions.get(key)
         cwd, version = rec.get("cwd"), rec.get("version")
         if s is None:
-            b = self.ctx.builder(FORMAT, key, cwd=cwd if isinstance(cwd, str) else None, parent_session_id=parent,
-                                 agent_version=version if isinstance(version, str) else None)
+            b = self.ctx.builder(
+                FORMAT,
+                key,
+                cwd=cwd if isinstance(cwd, str) else None,
+                parent_session_id=parent,
+                agent_version=version if isinstance(version, str) else None,
+            )
             s = self.sessions[key] = _Session(b, key != sid or self.agent_file)
         else:
             b = s.b
@@ -357,8 +394,15 @@ class Parser:
             self._assistant(rec, rec["message"], line, mid if s.is_agent else f"{mid}:{rid}", key, s)
 
     # -- assistant ------------------------------------------------------------------------------------------------
-    def _assistant(self, rec: dict[str, Any], msg: dict[str, Any], line: int, turn_id: str, key: str | None,
-                   s: _Session | None = None) -> None:
+    def _assistant(
+        self,
+        rec: dict[str, Any],
+        msg: dict[str, Any],
+        line: int,
+        turn_id: str,
+        key: str | None,
+        s: _Session | None = None,
+    ) -> None:
         s = s or self._session(rec)
         found = _usage(rec, msg)
         usage = None
@@ -375,8 +419,16 @@ class Parser:
         model = model if isinstance(model, str) and model and model != _SYNTHETIC else None
         content = msg.get("content")
         ts = rec.get("timestamp")
-        tid = s.b.assistant(turn_id, text_of(content) or None, ts, line, model=model, usage=usage, usage_key=key,
-                            is_sidechain=rec.get("isSidechain") is True)
+        tid = s.b.assistant(
+            turn_id,
+            text_of(content) or None,
+            ts,
+            line,
+            model=model,
+            usage=usage,
+            usage_key=key,
+            is_sidechain=rec.get("isSidechain") is True,
+        )
         if not isinstance(content, list):
             return
         for block in content:
@@ -384,8 +436,9 @@ class Parser:
                 continue
             btype = block.get("type")
             if btype == "tool_use" or btype == "server_tool_use":
-                s.b.call(_str(block.get("id")), str(block.get("name") or "?"), block.get("input"), ts, line,
-                         turn_id=tid)
+                s.b.call(
+                    _str(block.get("id")), str(block.get("name") or "?"), block.get("input"), ts, line, turn_id=tid
+                )
             elif isinstance(btype, str) and btype.endswith("_tool_result"):  # a server tool's result, same message
                 self._server_result(s.b, block, ts, line)
 
@@ -399,8 +452,11 @@ class Parser:
         else:
             text = text_of(c)
         if not b.result(_str(block.get("tool_use_id")), text, is_error, ts):
-            self.ctx.error(line, f"server tool result for a call not in this session ({block.get('tool_use_id')})",
-                           {"tool_use_id": block.get("tool_use_id")})
+            self.ctx.error(
+                line,
+                f"server tool result for a call not in this session ({block.get('tool_use_id')})",
+                {"tool_use_id": block.get("tool_use_id")},
+            )
 
     # -- user -----------------------------------------------------------------------------------------------------
     def _user(self, rec: dict[str, Any], line: int) -> None:
@@ -484,7 +540,7 @@ def result_kind(text: str, is_error: bool) -> str | None:
         if head.startswith(_PLACEHOLDERS) or (_PLACEHOLDER_INNER in head and len(text) < 2000):
             return "placeholder"
         return None
-    inner = head[len("<tool_use_error>"):].lstrip() if head.startswith("<tool_use_error>") else head
+    inner = head[len("<tool_use_error>") :].lstrip() if head.startswith("<tool_use_error>") else head
     if inner.startswith(_CANCELLED):
         return "cancelled"
     if any(v in head for v in _VALIDATION):

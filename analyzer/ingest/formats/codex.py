@@ -1,4 +1,4 @@
-"""OpenAI Codex CLI rollouts (``rollout-<time>-<uuid>.jsonl``): one file is one session. FORMATS.md section 3.
+"""OpenAI Codex CLI rollouts (``rollout-<time>-<uuid>.jsonl``): one file is one session. docs/formats.md#codex-cli.
 
 Records are envelopes ``{timestamp, type, payload}``. Calls are ``function_call`` / ``custom_tool_call`` /
 ``local_shell_call`` response items (plus ``web_search_call``, which has no recorded result); results are
@@ -35,19 +35,18 @@ Decisions:
 from __future__ import annotations
 
 import os
-
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import orjson
 
 from analyzer.ingest.base import FileContext, parse_arguments, text_of
-from analyzer.ingest.rows import SessionBuilder, parse_ts
 from analyzer.ingest.cost import Usage
+from analyzer.ingest.rows import SessionBuilder, parse_ts
 
 FORMAT = "codex"
 ALIASES = ("codex-cli",)
@@ -61,27 +60,53 @@ def default_roots() -> list[Path]:
     env = os.environ.get("CODEX_HOME")
     home = Path(env) if env else Path.home() / ".codex"
     return [home / "sessions", home / "archived_sessions"]
+
+
 _ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
 _UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 # Contextual user messages Codex injects itself (codex-rs contextual_user_message.rs / user_instructions.rs).
-_INJECTED = ("<environment_context", "<user_instructions", "# agents.md instructions for", "<skill",
-             "<user_shell_command", "<turn_aborted", "<subagent_notification", "<remembered_context",
-             "<permissions instructions", "<collaboration_mode")
+_INJECTED = (
+    "<environment_context",
+    "<user_instructions",
+    "# agents.md instructions for",
+    "<skill",
+    "<user_shell_command",
+    "<turn_aborted",
+    "<subagent_notification",
+    "<remembered_context",
+    "<permissions instructions",
+    "<collaboration_mode",
+)
 # Text results that are certainly failures. Kept short on purpose: tool output is free text and a guess that fires
 # on ordinary output would invent errors.
 _ERROR_TEXT = re.compile(
     r"(?:write_stdin failed:|apply_patch verification failed|failed to parse function arguments|unsupported call:"
-    r"|execution error:|aborted(?:\s*$| by user))", re.IGNORECASE)
+    r"|execution error:|aborted(?:\s*$| by user))",
+    re.IGNORECASE,
+)
 _REJECTED_TEXT = re.compile(r"(?:exec command|patch) rejected by user", re.IGNORECASE)
 _EXIT_LINE = re.compile(r"(?:Process exited with code|Exit code:)\s*(-?\d+)\s*$")
-_HEADER_KEYS = ("Chunk ID:", "Wall time:", "Process exited with code", "Process running with session ID",
-                "Original token count:", "Exit code:", "Total output lines:")
+_HEADER_KEYS = (
+    "Chunk ID:",
+    "Wall time:",
+    "Process exited with code",
+    "Process running with session ID",
+    "Original token count:",
+    "Exit code:",
+    "Total output lines:",
+)
 _MAX_HINTS = 4096
 # ccusage's substitutes for the `codex-auto-review` model: the newest model released on or before the event's date.
-_AUTO_REVIEW = (("2026-03-05", "gpt-5.4"), ("2026-02-05", "gpt-5.3-codex"), ("2025-12-11", "gpt-5.2-codex"),
-                ("2025-11-13", "gpt-5.1-codex"), ("2025-09-15", "gpt-5-codex"), ("2025-08-07", "gpt-5"))
+_AUTO_REVIEW = (
+    ("2026-03-05", "gpt-5.4"),
+    ("2026-02-05", "gpt-5.3-codex"),
+    ("2025-12-11", "gpt-5.2-codex"),
+    ("2025-11-13", "gpt-5.1-codex"),
+    ("2025-09-15", "gpt-5-codex"),
+    ("2025-08-07", "gpt-5"),
+)
 
 
 def sniff(rec: Any) -> bool:
@@ -133,7 +158,9 @@ def raw_usage(obj: Any) -> RawUsage | None:
     out = _first(obj, "output_tokens", "completion_tokens", "output") or 0
     total = _first(obj, "total_tokens")
     return RawUsage(
-        inp, _first(obj, "cached_input_tokens", "cache_read_input_tokens", "cached_tokens") or 0, out,
+        inp,
+        _first(obj, "cached_input_tokens", "cache_read_input_tokens", "cached_tokens") or 0,
+        out,
         _first(obj, "reasoning_output_tokens", "reasoning_tokens") or 0,
         total if total is not None and (total > 0 or inp + out == 0) else inp + out,
     )
@@ -158,8 +185,7 @@ def usage_instant(value: Any) -> str | None:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         ms = value if value > 10_000_000_000 else value * 1000
         try:
-            return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).replace(tzinfo=None).isoformat(
-                timespec="milliseconds")
+            return datetime.fromtimestamp(ms / 1000, tz=UTC).replace(tzinfo=None).isoformat(timespec="milliseconds")
         except (OverflowError, OSError, ValueError):
             return str(value)
     return None
@@ -168,8 +194,11 @@ def usage_instant(value: Any) -> str | None:
 def _model_of(d: Any) -> str | None:
     if not isinstance(d, dict):
         return None
-    for v in (d.get("model"), d.get("model_name"), (d.get("metadata") or {}).get("model")
-              if isinstance(d.get("metadata"), dict) else None):
+    for v in (
+        d.get("model"),
+        d.get("model_name"),
+        (d.get("metadata") or {}).get("model") if isinstance(d.get("metadata"), dict) else None,
+    ):
         if isinstance(v, str) and v.strip():
             return v.strip()
     return None
@@ -243,8 +272,11 @@ def parse_output(output: Any) -> tuple[str, int | None, bool | None]:
         return text_of(output), None, None
     if isinstance(output, dict):  # {"content": …, "success": bool} from some builds
         body = output.get("content", output.get("output", output.get("text")))
-        text = body if isinstance(body, str) else (text_of(body) if isinstance(body, list) else
-                                                   orjson.dumps(output).decode())
+        text = (
+            body
+            if isinstance(body, str)
+            else (text_of(body) if isinstance(body, list) else orjson.dumps(output).decode())
+        )
         ok = output.get("success")
         return text, None, (not ok) if isinstance(ok, bool) else None
     if output is None:
@@ -264,8 +296,9 @@ def parse_output(output: Any) -> tuple[str, int | None, bool | None]:
     return text, _header_exit_code(text), None
 
 
-def classify(text: str, code: int | None, flag: bool | None,
-             hint: tuple[bool, str | None] | None) -> tuple[bool, str | None]:
+def classify(
+    text: str, code: int | None, flag: bool | None, hint: tuple[bool, str | None] | None
+) -> tuple[bool, str | None]:
     """(is_error, error_kind). Most specific evidence first: the output's own exit code, its flag, the matching end
     event, then error text."""
     if code is not None:
@@ -328,7 +361,8 @@ class Parser:
         self._replay: str | None = None
         # de-duplication of text stored twice: hashes of texts one record kind wrote that the other has not yet
         self._unmatched: dict[tuple[str, str], deque[int]] = {
-            (role, src): deque(maxlen=32) for role in ("user", "assistant") for src in ("event", "item")}
+            (role, src): deque(maxlen=32) for role in ("user", "assistant") for src in ("event", "item")
+        }
         # errors known from end events before the output arrives: call_id -> (is_error, kind)
         self._hints: dict[str, tuple[bool, str | None]] = {}
 
@@ -512,8 +546,7 @@ class Parser:
         if r is None:
             return
         current = None if self._model_is_fallback else self._model
-        self._builder().assistant(r.tid, "\n".join(r.texts) or None, r.ts, r.line, model=model or current,
-                                  usage=usage)
+        self._builder().assistant(r.tid, "\n".join(r.texts) or None, r.ts, r.line, model=model or current, usage=usage)
 
     # -- tokens --------------------------------------------------------------------------------------------------------
     def _token_count(self, rec: dict[str, Any], p: dict[str, Any], line: int) -> None:
@@ -542,8 +575,9 @@ class Parser:
         self._counted.add(key)
         if self._req is None:
             self._request(rec.get("timestamp"), line)
-        self._close_request(Usage(input=raw.input - cached, cache_read=cached, output=raw.output, total=raw.total),
-                            model)
+        self._close_request(
+            Usage(input=raw.input - cached, cache_read=cached, output=raw.output, total=raw.total), model
+        )
 
     def _resolve_model(self, parsed: str | None, instant: str) -> str:
         if parsed:

@@ -1,4 +1,4 @@
-"""Gemini CLI chats (``~/.gemini/tmp/<project>/chats/``). FORMATS.md section 4.
+"""Gemini CLI chats (``~/.gemini/tmp/<project>/chats/``). docs/formats.md#gemini-cli.
 
 Two layouts: until v0.38 a chat is one JSON ``ConversationRecord`` (rewritten whole on every change); from v0.39 it
 is append-only JSONL: a metadata line, message records, ``{"$set": {...}}`` updates and ``{"$rewindTo": id}``.
@@ -51,6 +51,8 @@ def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | No
     except OSError:
         return None
     return size + st.st_size, max(mtime_ns, st.st_mtime_ns)
+
+
 _MESSAGE_TYPES = {"user", "gemini", "info", "error", "warning"}
 _DONE = {"success", "error", "cancelled"}
 _FAILED = {"error", "cancelled"}
@@ -69,8 +71,12 @@ def sniff(rec: Any) -> bool:
 
 def sniff_document(doc: Any) -> bool:
     """A legacy single-JSON chat: a ConversationRecord."""
-    return (isinstance(doc, dict) and isinstance(doc.get("messages"), list) and "sessionId" in doc
-            and ("projectHash" in doc or "startTime" in doc))
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("messages"), list)
+        and "sessionId" in doc
+        and ("projectHash" in doc or "startTime" in doc)
+    )
 
 
 def usage_of(tokens: Any) -> Usage | None:
@@ -80,7 +86,9 @@ def usage_of(tokens: Any) -> Usage | None:
     out, thoughts, tool = as_int(tokens.get("output")), as_int(tokens.get("thoughts")), as_int(tokens.get("tool"))
     total = tokens.get("total")
     return Usage(
-        input=inp - min(inp, cached) + tool, output=out + thoughts, cache_read=cached,
+        input=inp - min(inp, cached) + tool,
+        output=out + thoughts,
+        cache_read=cached,
         total=as_int(total) if total is not None else inp + out + thoughts + tool,
     )
 
@@ -128,7 +136,7 @@ class Parser:
         self.sessions = 0
         self.legacy = False
 
-    # -- reading --------------------------------------------------------------------------------------------------------
+    # -- reading -------------------------------------------------------------------------------------------------------
     def feed(self, rec: Any, line: int) -> None:
         if not isinstance(rec, dict):
             self.ctx.error(line, "not a JSON object", rec)
@@ -175,7 +183,7 @@ class Parser:
             self.anon += 1
         self.messages[mid] = (m, line)
 
-    # -- writing --------------------------------------------------------------------------------------------------------
+    # -- writing -------------------------------------------------------------------------------------------------------
     def _session_id(self) -> str:
         sid = self.meta.get("sessionId")
         if isinstance(sid, str) and sid:
@@ -187,8 +195,11 @@ class Parser:
             return 0
         path: Path = self.ctx.path
         if self.legacy and path.suffix == ".json" and path.with_name(path.name + "l").exists():
-            self.ctx.error(None, f"Gemini CLI legacy chat superseded by {path.name}l, which the CLI migrated it to "
-                                 "when the session was resumed: the session is read from there")
+            self.ctx.error(
+                None,
+                f"Gemini CLI legacy chat superseded by {path.name}l, which the CLI migrated it to "
+                "when the session was resumed: the session is read from there",
+            )
             return 0
         parent = None
         if self.meta.get("kind") == "subagent" or (path.parent.name != "chats" and path.parent.parent.name == "chats"):
@@ -234,5 +245,10 @@ class Parser:
             b.call(cid, tc["name"], tc.get("args"), tc.get("timestamp") or ts, line, turn_id=tid)
             text, failed = result_of(tc)
             if text is not None:
-                b.result(cid or f"#{b.n_calls - 1}", text, failed, tc.get("timestamp") or ts,
-                         error_kind="rejected" if tc.get("status") == "cancelled" else None)
+                b.result(
+                    cid or f"#{b.n_calls - 1}",
+                    text,
+                    failed,
+                    tc.get("timestamp") or ts,
+                    error_kind="rejected" if tc.get("status") == "cancelled" else None,
+                )

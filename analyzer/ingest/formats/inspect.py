@@ -1,4 +1,4 @@
-"""Inspect AI eval logs: ``.eval`` zips and ``.json`` logs. FORMATS.md section 8.
+"""Inspect AI eval logs: ``.eval`` zips and ``.json`` logs. docs/formats.md#inspect-ai.
 
 One session per sample and epoch, id'd by the sample's ``uuid`` (or ``<run_id>:<sample id>:<epoch>`` in logs too
 old to have one). A ``.eval`` is read with ``zipfile`` one ``samples/*.json`` member at a time, so memory follows the
@@ -27,8 +27,9 @@ import io
 import struct
 import zipfile
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
@@ -45,8 +46,12 @@ _ATTACHMENT = "attachment://"
 
 def sniff_document(doc: Any) -> bool:
     """A ``.json`` eval log: an EvalLog with its ``eval`` spec (``samples`` may be absent in a header-only log)."""
-    return (isinstance(doc, dict) and isinstance(doc.get("eval"), dict) and "task" in doc["eval"]
-            and ("samples" in doc or "plan" in doc or "results" in doc))
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("eval"), dict)
+        and "task" in doc["eval"]
+        and ("samples" in doc or "plan" in doc or "results" in doc)
+    )
 
 
 def sniff_file(path: Path, head: bytes) -> bool:
@@ -58,8 +63,9 @@ def sniff_file(path: Path, head: bytes) -> bool:
             names = z.namelist()
     except (zipfile.BadZipFile, OSError, ValueError):
         return False
-    return any(n == "header.json" or n.startswith("_journal/") for n in names) and \
-        any(n.startswith("samples/") or n == "header.json" for n in names)
+    return any(n == "header.json" or n.startswith("_journal/") for n in names) and any(
+        n.startswith("samples/") or n == "header.json" for n in names
+    )
 
 
 def usage_of(u: Any) -> Usage | None:
@@ -71,8 +77,14 @@ def usage_of(u: Any) -> Usage | None:
     if total is not None and (cr or cw) and as_int(total) == inp + out:
         inp = max(inp - cr - cw, 0)  # an older log whose input_tokens included the cached input
     cost = u.get("total_cost")
-    return Usage(inp, out, cr, cw, total=as_int(total) if total is not None else None,
-                 cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None)
+    return Usage(
+        inp,
+        out,
+        cr,
+        cw,
+        total=as_int(total) if total is not None else None,
+        cost=float(cost) if isinstance(cost, (int, float)) and not isinstance(cost, bool) else None,
+    )
 
 
 _ZIP_ZSTANDARD = 93  # current inspect_ai writes .eval members with zstd, which zipfile reads natively from 3.14 only
@@ -101,8 +113,9 @@ def _member(z: zipfile.ZipFile, name: str) -> bytes:
         return z.read(name)
     decode = _zstd_decoder()
     if decode is None:
-        raise NotImplementedError("zstd-compressed member; install the zstandard package (or use Python 3.14+) "
-                                  "to read it")
+        raise NotImplementedError(
+            "zstd-compressed member; install the zstandard package (or use Python 3.14+) to read it"
+        )
     fp = z.fp
     if fp is None:
         raise zipfile.BadZipFile("zip file is closed")
@@ -158,9 +171,14 @@ def _assemble(z: zipfile.ZipFile, shell: Any, seqs: dict[str, list[tuple[int, st
 def _add(a: Usage | None, b: Usage) -> Usage:
     if a is None:
         return b
-    return Usage(a.input + b.input, a.output + b.output, a.cache_read + b.cache_read, a.cache_write + b.cache_write,
-                 None if a.total is None or b.total is None else a.total + b.total,
-                 None if a.cost is None or b.cost is None else a.cost + b.cost)
+    return Usage(
+        a.input + b.input,
+        a.output + b.output,
+        a.cache_read + b.cache_read,
+        a.cache_write + b.cache_write,
+        None if a.total is None or b.total is None else a.total + b.total,
+        None if a.cost is None or b.cost is None else a.cost + b.cost,
+    )
 
 
 def _resolve(value: Any, attachments: dict[str, Any]) -> Any:
@@ -169,7 +187,7 @@ def _resolve(value: Any, attachments: dict[str, Any]) -> Any:
         return value
     if isinstance(value, str):
         if value.startswith(_ATTACHMENT):
-            got = attachments.get(value[len(_ATTACHMENT):])
+            got = attachments.get(value[len(_ATTACHMENT) :])
             return got if isinstance(got, str) else value
         return value
     if isinstance(value, list):
@@ -202,7 +220,7 @@ class Parser:
         self.ctx = ctx
         self.sessions = 0
 
-    # -- the two containers -----------------------------------------------------------------------------------------------
+    # -- the two containers --------------------------------------------------------------------------------------------
     def feed(self, doc: Any, line: int) -> None:
         if not isinstance(doc, dict):
             self.ctx.error(line, "Inspect log that is not a JSON object", doc)
@@ -223,8 +241,16 @@ class Parser:
                     try:
                         header = orjson.loads(_member(z, name))
                         break
-                    except (zipfile.BadZipFile, zlib.error, orjson.JSONDecodeError, OSError, EOFError,
-                            NotImplementedError, RuntimeError, ValueError) as exc:
+                    except (
+                        zipfile.BadZipFile,
+                        zlib.error,
+                        orjson.JSONDecodeError,
+                        OSError,
+                        EOFError,
+                        NotImplementedError,
+                        RuntimeError,
+                        ValueError,
+                    ) as exc:
                         self.ctx.error(None, f"{name}: cannot be read ({type(exc).__name__}: {exc})")
             if not isinstance(header, dict):
                 header = {}
@@ -235,7 +261,7 @@ class Parser:
             for n in names:
                 if not n.startswith("samples/") or not n.endswith(".json"):
                     continue
-                rest = n[len("samples/"):]
+                rest = n[len("samples/") :]
                 if "/" not in rest:
                     samples.append((n, None))
                     continue
@@ -250,15 +276,25 @@ class Parser:
                     sample = orjson.loads(_member(z, name))  # one sample in memory at a time
                     if prefix is not None:
                         sample = _assemble(z, sample, chunks.get(prefix, {}))
-                except (zipfile.BadZipFile, zlib.error, orjson.JSONDecodeError, OSError, EOFError,
-                        NotImplementedError, RuntimeError, TypeError, ValueError) as exc:
-                    self.ctx.error(i + 1, f"{name}: sample cannot be read ({type(exc).__name__}: {exc}); "
-                                          "other samples kept")
+                except (
+                    zipfile.BadZipFile,
+                    zlib.error,
+                    orjson.JSONDecodeError,
+                    OSError,
+                    EOFError,
+                    NotImplementedError,
+                    RuntimeError,
+                    TypeError,
+                    ValueError,
+                ) as exc:
+                    self.ctx.error(
+                        i + 1, f"{name}: sample cannot be read ({type(exc).__name__}: {exc}); other samples kept"
+                    )
                     continue
                 self._guarded(header, sample, i + 1, name)
                 del sample
 
-    # -- one sample ---------------------------------------------------------------------------------------------------------
+    # -- one sample ----------------------------------------------------------------------------------------------------
     def _guarded(self, header: dict[str, Any], s: Any, line: int, where: str) -> None:
         if not isinstance(s, dict):
             self.ctx.error(line, f"{where}: sample is not a JSON object", s)
@@ -267,8 +303,11 @@ class Parser:
         try:
             self._sample(header, s, line, box)
         except Exception as exc:  # noqa: BLE001 - one bad sample must not lose the others
-            self.ctx.error(line, f"{where}: sample could not be read whole ({type(exc).__name__}: {exc}); "
-                                 "rows up to there kept", {k: s.get(k) for k in ("id", "epoch", "uuid")})
+            self.ctx.error(
+                line,
+                f"{where}: sample could not be read whole ({type(exc).__name__}: {exc}); rows up to there kept",
+                {k: s.get(k) for k in ("id", "epoch", "uuid")},
+            )
             if box:
                 try:
                     box[0].finish()
@@ -279,8 +318,11 @@ class Parser:
     def _sample(self, header: dict[str, Any], s: dict[str, Any], line: int, box: list[SessionBuilder]) -> None:
         spec = header.get("eval") if isinstance(header.get("eval"), dict) else {}
         run = spec.get("run_id") or spec.get("eval_id") or self.ctx.path.stem
-        sid = s.get("uuid") if isinstance(s.get("uuid"), str) and s.get("uuid") else \
-            f"{run}:{s.get('id')}:{s.get('epoch', 1)}"
+        sid = (
+            s.get("uuid")
+            if isinstance(s.get("uuid"), str) and s.get("uuid")
+            else f"{run}:{s.get('id')}:{s.get('epoch', 1)}"
+        )
         version = header.get("version")
         b = self.ctx.builder(FORMAT, sid, agent_version=f"inspect log v{version}" if version is not None else None)
         box.append(b)
@@ -308,8 +350,11 @@ class Parser:
                 if u is None:
                     continue
                 choices = out.get("choices")
-                msg = choices[0].get("message") if isinstance(choices, list) and choices and \
-                    isinstance(choices[0], dict) else None
+                msg = (
+                    choices[0].get("message")
+                    if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+                    else None
+                )
                 mid = msg.get("id") if isinstance(msg, dict) else None
                 model = e.get("model") if isinstance(e.get("model"), str) else None
                 if mid is not None:
@@ -335,22 +380,32 @@ class Parser:
                 continue
             role = m.get("role")
             if role == "user":
-                b.user_prompt(_content_text(_resolve(m.get("content"), attachments)), None, line,
-                              turn_id=m.get("id"))
+                b.user_prompt(_content_text(_resolve(m.get("content"), attachments)), None, line, turn_id=m.get("id"))
             elif role == "assistant":
                 mid = m.get("id") if isinstance(m.get("id"), str) else None
                 model = m.get("model") if isinstance(m.get("model"), str) else model_by_msg.get(mid or "")
-                tid = b.assistant(mid or f"m{i}", _content_text(_resolve(m.get("content"), attachments)),
-                                  ts_by_msg.get(mid) if mid else None, line,
-                                  model=model, usage=usage_by_msg.get(mid) if mid else None)
+                tid = b.assistant(
+                    mid or f"m{i}",
+                    _content_text(_resolve(m.get("content"), attachments)),
+                    ts_by_msg.get(mid) if mid else None,
+                    line,
+                    model=model,
+                    usage=usage_by_msg.get(mid) if mid else None,
+                )
                 for tc in m.get("tool_calls") or []:
                     if not isinstance(tc, dict) or not isinstance(tc.get("function"), str):
                         self.ctx.error(line, f"tool call without a function in sample {s.get('id')}", tc)
                         continue
                     cid = tc.get("id") if isinstance(tc.get("id"), str) else None
                     ev = tool_events.get(cid or "")
-                    b.call(cid, tc["function"], _resolve(parse_arguments(tc.get("arguments")), attachments),
-                           ev.get("timestamp") if ev else None, line, turn_id=tid)
+                    b.call(
+                        cid,
+                        tc["function"],
+                        _resolve(parse_arguments(tc.get("arguments")), attachments),
+                        ev.get("timestamp") if ev else None,
+                        line,
+                        turn_id=tid,
+                    )
                     if cid:
                         called.add(cid)
             elif role == "tool":
@@ -366,8 +421,13 @@ class Parser:
 
         for cid, e in tool_events.items():  # tool events: results the messages lack, calls they never showed
             if cid not in called:
-                b.call(cid, str(e.get("function") or "?"),
-                       _resolve(parse_arguments(e.get("arguments")), attachments), e.get("timestamp"), line)
+                b.call(
+                    cid,
+                    str(e.get("function") or "?"),
+                    _resolve(parse_arguments(e.get("arguments")), attachments),
+                    e.get("timestamp"),
+                    line,
+                )
             if b.has_pending(cid) and (e.get("result") is not None or e.get("error") is not None):
                 err = e.get("error")
                 text = _result_text(_resolve(e.get("result"), attachments))

@@ -1,9 +1,10 @@
-"""mini-swe-agent trajectories (``<instance>.traj.json``, older ``.traj``; one JSON document). FORMATS.md section 13.
+"""mini-swe-agent trajectories (``<instance>.traj.json``, older ``.traj``; one JSON document).
+docs/formats.md#mini-swe-agent.
 
 ``{"info": {exit_status, submission, model_stats{instance_cost, api_calls}, mini_version, config}, "messages": [...],
 "trajectory_format": "mini-swe-agent-1…", "instance_id"}``.
 
-Counting (the rule of ``realdata-dev/tools/transcripts.py``, reproduced exactly): v1 (text protocol) — every
+Counting (the rule of ``tests/realdata/tools/transcripts.py``, reproduced exactly): v1 (text protocol) — every
 assistant message with at least one fenced ```` ```bash ```` block is one call, tool ``bash``, command = its first
 block; the result is the next user message. A message without a block is text, not a call. v2 — assistant
 ``tool_calls`` (OpenAI style) are the calls and ``role: tool`` messages their results, matched by ``tool_call_id``.
@@ -20,8 +21,8 @@ import re
 from typing import Any
 
 from analyzer.ingest.base import FileContext, parse_arguments, run_session_id, text_of
-from analyzer.ingest.rows import SessionBuilder
 from analyzer.ingest.formats.swe_agent import add_run_info
+from analyzer.ingest.rows import SessionBuilder
 
 FORMAT = "mini_swe_agent"
 ALIASES = ("mini-swe-agent", "mini", "mini-swe", "minisweagent")
@@ -40,8 +41,9 @@ def sniff_document(doc: Any) -> bool:
     if isinstance(tf, str) and tf.startswith("mini-swe-agent"):
         return True
     info = doc.get("info")
-    return isinstance(info, dict) and ("mini_version" in info or (
-        isinstance(info.get("model_stats"), dict) and "exit_status" in info))
+    return isinstance(info, dict) and (
+        "mini_version" in info or (isinstance(info.get("model_stats"), dict) and "exit_status" in info)
+    )
 
 
 def result_error(text: str) -> tuple[bool, str | None]:
@@ -68,8 +70,11 @@ class Parser:
         info = self.ctx.optional_object(line, doc, "info")
         inst = doc.get("instance_id")
         version = info.get("mini_version")
-        b = self.ctx.builder(FORMAT, run_session_id(self.ctx.path, inst if isinstance(inst, str) and inst else None),
-                             agent_version=str(version) if isinstance(version, (str, int, float)) else None)
+        b = self.ctx.builder(
+            FORMAT,
+            run_session_id(self.ctx.path, inst if isinstance(inst, str) and inst else None),
+            agent_version=str(version) if isinstance(version, (str, int, float)) else None,
+        )
         try:
             model = _model(info)
             self._messages(b, doc["messages"], line, model)
@@ -100,8 +105,14 @@ class Parser:
                             continue
                         fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
                         cid = str(tc.get("id") or f"m{k}.{j}")
-                        b.call(cid, str(fn.get("name") or "?"), parse_arguments(fn.get("arguments")), None, line,
-                               turn_id=tid)
+                        b.call(
+                            cid,
+                            str(fn.get("name") or "?"),
+                            parse_arguments(fn.get("arguments")),
+                            None,
+                            line,
+                            turn_id=tid,
+                        )
                     if not isinstance(tcs, list):
                         self.ctx.error(line, f"message {k}: `tool_calls` is not a list", tcs)
                     continue

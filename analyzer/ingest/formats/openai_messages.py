@@ -1,4 +1,4 @@
-"""Plain OpenAI chat-completions ``messages`` JSONL: one conversation per line. FORMATS.md section 9.
+"""Plain OpenAI chat-completions ``messages`` JSONL: one conversation per line. docs/formats.md#openai-messages.
 
 Each line is its own session. The conversation is the record's ``messages`` list, or, in dataset rows that wrap it,
 any top-level list of role messages (τ-bench's ``{"task_id", "reward", "info", "traj": [...]}``) or a ``messages``
@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import FileContext, parse_arguments, text_of
-from analyzer.ingest.rows import SessionBuilder, parse_ts
 from analyzer.ingest.cost import Usage
+from analyzer.ingest.rows import SessionBuilder, parse_ts
 
 FORMAT = "openai_messages"
 ALIASES = ("openai", "openai-messages", "messages")
@@ -72,8 +72,13 @@ def sniff(rec: Any) -> bool:
 
 def sniff_document(doc: Any) -> bool:
     """A JSON array of conversation rows (τ-bench results, a dataset split saved as one ``.json``)."""
-    return (isinstance(doc, list) and bool(doc) and isinstance(doc[0], dict) and sniff(doc[0])
-            and all(isinstance(r, dict) for r in doc[:16]))
+    return (
+        isinstance(doc, list)
+        and bool(doc)
+        and isinstance(doc[0], dict)
+        and sniff(doc[0])
+        and all(isinstance(r, dict) for r in doc[:16])
+    )
 
 
 def sniff_file(path: Any, head: bytes) -> bool:
@@ -216,8 +221,9 @@ class Parser:
         rec_ts = rec.get("timestamp") or rec.get("created_at") or rec.get("created")
         rec_model = rec.get("model") if isinstance(rec.get("model"), str) else None
         rec_usage = parse_usage(rec.get("usage"))
-        last_assistant = max((i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "assistant"),
-                             default=-1)
+        last_assistant = max(
+            (i for i, m in enumerate(msgs) if isinstance(m, dict) and m.get("role") == "assistant"), default=-1
+        )
         if rec_usage is not None and any(isinstance(m, dict) and isinstance(m.get("usage"), dict) for m in msgs):
             rec_usage = None  # per-message usage is finer; the record total would count it twice
         pending: deque[str] = deque()  # call ids in issue order, for results that can only be matched by position
@@ -237,8 +243,14 @@ class Parser:
                 if usage is None and i == last_assistant:
                     usage = rec_usage
                 model = m.get("model") if isinstance(m.get("model"), str) else rec_model
-                tid = b.assistant(_str_id(m.get("id")) or f"m{i}", content_text(m.get("content")) or None, ts, line,
-                                  model=model, usage=usage)
+                tid = b.assistant(
+                    _str_id(m.get("id")) or f"m{i}",
+                    content_text(m.get("content")) or None,
+                    ts,
+                    line,
+                    model=model,
+                    usage=usage,
+                )
                 calls = m.get("tool_calls")
                 for tc in calls if isinstance(calls, list) else ():
                     if not isinstance(tc, dict):
@@ -246,8 +258,7 @@ class Parser:
                         continue
                     fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
                     cid = _str_id(tc.get("id")) or f"#{b.n_calls}"
-                    b.call(cid, str(fn.get("name") or "?"), parse_arguments(fn.get("arguments")), ts, line,
-                           turn_id=tid)
+                    b.call(cid, str(fn.get("name") or "?"), parse_arguments(fn.get("arguments")), ts, line, turn_id=tid)
                     pending.append(cid)
                 fc = m.get("function_call")
                 if isinstance(fc, dict):
@@ -262,8 +273,7 @@ class Parser:
                     if cid is None and pending:
                         cid = pending[0]  # no id at all: the oldest call still waiting
                     else:
-                        self.ctx.error(line, f"message {i}: tool result for a call not in this conversation ({cid})",
-                                       m)
+                        self.ctx.error(line, f"message {i}: tool result for a call not in this conversation ({cid})", m)
                         continue
                 if cid in pending:
                     pending.remove(cid)

@@ -1,4 +1,4 @@
-"""opencode sessions: the legacy JSON storage tree and the SQLite ``opencode.db``. FORMATS.md section 5.
+"""opencode sessions: the legacy JSON storage tree and the SQLite ``opencode.db``. docs/formats.md#opencode.
 
 The storage tree spreads one session over many files: ``storage/session/<projectID>/<ses>.json`` (the session),
 ``storage/message/<ses>/<msg>.json`` (its messages) and ``storage/part/<msg>/<prt>.json`` (their parts). The session
@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from pathlib import Path
+from collections.abc import Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
-from typing import Any, Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -44,8 +45,11 @@ def default_roots() -> list[Path]:
     """``$OPENCODE_DATA_DIR``, else ``$XDG_DATA_HOME/opencode`` (``~/.local/share/opencode``): its ``opencode*.db``
     and the legacy ``storage/`` tree (both are read; a session in both is loaded once, the other copy recorded)."""
     env = os.environ
-    oc = Path(env["OPENCODE_DATA_DIR"]) if env.get("OPENCODE_DATA_DIR") else \
-        Path(env.get("XDG_DATA_HOME") or Path.home() / ".local/share") / "opencode"
+    oc = (
+        Path(env["OPENCODE_DATA_DIR"])
+        if env.get("OPENCODE_DATA_DIR")
+        else Path(env.get("XDG_DATA_HOME") or Path.home() / ".local/share") / "opencode"
+    )
     return [oc / "storage", *sorted(oc.glob("opencode*.db"))] if oc.is_dir() else []
 
 
@@ -100,6 +104,8 @@ def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | No
     for mid in scan(storage / "message" / Path(path).stem):
         scan(storage / "part" / mid)
     return total, newest
+
+
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _TABLES = {"session", "message", "part"}
 
@@ -131,16 +137,24 @@ def sniff_file(path: Path, head: bytes) -> bool:
 
 def sniff_document(doc: Any) -> bool:
     """``opencode export <id>`` output."""
-    return (isinstance(doc, dict) and isinstance(doc.get("info"), dict)
-            and str(doc["info"].get("id", "")).startswith("ses_") and isinstance(doc.get("messages"), list))
+    return (
+        isinstance(doc, dict)
+        and isinstance(doc.get("info"), dict)
+        and str(doc["info"].get("id", "")).startswith("ses_")
+        and isinstance(doc.get("messages"), list)
+    )
 
 
 def usage_of(tokens: Any, cost: Any = None) -> Usage | None:
     if not isinstance(tokens, dict):
         return None
     cache = tokens.get("cache") if isinstance(tokens.get("cache"), dict) else {}
-    u = Usage(as_int(tokens.get("input")), as_int(tokens.get("output")) + as_int(tokens.get("reasoning")),
-              as_int(cache.get("read")), as_int(cache.get("write")))
+    u = Usage(
+        as_int(tokens.get("input")),
+        as_int(tokens.get("output")) + as_int(tokens.get("reasoning")),
+        as_int(cache.get("read")),
+        as_int(cache.get("write")),
+    )
     if isinstance(cost, (int, float)) and not isinstance(cost, bool):
         u.cost = float(cost)
     return u
@@ -188,7 +202,7 @@ class Parser:
         else:
             self._read_tree(path)
 
-    # -- the JSON storage tree ------------------------------------------------------------------------------------------
+    # -- the JSON storage tree -----------------------------------------------------------------------------------------
     def _load(self, path: Path, what: str) -> Any:
         try:
             return orjson.loads(path.read_bytes())
@@ -221,7 +235,7 @@ class Parser:
             messages.append((msg, parts))
         self._session(sid, info, messages)
 
-    # -- opencode.db ----------------------------------------------------------------------------------------------------
+    # -- opencode.db ---------------------------------------------------------------------------------------------------
     def _read_db(self, path: Path) -> None:
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         con.row_factory = sqlite3.Row
@@ -230,9 +244,11 @@ class Parser:
             for row in con.execute("SELECT * FROM session ORDER BY id"):
                 r = dict(row)
                 infos[r["id"]] = {
-                    "id": r["id"], "parentID": r.get("parent_id"), "directory": r.get("directory"),
-                    "version": r.get("version"), "time": {"created": r.get("time_created"),
-                                                          "updated": r.get("time_updated")},
+                    "id": r["id"],
+                    "parentID": r.get("parent_id"),
+                    "directory": r.get("directory"),
+                    "version": r.get("version"),
+                    "time": {"created": r.get("time_created"), "updated": r.get("time_updated")},
                 }
             con.row_factory = None
             for (sid,) in con.execute("SELECT DISTINCT session_id FROM message ORDER BY session_id"):
@@ -255,15 +271,24 @@ class Parser:
         finally:
             con.close()
 
-    def _db_stream(self, con: sqlite3.Connection, order: list[str],
-                   ) -> Iterator[tuple[str, list[tuple[dict[str, Any], list[dict[str, Any]]]]]]:
+    def _db_stream(
+        self,
+        con: sqlite3.Connection,
+        order: list[str],
+    ) -> Iterator[tuple[str, list[tuple[dict[str, Any], list[dict[str, Any]]]]]]:
         """Each session of ``order`` with its messages and parts, from one ordered pass over each table: a query per
         session costs a scan of the table per session where an index is missing, and a round trip each where not.
         ``data`` is read as bytes, which orjson decodes directly (no UTF-8 → str copy of every row first)."""
-        msg_groups = groupby(con.execute(
-            "SELECT session_id, id, time_created, CAST(data AS BLOB) FROM message ORDER BY session_id, id"), itemgetter(0))
-        part_groups = groupby(con.execute(
-            "SELECT session_id, message_id, id, CAST(data AS BLOB) FROM part ORDER BY session_id, message_id, id"), itemgetter(0))
+        msg_groups = groupby(
+            con.execute("SELECT session_id, id, time_created, CAST(data AS BLOB) FROM message ORDER BY session_id, id"),
+            itemgetter(0),
+        )
+        part_groups = groupby(
+            con.execute(
+                "SELECT session_id, message_id, id, CAST(data AS BLOB) FROM part ORDER BY session_id, message_id, id"
+            ),
+            itemgetter(0),
+        )
         m_next = next(msg_groups, None)
         p_next = next(part_groups, None)
         for sid in order:
@@ -287,11 +312,13 @@ class Parser:
     def _db_messages(self, con: sqlite3.Connection, sid: str) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
         parts: dict[str, list[dict[str, Any]]] = {}
         for pid, mid, data in con.execute(
-                "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (sid,)):
+            "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (sid,)
+        ):
             self._add_part(parts, mid, pid, data)
         out: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
         for mid, created, data in con.execute(
-                "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY id", (sid,)):
+            "SELECT id, time_created, data FROM message WHERE session_id = ? ORDER BY id", (sid,)
+        ):
             self._add_message(out, parts, sid, mid, created, data)
         return out
 
@@ -305,8 +332,15 @@ class Parser:
             else:
                 same.append(part)
 
-    def _add_message(self, out: list[tuple[dict[str, Any], list[dict[str, Any]]]],
-                     parts: dict[str, list[dict[str, Any]]], sid: str, mid: str, created: Any, data: Any) -> None:
+    def _add_message(
+        self,
+        out: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+        parts: dict[str, list[dict[str, Any]]],
+        sid: str,
+        mid: str,
+        created: Any,
+        data: Any,
+    ) -> None:
         msg = self._decode(data, "message", mid)
         if msg is None:
             return
@@ -331,12 +365,20 @@ class Parser:
         return value
 
     # -- one session ------------------------------------------------------------------------------------------------
-    def _session(self, sid: str, info: dict[str, Any], messages: list[tuple[dict[str, Any], list[dict[str, Any]]]],
-                 ) -> None:
+    def _session(
+        self,
+        sid: str,
+        info: dict[str, Any],
+        messages: list[tuple[dict[str, Any], list[dict[str, Any]]]],
+    ) -> None:
         parent = info.get("parentID")
-        b = self.ctx.builder(FORMAT, sid, parent_session_id=parent if isinstance(parent, str) else None,
-                             cwd=info.get("directory") if isinstance(info.get("directory"), str) else None,
-                             agent_version=str(info["version"]) if info.get("version") else None)
+        b = self.ctx.builder(
+            FORMAT,
+            sid,
+            parent_session_id=parent if isinstance(parent, str) else None,
+            cwd=info.get("directory") if isinstance(info.get("directory"), str) else None,
+            agent_version=str(info["version"]) if info.get("version") else None,
+        )
         t = info.get("time") if isinstance(info.get("time"), dict) else {}
         b.see_ts(t.get("created"))
         messages.sort(key=lambda mp: str(mp[0].get("id")))
@@ -345,8 +387,9 @@ class Parser:
             try:
                 self._message(b, msg, parts, n)
             except Exception as exc:  # noqa: BLE001 - one bad message must not lose the session
-                self.ctx.error(n, f"opencode message {msg.get('id')} could not be read ({type(exc).__name__}: {exc})",
-                               msg)
+                self.ctx.error(
+                    n, f"opencode message {msg.get('id')} could not be read ({type(exc).__name__}: {exc})", msg
+                )
         b.see_ts(t.get("updated"))
         b.finish()
         self.sessions += 1
@@ -439,4 +482,3 @@ def _json_files(folder: Path) -> Iterable[Path]:
     except OSError:
         return []
     return [folder / n for n in entries]
-

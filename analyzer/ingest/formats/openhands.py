@@ -1,4 +1,4 @@
-"""OpenHands (V0 event stream, and V1 software-agent-sdk event lists). FORMATS.md section 6.
+"""OpenHands (V0 event stream, and V1 software-agent-sdk event lists). docs/formats.md#openhands.
 
 Three shapes, one event reader (V0) and a second one for V1 events:
 - a saved trajectory: one JSON array of events (``save_trajectory_path``), session id = file stem;
@@ -46,8 +46,8 @@ from typing import Any
 import orjson
 
 from analyzer.ingest.base import FileContext, text_of
-from analyzer.ingest.formats.openai_messages import parse_usage
 from analyzer.ingest.cost import Usage
+from analyzer.ingest.formats.openai_messages import parse_usage
 from analyzer.ingest.rows import SessionBuilder
 
 FORMAT = "openhands"
@@ -58,21 +58,79 @@ ALIASES = ("open-hands", "oh", "openhands-ai")
 SNIFF_RANK = 40  # its output.jsonl rows before the loose OpenAI messages
 
 # Actions that are not tool calls. Everything else an agent (or a user) asks the runtime to do is.
-NOT_CALLS = frozenset({"message", "system", "recall", "change_agent_state", "null", "condensation",
-                       "condensation_request", "start", "pause", "resume", "stop", "agent_state_changed"})
+NOT_CALLS = frozenset(
+    {
+        "message",
+        "system",
+        "recall",
+        "change_agent_state",
+        "null",
+        "condensation",
+        "condensation_request",
+        "start",
+        "pause",
+        "resume",
+        "stop",
+        "agent_state_changed",
+    }
+)
 # Observations that answer no call.
 NOT_RESULTS = frozenset({"agent_state_changed", "null", "recall", "agent_condensation", "condensation"})
 # Keys of an action's args that describe it rather than what it does (the thought is the message's text).
-NOISE_ARGS = frozenset({"thought", "impl_source", "translated_ipython_code", "confirmation_state", "security_risk",
-                        "is_confirmed", "kernel_init_code", "hidden", "wait_for_response", "image_urls",
-                        "images_urls", "keep_prompt"})
+NOISE_ARGS = frozenset(
+    {
+        "thought",
+        "impl_source",
+        "translated_ipython_code",
+        "confirmation_state",
+        "security_risk",
+        "is_confirmed",
+        "kernel_init_code",
+        "hidden",
+        "wait_for_response",
+        "image_urls",
+        "images_urls",
+        "keep_prompt",
+    }
+)
 # Top-level keys of an event (openhands/events/serialization/event.py, TOP_KEYS) plus the older resolver extras.
-TOP_KEYS = frozenset({"id", "timestamp", "source", "message", "cause", "action", "observation", "tool_call_metadata",
-                      "llm_metrics", "args", "content", "extras", "success", "timeout", "hidden"})
+TOP_KEYS = frozenset(
+    {
+        "id",
+        "timestamp",
+        "source",
+        "message",
+        "cause",
+        "action",
+        "observation",
+        "tool_call_metadata",
+        "llm_metrics",
+        "args",
+        "content",
+        "extras",
+        "success",
+        "timeout",
+        "hidden",
+    }
+)
 # V1 SDK event kinds (openhands/sdk/event/): the LLM-visible ones and the internal ones this reader skips.
-V1_KINDS = frozenset({"ActionEvent", "ObservationEvent", "MessageEvent", "SystemPromptEvent", "AgentErrorEvent",
-                      "UserRejectObservation", "TokenEvent", "PauseEvent", "Condensation", "CondensationRequest",
-                      "CondensationSummaryEvent", "ConversationStateUpdateEvent", "ConversationErrorEvent"})
+V1_KINDS = frozenset(
+    {
+        "ActionEvent",
+        "ObservationEvent",
+        "MessageEvent",
+        "SystemPromptEvent",
+        "AgentErrorEvent",
+        "UserRejectObservation",
+        "TokenEvent",
+        "PauseEvent",
+        "Condensation",
+        "CondensationRequest",
+        "CondensationSummaryEvent",
+        "ConversationStateUpdateEvent",
+        "ConversationErrorEvent",
+    }
+)
 _EVENT_FILE = re.compile(r"^\d+\.json$")
 
 
@@ -102,16 +160,25 @@ def _looks_like_history(hist: Any) -> bool:
 
 def sniff(rec: Any) -> bool:
     """A line of an evaluation/resolver ``output.jsonl``."""
-    return (isinstance(rec, dict) and "history" in rec and "messages" not in rec and "trajectory" not in rec
-            and ("instance_id" in rec or "metrics" in rec or "instruction" in rec)
-            and _looks_like_history(rec.get("history")) and bool(rec.get("history")))
+    return (
+        isinstance(rec, dict)
+        and "history" in rec
+        and "messages" not in rec
+        and "trajectory" not in rec
+        and ("instance_id" in rec or "metrics" in rec or "instruction" in rec)
+        and _looks_like_history(rec.get("history"))
+        and bool(rec.get("history"))
+    )
 
 
 def sniff_document(doc: Any) -> bool:
     if isinstance(doc, list):
         events = [e for e in doc[:8] if isinstance(e, dict)]
-        return bool(events) and any(_is_event(e) for e in events) and all(
-            _is_event(e) or "id" in e or isinstance(e.get("kind"), str) for e in events)
+        return (
+            bool(events)
+            and any(_is_event(e) for e in events)
+            and all(_is_event(e) or "id" in e or isinstance(e.get("kind"), str) for e in events)
+        )
     return sniff(doc)
 
 
@@ -151,7 +218,9 @@ class Parser:
             inst = f"{issue['owner']}/{issue['repo']}#{issue['number']}"  # a resolver run: the issue it resolved
         sid = str(inst) if isinstance(inst, (str, int)) and str(inst) else f"{self.ctx.path.stem}:{line}"
         if sid in self._ids:
-            self.ctx.error(line, f"duplicate instance id {sid} in this file; loaded as {sid}:{line}", rec.get("instance_id"))
+            self.ctx.error(
+                line, f"duplicate instance id {sid} in this file; loaded as {sid}:{line}", rec.get("instance_id")
+            )
             sid = f"{sid}:{line}"
         self._ids.add(sid)
         cost = _cost(self.ctx.optional_object(line, rec, "metrics").get("accumulated_cost"))
@@ -173,9 +242,16 @@ class Parser:
     def close(self) -> int:
         return self.sessions
 
-    # -- events ---------------------------------------------------------------------------------------------------------
-    def _session(self, sid: str, history: list[Any], line: int, run_cost: float | None, prompt: str | None,
-                 outcome: str | None = None) -> None:
+    # -- events --------------------------------------------------------------------------------------------------------
+    def _session(
+        self,
+        sid: str,
+        history: list[Any],
+        line: int,
+        run_cost: float | None,
+        prompt: str | None,
+        outcome: str | None = None,
+    ) -> None:
         b = self.ctx.builder(FORMAT, sid)
         try:
             if any(_is_v1(h) for h in history):
@@ -186,8 +262,7 @@ class Parser:
                     run_cost = _last_accumulated(events)
                 self._events(b, events, line, run_cost, prompt)
             if run_cost is not None or outcome is not None:
-                b.assistant("info", outcome, None, line,
-                            usage=Usage(cost=run_cost) if run_cost is not None else None)
+                b.assistant("info", outcome, None, line, usage=Usage(cost=run_cost) if run_cost is not None else None)
         finally:
             b.finish()
             self.sessions += 1
@@ -207,8 +282,14 @@ class Parser:
                 self.ctx.error(line, f"history item {k} is not an object", item)
         return out
 
-    def _events(self, b: SessionBuilder, events: list[tuple[int, dict[str, Any]]], line: int,
-                run_cost: float | None, prompt: str | None) -> None:
+    def _events(
+        self,
+        b: SessionBuilder,
+        events: list[tuple[int, dict[str, Any]]],
+        line: int,
+        run_cost: float | None,
+        prompt: str | None,
+    ) -> None:
         by_event: dict[str, str] = {}  # action event id -> call id
         by_tool: dict[str, deque[str]] = {}  # tool_call_id -> call ids
         order: deque[str] = deque()  # calls waiting, oldest first
@@ -247,8 +328,7 @@ class Parser:
                 cid = f"e{eid}" if eid is not None else f"#{n}"
                 n += 1
                 tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
-                b.call(cid, action, {key: v for key, v in args.items() if key not in NOISE_ARGS}, ts, line,
-                       turn_id=tid)
+                b.call(cid, action, {key: v for key, v in args.items() if key not in NOISE_ARGS}, ts, line, turn_id=tid)
                 if eid is not None:
                     by_event[str(eid)] = cid
                 tcid = tcm.get("tool_call_id")
@@ -293,9 +373,18 @@ class Parser:
         texts: dict[str, set[str]] = {}  # turn id -> texts already added (parallel calls repeat the thought)
         seen_responses: set[str] = set()
         if run_cost is None:
-            run_cost = max((c for ev in history if isinstance(ev, dict)
-                            for m in (ev.get("metrics"), ev.get("llm_metrics")) if isinstance(m, dict)
-                            for c in (_cost(m.get("accumulated_cost")),) if c is not None), default=None)
+            run_cost = max(
+                (
+                    c
+                    for ev in history
+                    if isinstance(ev, dict)
+                    for m in (ev.get("metrics"), ev.get("llm_metrics"))
+                    if isinstance(m, dict)
+                    for c in (_cost(m.get("accumulated_cost")),)
+                    if c is not None
+                ),
+                default=None,
+            )
         n = 0
         for k, ev in enumerate(history):
             if not isinstance(ev, dict):
@@ -317,13 +406,20 @@ class Parser:
                 else:
                     rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
                     tid = rid or f"e{ev.get('id', k)}"
-                    b.assistant(tid, self._new_text(texts, tid, text, _reasoning(msg)), ts, line, model=model,
-                                usage=usage)
+                    b.assistant(
+                        tid, self._new_text(texts, tid, text, _reasoning(msg)), ts, line, model=model, usage=usage
+                    )
             elif kind == "ActionEvent":
                 tc = ev.get("tool_call") if isinstance(ev.get("tool_call"), dict) else None
                 action = ev.get("action") if isinstance(ev.get("action"), dict) else None
-                tool = next((t for t in (ev.get("tool_name"), (tc or {}).get("name"), (action or {}).get("kind"))
-                             if isinstance(t, str) and t), None)
+                tool = next(
+                    (
+                        t
+                        for t in (ev.get("tool_name"), (tc or {}).get("name"), (action or {}).get("kind"))
+                        if isinstance(t, str) and t
+                    ),
+                    None,
+                )
                 if tool is None:
                     self.ctx.error(line, f"history item {k}: ActionEvent names no tool", ev)
                     continue
@@ -334,8 +430,9 @@ class Parser:
                         try:
                             args = orjson.loads(args) if args.strip() else {}
                         except orjson.JSONDecodeError:
-                            self.ctx.error(line, f"history item {k}: tool call arguments are not JSON; kept as text",
-                                           args)
+                            self.ctx.error(
+                                line, f"history item {k}: tool call arguments are not JSON; kept as text", args
+                            )
                             args = {"raw": args}
                 elif action is not None:
                     args = {key: v for key, v in action.items() if key != "kind"}
@@ -344,11 +441,20 @@ class Parser:
                 rid = ev.get("llm_response_id") if isinstance(ev.get("llm_response_id"), str) else None
                 eid = ev.get("id")
                 tid = rid or f"e{eid if eid is not None else k}"
-                b.assistant(tid, self._new_text(texts, tid, text_of(ev.get("thought")), _reasoning(ev)), ts, line,
-                            model=model, usage=usage)
+                b.assistant(
+                    tid,
+                    self._new_text(texts, tid, text_of(ev.get("thought")), _reasoning(ev)),
+                    ts,
+                    line,
+                    model=model,
+                    usage=usage,
+                )
                 tcid = ev.get("tool_call_id") if isinstance(ev.get("tool_call_id"), str) else (tc or {}).get("id")
-                cid = tcid if isinstance(tcid, str) and tcid and not b.has_pending(tcid) else (
-                    f"e{eid}" if eid is not None else f"#{n}")
+                cid = (
+                    tcid
+                    if isinstance(tcid, str) and tcid and not b.has_pending(tcid)
+                    else (f"e{eid}" if eid is not None else f"#{n}")
+                )
                 n += 1
                 b.call(cid, tool, args, ts, line, turn_id=tid)
                 waiting.add(cid)
@@ -383,8 +489,9 @@ class Parser:
                 b.see_ts(ts)
         return run_cost
 
-    def _v1_metrics(self, ev: dict[str, Any], seen: set[str],
-                    run_cost: float | None) -> tuple[str | None, Usage | None]:
+    def _v1_metrics(
+        self, ev: dict[str, Any], seen: set[str], run_cost: float | None
+    ) -> tuple[str | None, Usage | None]:
         """Model and usage an event carries (``metrics``/``llm_metrics``: model_name, accumulated_cost, the response's
         entry of ``token_usages``), the usage counted once per response id."""
         m = ev.get("metrics") if isinstance(ev.get("metrics"), dict) else ev.get("llm_metrics")
@@ -408,8 +515,17 @@ class Parser:
         seen.update(new)
         return "\n".join(new) or None
 
-    def _assistant(self, b: SessionBuilder, ev: dict[str, Any], k: int, text: str | None, ts: Any, line: int,
-                   run_cost: float | None, seen: set[str]) -> str:
+    def _assistant(
+        self,
+        b: SessionBuilder,
+        ev: dict[str, Any],
+        k: int,
+        text: str | None,
+        ts: Any,
+        line: int,
+        run_cost: float | None,
+        seen: set[str],
+    ) -> str:
         tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
         resp = tcm.get("model_response") if isinstance(tcm.get("model_response"), dict) else {}
         rid = resp.get("id") if isinstance(resp.get("id"), str) else None
@@ -435,14 +551,19 @@ def _v1_result(obs: dict[str, Any]) -> tuple[str, bool, str | None]:
     """A V1 observation's text (``output``, else ``content`` as text or text parts, else ``message``), whether it
     failed and how: ``error`` set (a flag or the error text, appended when not already shown) or ``is_error``, an
     ``*ErrorObservation``/``AgentError…`` kind, else an exit code other than 0."""
-    text = next((text_of(obs[key]) for key in ("output", "content", "message") if obs.get(key) not in (None, "", [])),
-                "")
+    text = next(
+        (text_of(obs[key]) for key in ("output", "content", "message") if obs.get(key) not in (None, "", [])), ""
+    )
     error = obs.get("error")
     kind = obs.get("kind") if isinstance(obs.get("kind"), str) else ""
     if isinstance(error, str) and error:
         return (f"{text}\n{error}" if text and error not in text else text or error), True, "flag"
-    if (error is True or obs.get("is_error") is True or kind.endswith("ErrorObservation")
-            or kind.startswith("AgentError")):
+    if (
+        error is True
+        or obs.get("is_error") is True
+        or kind.endswith("ErrorObservation")
+        or kind.startswith("AgentError")
+    ):
         return text, True, "flag"
     md = obs.get("metadata") if isinstance(obs.get("metadata"), dict) else {}
     code = obs.get("exit_code") if obs.get("exit_code") is not None else md.get("exit_code")
@@ -472,8 +593,10 @@ def _error(ev: dict[str, Any], obs: Any, text: str) -> tuple[bool, str | None]:
 
 # The agent skills' edit helpers (``edit_file_by_replace`` …, run through IPython) answer a refused edit with one of
 # these texts and leave the file as it was: a failed call, though IPython itself ran fine.
-_REJECTED_EDIT = re.compile(r"\s*\[(?:Your proposed edit has introduced new syntax error|No exact match found|"
-                            r"Error:|ERROR)")
+_REJECTED_EDIT = re.compile(
+    r"\s*\[(?:Your proposed edit has introduced new syntax error|No exact match found|"
+    r"Error:|ERROR)"
+)
 
 
 def _cost(value: Any) -> float | None:
@@ -500,9 +623,13 @@ def _metrics_usage(metrics: Any, rid: str | None) -> Usage | None:
         return None
     for tu in reversed(metrics["token_usages"]):
         if isinstance(tu, dict) and tu.get("response_id") == rid:
-            return parse_usage({"prompt_tokens": tu.get("prompt_tokens"),
-                                "completion_tokens": tu.get("completion_tokens"),
-                                "prompt_tokens_details": {"cached_tokens": tu.get("cache_read_tokens")}})
+            return parse_usage(
+                {
+                    "prompt_tokens": tu.get("prompt_tokens"),
+                    "completion_tokens": tu.get("completion_tokens"),
+                    "prompt_tokens_details": {"cached_tokens": tu.get("cache_read_tokens")},
+                }
+            )
     return None
 
 

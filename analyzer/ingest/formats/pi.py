@@ -1,4 +1,4 @@
-"""pi coding agent sessions (v1 without ids, v2/v3 with the ``id``/``parentId`` tree). FORMATS.md section 1.
+"""pi coding agent sessions (v1 without ids, v2/v3 with the ``id``/``parentId`` tree). docs/formats.md#pi.
 
 Calls are read in file order, which is append order: abandoned branches happened and cost tokens, and a branch starts
 at a user prompt, which resets loop counting anyway. A user's ``!command`` (``bashExecution``) is not an agent call.
@@ -7,13 +7,12 @@ at a user prompt, which resets loop counting anyway. A user's ``!command`` (``ba
 from __future__ import annotations
 
 import os
-
 from pathlib import Path
 from typing import Any
 
 from analyzer.ingest.base import FileContext, text_of
-from analyzer.ingest.rows import SessionBuilder, as_int
 from analyzer.ingest.cost import Usage
+from analyzer.ingest.rows import SessionBuilder, as_int
 
 FORMAT = "pi"
 ALIASES = ("pi-agent", "pi-coding-agent")
@@ -24,8 +23,19 @@ def default_roots() -> list[Path]:
     """``$PI_CODING_AGENT_DIR/sessions``, else ``~/.pi/agent/sessions``."""
     env = os.environ.get("PI_CODING_AGENT_DIR")
     return [Path(env) / "sessions" if env else Path.home() / ".pi/agent/sessions"]
-_ROLES = {"user", "assistant", "toolResult", "bashExecution", "custom", "hookMessage", "branchSummary",
-          "compactionSummary", "system"}
+
+
+_ROLES = {
+    "user",
+    "assistant",
+    "toolResult",
+    "bashExecution",
+    "custom",
+    "hookMessage",
+    "branchSummary",
+    "compactionSummary",
+    "system",
+}
 
 
 def sniff(rec: Any) -> bool:
@@ -102,15 +112,24 @@ class Parser:
             cost = u.get("cost")
             total_cost = cost.get("total") if isinstance(cost, dict) else None
             usage = Usage(
-                input=as_int(u.get("input")), output=as_int(u.get("output")),
-                cache_read=as_int(u.get("cacheRead")), cache_write=as_int(u.get("cacheWrite")),
+                input=as_int(u.get("input")),
+                output=as_int(u.get("output")),
+                cache_read=as_int(u.get("cacheRead")),
+                cache_write=as_int(u.get("cacheWrite")),
                 cost=total_cost if type(total_cost) in (int, float) else None,
             )
         tid = b.assistant(rec.get("id") or f"L{line}", text, ts, line, model=msg.get("model"), usage=usage)
         for block in blocks:
             if isinstance(block, dict) and block.get("type") == "toolCall":
-                b.call(block.get("id"), str(block.get("name") or "?"), block.get("arguments"), ts, line,
-                       turn_id=tid, parent_call_id=block.get("parentToolCallId"))
+                b.call(
+                    block.get("id"),
+                    str(block.get("name") or "?"),
+                    block.get("arguments"),
+                    ts,
+                    line,
+                    turn_id=tid,
+                    parent_call_id=block.get("parentToolCallId"),
+                )
 
     def close_session(self) -> None:
         if self.b is not None:

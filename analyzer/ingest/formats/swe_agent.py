@@ -1,10 +1,10 @@
-"""SWE-agent trajectories (``<instance>.traj``, one JSON document). FORMATS.md section 7.
+"""SWE-agent trajectories (``<instance>.traj``, one JSON document). docs/formats.md#swe-agent.
 
 Shapes: v0.7 and 1.x files hold ``trajectory`` (steps with thought/action/observation) next to ``history`` (the chat
 sent to the model, demonstrations included) and ``info``; demonstration files may hold only ``history`` (1.x
 function-calling demos, with OpenAI-style ``tool_calls``, sometimes stored as a Python repr string).
 
-Counting (the rule of ``realdata-dev/tools/transcripts.py``, reproduced exactly): one call per ``trajectory`` step
+Counting (the rule of ``tests/realdata/tools/transcripts.py``, reproduced exactly): one call per ``trajectory`` step
 whose ``action`` is non-empty after stripping, in order; the result is the step's ``observation``. The tool is
 ``str_replace_editor`` (arguments parsed from the command line), ``submit``/``exit_*`` (no arguments), else ``bash``
 with the whole action as ``command`` (SWE-agent's own commands such as ``open``/``edit 4:4`` included). SWE-agent
@@ -32,8 +32,11 @@ FORMAT = "swe_agent"
 ALIASES = ("swe-agent", "sweagent", "swe")
 SNIFF_RANK = 37
 
-SWE_ERR_RE = re.compile(r"^(ERROR|Error:|No replacement was performed|Invalid|usage:|Traceback|"
-                        r"The path .* does not exist|bash: .*(command not found|No such file))", re.M)
+SWE_ERR_RE = re.compile(
+    r"^(ERROR|Error:|No replacement was performed|Invalid|usage:|Traceback|"
+    r"The path .* does not exist|bash: .*(command not found|No such file))",
+    re.M,
+)
 EXIT_COMMANDS = ("submit", "exit_forfeit", "exit_cost", "exit_context", "exit_error", "exit_format")
 _STEP_KEYS = ("action", "observation", "thought", "response")
 
@@ -169,8 +172,11 @@ class Parser:
             return
         info = self.ctx.optional_object(line, doc, "info")
         version = info.get("swe_agent_version")
-        b = self.ctx.builder(FORMAT, run_session_id(self.ctx.path),
-                             agent_version=str(version) if isinstance(version, (str, int, float)) else None)
+        b = self.ctx.builder(
+            FORMAT,
+            run_session_id(self.ctx.path),
+            agent_version=str(version) if isinstance(version, (str, int, float)) else None,
+        )
         try:
             traj = doc.get("trajectory")
             hist = doc.get("history")
@@ -251,8 +257,14 @@ class Parser:
                             continue
                         fn = tc.get("function") if isinstance(tc.get("function"), dict) else tc
                         cid = str(tc.get("id") or f"h{k}.{j}")
-                        b.call(cid, str(fn.get("name") or "?"), parse_arguments(fn.get("arguments")), None, line,
-                               turn_id=tid)
+                        b.call(
+                            cid,
+                            str(fn.get("name") or "?"),
+                            parse_arguments(fn.get("arguments")),
+                            None,
+                            line,
+                            turn_id=tid,
+                        )
                         pending.append(cid)
                 elif isinstance(h.get("action"), str) and h["action"].strip():
                     tool, args = classify(h["action"].strip())

@@ -1,6 +1,10 @@
-"""The DuckDB store: opening it (one writer at a time), its schema, and the transaction that loads parsed files.
+"""The connection to the DuckDB store: opening it (one writer at a time, its schema created or checked), the helpers
+every stage runs its SQL with (``one``, ``frame``, ``transaction``, ...), and DuckDB's errors as the library's own
+(``store_errors``).
 
-The store is a public contract: users query it with SQL, so every table and column is documented (schema.py, README).
+The library's one object is ``analyzer.library.Store``, which holds such a connection; the stages below it (ingest,
+scan, replay, calibrate, the report's reads) take the connection itself. The store is a public contract: users
+query it with SQL, so every table and column is documented (schema.py, README).
 """
 
 from __future__ import annotations
@@ -94,6 +98,17 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
+@contextmanager
+def store_errors() -> Iterator[None]:
+    """DuckDB's own errors (a disk full inside a transaction, a damaged page) raised in the block, as the library's
+    ``StoreError``: one line, ``store: <DuckDB's first line>``. The library's own errors pass unchanged. Usable as a
+    decorator too (``@store_errors()``)."""
+    try:
+        yield
+    except duckdb.Error as exc:
+        raise StoreError(f"store: {_first_line(exc)}") from None
+
+
 def _create(path: Path) -> None:
     """Create a new store whole: the schema is written to a temporary file that is then renamed into place, so a run
     killed while creating it leaves no store rather than an empty DuckDB file that is not one."""
@@ -145,8 +160,10 @@ def _probe(con: duckdb.DuckDBPyConnection) -> None:
 
 def old_store_message(path: str | Path, version: int) -> str:
     """The one line that refuses a store whose keys this loopscope cannot mix with its own."""
-    return (f"{path} was written by an older loopscope (store schema v{version}, MD5 keys): rebuild it from the "
-            f"transcripts with `loopscope ingest PATHS --db {path}` (or `loopscope analyze PATHS --db {path}`)")
+    return (
+        f"{path} was written by an older loopscope (store schema v{version}, MD5 keys): rebuild it from the "
+        f"transcripts with `loopscope ingest PATHS --db {path}` (or `loopscope analyze PATHS --db {path}`)"
+    )
 
 
 def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
@@ -217,8 +234,12 @@ def one(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | Non
 def base_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     """The names of the store's own tables (not views: a Parquet export's tables are views over its files, and
     registered frames are neither)."""
-    return {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' "
-                                      "AND database_name = current_database()").fetchall()}
+    return {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE schema_name = 'main' AND database_name = current_database()"
+        ).fetchall()
+    }
 
 
 PLACES = "_places"
@@ -247,21 +268,29 @@ def record_places(con: duckdb.DuckDBPyConnection) -> None:
 
 def in_place_order(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> list[str]:
     """``ids`` in the order of their rows (``PLACES``), so that a batch cut from it reads the fewest row groups."""
-    return [r[0] for r in con.execute(
-        f"SELECT session_id FROM unnest(?::VARCHAR[]) AS i(session_id) LEFT JOIN {PLACES} USING (session_id) "
-        f"ORDER BY calls_lo NULLS LAST, turns_lo NULLS LAST, session_id", [list(ids)]).fetchall()]
+    return [
+        r[0]
+        for r in con.execute(
+            f"SELECT session_id FROM unnest(?::VARCHAR[]) AS i(session_id) LEFT JOIN {PLACES} USING (session_id) "
+            f"ORDER BY calls_lo NULLS LAST, turns_lo NULLS LAST, session_id",
+            [list(ids)],
+        ).fetchall()
+    ]
 
 
-def rows_of(con: duckdb.DuckDBPyConnection, table: str, sessions: str, params: Sequence[object] | None = None,
-            alias: str | None = None) -> str:
+def rows_of(
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    sessions: str,
+    params: Sequence[object] | None = None,
+    alias: str | None = None,
+) -> str:
     """A condition on ``table`` (``calls`` or ``turns``; named ``alias`` in the query, if given) true of every row of
     the sessions that ``sessions`` (a query of session ids) selects, which DuckDB checks against each row group's
     bounds: their rowids' span in ``PLACES`` (``record_places``, recorded since the table last changed). ``TRUE``
     when no span is known."""
-    row = one(con, f"SELECT min({table}_lo), max({table}_hi) FROM {PLACES} WHERE session_id IN ({sessions})",
-              params)
-    return (f"{alias or table}.rowid BETWEEN {int(row[0])} AND {int(row[1])}" if row and row[0] is not None
-            else "TRUE")
+    row = one(con, f"SELECT min({table}_lo), max({table}_hi) FROM {PLACES} WHERE session_id IN ({sessions})", params)
+    return f"{alias or table}.rowid BETWEEN {int(row[0])} AND {int(row[1])}" if row and row[0] is not None else "TRUE"
 
 
 @contextmanager
@@ -306,16 +335,20 @@ def read_capped(con: duckdb.DuckDBPyConnection, cap: dict[str, str] | None, read
 
 def has_table(con: duckdb.DuckDBPyConnection, name: str) -> bool:
     """Whether the store has table ``name`` (older stores lack the scan and calibration tables)."""
-    row = one(con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main'",
-              [name])
+    row = one(
+        con, "SELECT count(*) FROM information_schema.tables WHERE table_name = ? AND table_schema = 'main'", [name]
+    )
     return bool(row and row[0])
 
 
 def columns(con: duckdb.DuckDBPyConnection, table: str) -> set[str]:
     """The column names of ``table`` as the store has them."""
-    return {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = ? AND table_schema = 'main'",
-        [table]).fetchall()}
+    return {
+        r[0]
+        for r in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? AND table_schema = 'main'", [table]
+        ).fetchall()
+    }
 
 
 @contextmanager
@@ -329,6 +362,6 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     con.execute("COMMIT")
 
 
-def frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | None = None) -> "pl.DataFrame":
+def frame(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | None = None) -> pl.DataFrame:
     """Run a query and return a polars frame (through Arrow, no copy of the columns)."""
     return con.sql(sql, params=list(params) if params else None).pl()

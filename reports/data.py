@@ -1,4 +1,6 @@
-"""What the report reads from the store, as polars frames.
+"""The report's data layer: what it reads from the store, as polars frames (``ReportData``, the ``ReportSource`` the
+renderer draws from). It sits a layer below the renderer (tests/test_architecture.py), which reads it only through
+that protocol.
 
 The report knows the store's tables (sessions, turns, calls, findings, ingest_errors) and nothing about transcript
 formats. The session filter is applied once: ``prepare`` materialises the filtered sessions (and their findings) in
@@ -14,16 +16,45 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from analyzer.store.filters import SessionFilter
 from analyzer.results import Totals
-from analyzer.store.db import (base_tables, columns as _columns, frame, has_table, in_place_order, one,
-                               read_capped, record_places, rows_of)
+from analyzer.store.connection import (
+    base_tables,
+    frame,
+    has_table,
+    in_place_order,
+    one,
+    read_capped,
+    record_places,
+    rows_of,
+)
+from analyzer.store.connection import (
+    columns as _columns,
+)
+from analyzer.store.filters import SessionFilter
 
-FINDINGS_COLUMNS = ("finding_id", "session_id", "kind", "period", "tools", "call_ids", "first_seq", "last_seq",
-                    "repeats", "stuck", "user_turn", "wasted_tokens", "estimated_tokens", "cost_usd")
+FINDINGS_COLUMNS = (
+    "finding_id",
+    "session_id",
+    "kind",
+    "period",
+    "tools",
+    "call_ids",
+    "first_seq",
+    "last_seq",
+    "repeats",
+    "stuck",
+    "user_turn",
+    "wasted_tokens",
+    "estimated_tokens",
+    "cost_usd",
+)
 
-OPTIONAL_FINDINGS_COLUMNS = (("first_turn_index", "INTEGER"), ("last_turn_index", "INTEGER"),
-                             ("repeat_tokens", "BIGINT"), ("why", "VARCHAR"))
+OPTIONAL_FINDINGS_COLUMNS = (
+    ("first_turn_index", "INTEGER"),
+    ("last_turn_index", "INTEGER"),
+    ("repeat_tokens", "BIGINT"),
+    ("why", "VARCHAR"),
+)
 """Finding columns read when the store has them: the turn span, and (from the detector rework) the tokens of the
 repeats of every finding and a human line saying why it is a loop."""
 
@@ -33,8 +64,8 @@ the margin lets a secret that straddles the shown part still be recognised whole
 
 
 @dataclass(frozen=True)
-class Scope:
-    """The filtered store as the report sees it."""
+class ReportScope:
+    """The filtered store as the report sees it: how many sessions, and whether ``loopscope scan`` has run."""
 
     sessions: int
     has_findings: bool
@@ -51,7 +82,7 @@ def _scanned(con: duckdb.DuckDBPyConnection) -> bool:
     return True
 
 
-def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> Scope:
+def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> ReportScope:
     """Materialise the filtered sessions (``_r_sessions``) and, when ``loopscope scan`` has run, their findings with
     the dimensions the index breaks loops down by (``_r_findings``); record where each session's rows lie
     (``record_places``) for the page batches' reads."""
@@ -64,8 +95,9 @@ def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> Scope:
         have = _columns(con, "findings")
         turn_ids = "f.turn_ids" if "turn_ids" in have else "CAST(NULL AS VARCHAR[])"
         # Columns some stores have and others not yet: NULL where missing, so every query can name them.
-        optional = ", ".join(f"{'f.' + c if c in have else f'CAST(NULL AS {t})'} AS {c}"
-                             for c, t in OPTIONAL_FINDINGS_COLUMNS)
+        optional = ", ".join(
+            f"{'f.' + c if c in have else f'CAST(NULL AS {t})'} AS {c}" for c, t in OPTIONAL_FINDINGS_COLUMNS
+        )
         con.execute(f"""
             CREATE OR REPLACE TEMP TABLE _r_findings AS
             SELECT {cols}, {turn_ids} AS turn_ids, {optional}, s.format, s.cwd,
@@ -80,19 +112,24 @@ def prepare(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> Scope:
         """)
     record_places(con)
     n = one(con, "SELECT count(*) FROM _r_sessions")
-    return Scope(sessions=int(n[0]) if n else 0, has_findings=usable)
+    return ReportScope(sessions=int(n[0]) if n else 0, has_findings=usable)
 
 
-def totals(con: duckdb.DuckDBPyConnection, scope: Scope) -> Totals:
-    s = one(con, "SELECT count(*), coalesce(sum(calls), 0), coalesce(sum(total_tokens), 0), "
-                 "coalesce(sum(cost_usd), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
-                 "coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_write_tokens), 0) FROM _r_sessions")
+def totals(con: duckdb.DuckDBPyConnection, scope: ReportScope) -> Totals:
+    s = one(
+        con,
+        "SELECT count(*), coalesce(sum(calls), 0), coalesce(sum(total_tokens), 0), "
+        "coalesce(sum(cost_usd), 0), coalesce(sum(input_tokens), 0), coalesce(sum(output_tokens), 0), "
+        "coalesce(sum(cache_read_tokens), 0), coalesce(sum(cache_write_tokens), 0) FROM _r_sessions",
+    )
     assert s is not None
     loops = (0, 0, 0, 0.0, 0)
     if scope.has_findings:
         # Calls count once even if two episodes share them. Tokens and dollars: each finding's own, unless the
         # findings name their turns, in which case a turn shared by two findings counts once.
-        row = one(con, """
+        row = one(
+            con,
+            """
             WITH dedup AS (
                 SELECT sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
                 FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings) u
@@ -104,11 +141,14 @@ def totals(con: duckdb.DuckDBPyConnection, scope: Scope) -> Totals:
                    CASE WHEN count(turn_ids) = count(*) AND count(*) > 0 THEN (SELECT coalesce(cost, 0) FROM dedup)
                         ELSE coalesce(sum(cost_usd), 0) END,
                    coalesce(sum(estimated_tokens) FILTER (WHERE coalesce(wasted_tokens, 0) = 0), 0)
-            FROM _r_findings""")
+            FROM _r_findings""",
+        )
         assert row is not None
         loops = row
         # Wasted: the stuck findings' turns, each once (or, where findings do not name their turns, their own sums).
-        st = one(con, """
+        st = one(
+            con,
+            """
             WITH dedup AS (
                 SELECT sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
                 FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings WHERE stuck) u
@@ -117,12 +157,28 @@ def totals(con: duckdb.DuckDBPyConnection, scope: Scope) -> Totals:
                         ELSE coalesce(sum(wasted_tokens), 0) END,
                    CASE WHEN count(turn_ids) = count(*) AND count(*) > 0 THEN (SELECT coalesce(cost, 0) FROM dedup)
                         ELSE coalesce(sum(cost_usd), 0) END
-            FROM _r_findings WHERE stuck""")
+            FROM _r_findings WHERE stuck""",
+        )
         stuck = (int(st[0]), float(st[1])) if st else (None, None)
     else:
         stuck = (None, None)
-    return Totals(int(s[0]), int(s[1]), int(s[2]), float(s[3]), int(loops[0]), int(loops[1]), int(loops[2]),
-                  float(loops[3]), int(loops[4]), int(s[4]), int(s[5]), int(s[6]), int(s[7]), stuck[0], stuck[1])
+    return Totals(
+        int(s[0]),
+        int(s[1]),
+        int(s[2]),
+        float(s[3]),
+        int(loops[0]),
+        int(loops[1]),
+        int(loops[2]),
+        float(loops[3]),
+        int(loops[4]),
+        int(s[4]),
+        int(s[5]),
+        int(s[6]),
+        int(s[7]),
+        stuck[0],
+        stuck[1],
+    )
 
 
 def findings(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -132,7 +188,9 @@ def findings(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def loop_sessions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Sessions with at least one finding, worst (most wasted tokens) first."""
-    return frame(con, """
+    return frame(
+        con,
+        """
         SELECT s.session_id, s.format, s.cwd, s.started_at, s.calls, s.total_tokens, s.cost_usd,
                count(*) AS episodes, count(*) FILTER (WHERE f.stuck) AS stuck_episodes,
                coalesce(sum(f.wasted_tokens), 0) AS wasted_tokens,
@@ -140,15 +198,19 @@ def loop_sessions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
                coalesce(sum(f.cost_usd), 0) AS loop_cost_usd
         FROM _r_findings f JOIN _r_sessions s USING (session_id)
         GROUP BY ALL
-        ORDER BY wasted_tokens DESC, estimated_tokens DESC, s.session_id""")
+        ORDER BY wasted_tokens DESC, estimated_tokens DESC, s.session_id""",
+    )
 
 
 def ingest_errors(con: duckdb.DuckDBPyConnection, limit: int) -> tuple[int, pl.DataFrame]:
     """All ingest errors are shown whatever the filter: they belong to files, not to sessions."""
     row = one(con, "SELECT count(*) FROM ingest_errors")
     n = int(row[0]) if row else 0
-    df = frame(con, f"SELECT path, line, reason, excerpt FROM ingest_errors ORDER BY path, line NULLS FIRST, reason, excerpt "
-                    f"LIMIT {int(limit)}")
+    df = frame(
+        con,
+        f"SELECT path, line, reason, excerpt FROM ingest_errors ORDER BY path, line NULLS FIRST, reason, excerpt "
+        f"LIMIT {int(limit)}",
+    )
     return n, df
 
 
@@ -167,8 +229,10 @@ def _ids_table(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> None:
     con.execute("CREATE OR REPLACE TEMP TABLE _r_batch AS SELECT unnest(?::VARCHAR[]) AS session_id", [list(ids)])
     for view, table in (("_r_batch_calls", "calls"), ("_r_batch_turns", "turns")):
         rows = rows_of(con, table, "SELECT session_id FROM _r_batch")
-        con.execute(f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {table}.* FROM {table} JOIN _r_batch USING "
-                    f"(session_id) WHERE {rows}")
+        con.execute(
+            f"CREATE OR REPLACE TEMP VIEW {view} AS SELECT {table}.* FROM {table} JOIN _r_batch USING "
+            f"(session_id) WHERE {rows}"
+        )
 
 
 # The batch's own calls and turns (``_ids_table``), for every join of a batch's query.
@@ -189,7 +253,10 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
     """
     _ids_table(con, ids)
     out: dict[str, pl.DataFrame] = {}
-    out["sessions"] = _estimated_cost(frame(con, f"""
+    out["sessions"] = _estimated_cost(
+        frame(
+            con,
+            f"""
         SELECT s.* EXCLUDE (file_id), src.cost_sources, coalesce(est.chars_tokens, 0) AS estimated_tokens
         FROM _r_sessions s JOIN _r_batch USING (session_id)
         LEFT JOIN (SELECT t.session_id, list(DISTINCT t.cost_source ORDER BY t.cost_source) AS cost_sources
@@ -200,11 +267,18 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
                        AS chars_tokens
             FROM {BATCH_CALLS} c
             WHERE c.session_id IN (SELECT session_id FROM _r_sessions WHERE coalesce(total_tokens, 0) = 0)
-            GROUP BY ALL) est USING (session_id)"""))
-    out["calls"] = frame(con, f"""
+            GROUP BY ALL) est USING (session_id)""",
+        )
+    )
+    out["calls"] = frame(
+        con,
+        f"""
         SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.user_turn, c.tool, c.is_error
-        FROM {BATCH_CALLS} c ORDER BY c.session_id, c.seq""")
-    out["turns"] = frame(con, f"""
+        FROM {BATCH_CALLS} c ORDER BY c.session_id, c.seq""",
+    )
+    out["turns"] = frame(
+        con,
+        f"""
         SELECT t.session_id, t.turn_index, t.turn_id, t.model,
                CASE WHEN t.usage_counted THEN coalesce(t.total_tokens, 0) ELSE 0 END AS tokens, m.last_seq
         FROM {BATCH_TURNS} t
@@ -212,11 +286,17 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
                    FROM {BATCH_CALLS} c GROUP BY ALL) m
                ON m.session_id = t.session_id AND m.turn_id = t.turn_id
         WHERE t.role = 'assistant'
-        ORDER BY t.session_id, t.turn_index""")
-    out["findings"] = frame(con, """
+        ORDER BY t.session_id, t.turn_index""",
+    )
+    out["findings"] = frame(
+        con,
+        """
         SELECT f.* FROM _r_findings f JOIN _r_batch USING (session_id)
-        ORDER BY f.session_id, f.first_seq, f.finding_id""")
-    out["episode_calls"] = frame(con, f"""
+        ORDER BY f.session_id, f.first_seq, f.finding_id""",
+    )
+    out["episode_calls"] = frame(
+        con,
+        f"""
         WITH wanted AS (
             SELECT DISTINCT f.session_id, unnest(range(f.first_seq, f.last_seq + 1)) AS seq
             FROM _r_findings f JOIN _r_batch USING (session_id) WHERE f.first_seq IS NOT NULL)
@@ -224,7 +304,8 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
                left(c.args, {TEXT_CLIP}) AS args, length(c.args) AS args_len,
                left(c.result_text, {TEXT_CLIP}) AS result_text, c.result_chars AS result_len
         FROM (SELECT DISTINCT * FROM wanted) w JOIN {BATCH_CALLS} c ON c.session_id = w.session_id AND c.seq = w.seq
-        ORDER BY c.session_id, c.seq""")
+        ORDER BY c.session_id, c.seq""",
+    )
     # The messages of text loops: named by text_signals when the scan recorded them, else the messages that issued
     # the finding's calls.
     by_calls = f"""
@@ -245,12 +326,15 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
     else:
         looping = by_calls
     out["conversation"] = conversation(con)
-    out["texts"] = frame(con, f"""
+    out["texts"] = frame(
+        con,
+        f"""
         SELECT l.finding_id, t.session_id, t.turn_id, t.turn_index,
                left(t.text, {TEXT_CLIP}) AS text, length(t.text) AS text_len
         FROM ({looping}) l JOIN {BATCH_TURNS} t ON t.session_id = l.session_id AND t.turn_id = l.turn_id
         WHERE t.role = 'assistant'
-        ORDER BY t.session_id, t.turn_index""")
+        ORDER BY t.session_id, t.turn_index""",
+    )
     return out
 
 
@@ -265,7 +349,9 @@ def conversation(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     messages from a few before the episode to its end, with clipped text; one row per (finding, message), in order.
     ``kind`` is ``user`` or ``assistant``; the calls themselves come from ``episode_calls``/``conversation_calls``."""
     # Equality joins on unnested ranges: DuckDB's range joins are slow on sessions of 20,000 calls.
-    return frame(con, f"""
+    return frame(
+        con,
+        f"""
         WITH f AS (
             SELECT f.finding_id, f.session_id, f.user_turn, f.first_seq, f.last_seq,
                    f.first_turn_index, f.last_turn_index
@@ -310,7 +396,8 @@ def conversation(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
                length(t.text) AS text_len, t.ts
         FROM wanted w JOIN span s USING (finding_id)
         JOIN {BATCH_TURNS} t ON t.session_id = s.session_id AND t.turn_index = w.turn_index
-        ORDER BY w.finding_id, t.turn_index""")
+        ORDER BY w.finding_id, t.turn_index""",
+    )
 
 
 def _first_prompts() -> str:
@@ -325,14 +412,16 @@ PROMPT_CLIP = 400
 """Characters of a session's first prompt read for the all-sessions index (it shows and searches fewer)."""
 
 
-def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
+def all_sessions(con: duckdb.DuckDBPyConnection, scope: ReportScope) -> pl.DataFrame:
     """Every session in scope, one row each, for the all-sessions index: agent, project, models, start, calls,
     tokens split four ways, cost and where it came from, an estimate for transcripts without usage, the first user
     prompt; with findings, the loop kinds, their tools, the wasted (stuck) cost and tokens, and the loop labels
     (``loops_text``: one line per finding, the main one first)."""
     from analyzer.calltext import loop_text
 
-    base = frame(con, f"""
+    base = frame(
+        con,
+        f"""
         WITH est AS (
             SELECT c.session_id, (sum(coalesce(length(c.args), 0) + coalesce(c.result_chars, 0)) / 4)::BIGINT
                        AS chars_tokens
@@ -349,13 +438,22 @@ def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
                s.cost_usd, src.cost_sources, coalesce(est.chars_tokens, 0) AS estimated_tokens, fp.first_prompt
         FROM _r_sessions s LEFT JOIN est USING (session_id) LEFT JOIN src USING (session_id)
         LEFT JOIN fp USING (session_id)
-        ORDER BY s.cost_usd DESC NULLS LAST, s.total_tokens DESC, s.session_id""")
+        ORDER BY s.cost_usd DESC NULLS LAST, s.total_tokens DESC, s.session_id""",
+    )
     if not scope.has_findings:
-        return _estimated_cost(base.with_columns(
-            pl.lit(0).alias("loops"), pl.lit([], dtype=pl.List(pl.String)).alias("kinds"),
-            pl.lit([], dtype=pl.List(pl.String)).alias("loop_tools"), pl.lit(0.0).alias("wasted_usd"),
-            pl.lit(0).alias("wasted_tokens"), pl.lit([], dtype=pl.List(pl.String)).alias("loops_text")))
-    per = frame(con, """
+        return _estimated_cost(
+            base.with_columns(
+                pl.lit(0).alias("loops"),
+                pl.lit([], dtype=pl.List(pl.String)).alias("kinds"),
+                pl.lit([], dtype=pl.List(pl.String)).alias("loop_tools"),
+                pl.lit(0.0).alias("wasted_usd"),
+                pl.lit(0).alias("wasted_tokens"),
+                pl.lit([], dtype=pl.List(pl.String)).alias("loops_text"),
+            )
+        )
+    per = frame(
+        con,
+        """
         WITH named AS (
             SELECT w.session_id, sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
             FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings WHERE stuck) w
@@ -370,26 +468,39 @@ def all_sessions(con: duckdb.DuckDBPyConnection, scope: Scope) -> pl.DataFrame:
         SELECT f.session_id, count(*) AS loops, list(DISTINCT f.kind ORDER BY f.kind) AS kinds,
                flatten(list(f.tools ORDER BY f.first_seq NULLS FIRST, f.finding_id)) AS loop_tools,
                any_value(stuck.cost) AS wasted_usd, any_value(stuck.tokens)::BIGINT AS wasted_tokens
-        FROM _r_findings f LEFT JOIN stuck USING (session_id) GROUP BY f.session_id""")
+        FROM _r_findings f LEFT JOIN stuck USING (session_id) GROUP BY f.session_id""",
+    )
     per = per.with_columns(pl.col("loop_tools").list.unique(maintain_order=True))
-    labels = frame(con, """
+    labels = frame(
+        con,
+        """
         SELECT f.session_id, f.finding_id, f.stuck, f.repeats,
                list(c.tool ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_tools,
                list(left(c.args, 400) ORDER BY c.seq) FILTER (WHERE c.seq IS NOT NULL) AS c_args
         FROM _r_findings f
         LEFT JOIN calls c ON c.session_id = f.session_id AND f.first_seq IS NOT NULL
              AND c.seq BETWEEN f.first_seq AND f.first_seq + greatest(coalesce(f.period, 1), 1) - 1
-        GROUP BY ALL""")
-    text = [loop_text(t or [], a or [], r, width=90) for t, a, r in
-            zip(labels["c_tools"].to_list(), labels["c_args"].to_list(), labels["repeats"].to_list())]
-    labels = (labels.drop("c_tools", "c_args").with_columns(pl.Series("loop", text, dtype=pl.String))
-              .sort(["session_id", "stuck", "repeats", "finding_id"], descending=[False, True, True, False],
-                    nulls_last=True)
-              .group_by("session_id", maintain_order=True).agg(pl.col("loop").alias("loops_text")))
-    out = (base.join(per, on="session_id", how="left", maintain_order="left")
-           .join(labels, on="session_id", how="left", maintain_order="left"))
-    return _estimated_cost(out.with_columns(pl.col("loops").fill_null(0), pl.col("wasted_usd").fill_null(0.0),
-                                            pl.col("wasted_tokens").fill_null(0)))
+        GROUP BY ALL""",
+    )
+    text = [
+        loop_text(t or [], a or [], r, width=90)
+        for t, a, r in zip(labels["c_tools"].to_list(), labels["c_args"].to_list(), labels["repeats"].to_list())
+    ]
+    labels = (
+        labels.drop("c_tools", "c_args")
+        .with_columns(pl.Series("loop", text, dtype=pl.String))
+        .sort(["session_id", "stuck", "repeats", "finding_id"], descending=[False, True, True, False], nulls_last=True)
+        .group_by("session_id", maintain_order=True)
+        .agg(pl.col("loop").alias("loops_text"))
+    )
+    out = base.join(per, on="session_id", how="left", maintain_order="left").join(
+        labels, on="session_id", how="left", maintain_order="left"
+    )
+    return _estimated_cost(
+        out.with_columns(
+            pl.col("loops").fill_null(0), pl.col("wasted_usd").fill_null(0.0), pl.col("wasted_tokens").fill_null(0)
+        )
+    )
 
 
 def _estimated_cost(df: pl.DataFrame) -> pl.DataFrame:
@@ -399,8 +510,9 @@ def _estimated_cost(df: pl.DataFrame) -> pl.DataFrame:
     from analyzer.ingest.cost import Usage, price_usage
 
     est = []
-    for total, tokens, models in zip(df["total_tokens"].to_list(), df["estimated_tokens"].to_list(),
-                                     df["models"].to_list()):
+    for total, tokens, models in zip(
+        df["total_tokens"].to_list(), df["estimated_tokens"].to_list(), df["models"].to_list()
+    ):
         if total or not tokens or not models:
             est.append(None)
             continue
@@ -415,8 +527,10 @@ def fingerprints(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     store does not track scans (a Parquet export): every page is then written."""
     if not has_table(con, "scan_state") or "fingerprint" not in _columns(con, "scan_state"):
         return {}
-    rows = con.execute("SELECT session_id, fingerprint FROM scan_state "
-                       "WHERE session_id IN (SELECT session_id FROM _r_sessions) AND fingerprint IS NOT NULL").fetchall()
+    rows = con.execute(
+        "SELECT session_id, fingerprint FROM scan_state "
+        "WHERE session_id IN (SELECT session_id FROM _r_sessions) AND fingerprint IS NOT NULL"
+    ).fetchall()
     return {str(sid): str(fp) for sid, fp in rows}
 
 
@@ -453,7 +567,7 @@ PAGE_READS = {"memory_limit": "128MB"}
 the calibration's sweep): uncapped, DuckDB keeps the blocks it read cached up to its limit, so the report of 2,400
 sessions peaked at 796 MB against 615 MB for 600 sessions (capping the replays' and the sweep's reads too took its
 main process from 549 to 422 MB). A read that needs more than the cap runs again without it
-(``store.db.read_capped``), so the cap bounds the cache, never what a read may use."""
+(``store.connection.read_capped``), so the cap bounds the cache, never what a read may use."""
 
 
 class ReportData:
@@ -461,8 +575,12 @@ class ReportData:
     and never touches the store itself. Opening it materialises the scope (``_r_sessions``, ``_r_findings``).
     ``read_cap``: DuckDB settings for the page batches' reads (``PAGE_READS``)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter(),
-                 read_cap: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        con: duckdb.DuckDBPyConnection,
+        flt: SessionFilter = SessionFilter(),
+        read_cap: dict[str, str] | None = None,
+    ) -> None:
         self.con = con
         self.filter = flt
         self.read_cap = read_cap

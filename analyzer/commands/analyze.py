@@ -3,26 +3,44 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from analyzer.commands.common import (ForceOpt, FullResultsOpt, QuietOpt, Scope, check_report_target, err, out,
-                                     scoped)
+from analyzer.commands.common import (
+    ForceOpt,
+    FullResultsOpt,
+    QuietOpt,
+    Selection,
+    check_report_target,
+    err,
+    out,
+    selecting,
+)
+from analyzer.commands.params import whole_number
 from analyzer.commands.report import NoRedactOpt, OutDirOpt, SingleFileOpt
 
 
-@scoped
+@selecting
 def analyze(
-    scope: Scope,
-    paths: Annotated[Optional[list[Path]], typer.Argument(
-        help="Transcript files or folders. Default: the agents' own session folders that exist (the README's "
-             "formats table names them).", show_default=False)] = None,
+    selection: Selection,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Transcript files or folders. Default: the agents' own session folders that exist (the README's "
+            "formats table names them).",
+            show_default=False,
+        ),
+    ] = None,
     out_dir: OutDirOpt = Path("loopscope-report"),
     single_file: SingleFileOpt = False,
     no_redact: NoRedactOpt = False,
-    workers: Annotated[Optional[int], typer.Option(
-        "--workers", min=1, help="Processes for parsing and scanning. Default: one per core.", show_default=False)] = None,
+    workers: Annotated[
+        int | None,
+        whole_number(
+            "--workers", min=1, help="Processes for parsing and scanning. Default: one per core.", show_default=False
+        ),
+    ] = None,
     quiet: QuietOpt = False,
     force: ForceOpt = False,
     full_results: FullResultsOpt = None,
@@ -34,28 +52,36 @@ def analyze(
     """
     import sys
 
-    from analyzer.analyze import analyze as run_analyze
-
     check_report_target(out_dir, single_file, force)  # before the ingest, not after it
     bars = None if quiet or not sys.stderr.isatty() else _Bars()
     try:
-        result = run_analyze(paths or None, scope.db, out_dir, flt=scope.filter, single_file=single_file,
-                             redact=not no_redact, workers=workers, full_results=full_results,
-                             stage_progress=bars.stage if bars else None,
-                             on_stage=None if quiet else _print_stage(bars))
+        with selection.store(write=True) as store:
+            result = store.analyze(
+                paths or None,
+                out_dir,
+                selection.filter,
+                single_file=single_file,
+                redact=not no_redact,
+                workers=workers,
+                full_results=full_results,
+                stage_progress=bars.stage if bars else None,
+                on_stage=None if quiet else _print_stage(bars),
+            )
     finally:
         if bars:
             bars.close()
     if quiet:
         out.print(str(result.index.resolve()), soft_wrap=True)
         return
-    out.print(f"report: {result.index.resolve()}  ({result.seconds:.1f} s; open it in a browser, it works offline)",
-              soft_wrap=True)
+    out.print(
+        f"report: {result.index.resolve()}  ({result.seconds:.1f} s; open it in a browser, it works offline)",
+        soft_wrap=True,
+    )
     if no_redact:
         err.print("warning: secrets found in transcripts are shown unredacted (--no-redact); do not share this report")
 
 
-def _print_stage(bars: "_Bars | None"):  # noqa: ANN202 - a small closure
+def _print_stage(bars: _Bars | None):  # noqa: ANN202 - a small closure
     def on_stage(stage: str, text: str) -> None:
         if bars:
             bars.finish(stage)
@@ -72,8 +98,14 @@ class _Bars:
 
         from analyzer.commands.common import err
 
-        self.progress = Progress(TextColumn("[bold]{task.description:>9}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeRemainingColumn(), console=err, transient=True)
+        self.progress = Progress(
+            TextColumn("[bold]{task.description:>9}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
+        )
         self.progress.start()
         self.tasks: dict[str, int] = {}
 
