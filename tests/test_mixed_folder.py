@@ -102,3 +102,19 @@ def test_ingest_prints_each_skipped_file(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert f"skipped {tmp_path / 'a.json'}: a JSON array of no known transcript format" in res.output
     assert f"skipped {tmp_path / 'b.log'}: " in res.output
+
+
+def test_a_backup_of_agent_homes_is_read_and_other_hidden_folders_are_not(tmp_path: Path) -> None:
+    """A dotfiles or backup repository keeps sessions under `.claude/` and `.codex/`: discovery walks into the agents'
+    own hidden homes, and still skips other hidden folders and files (`.git`, `.venv`, `.DS_Store`)."""
+    from analyzer.ingest.pipeline import discover
+
+    root = tmp_path / "dotfiles"
+    claude = root / ".claude" / "projects" / "-home-me-app" / "s.jsonl"
+    codex = root / ".codex" / "sessions" / "2026" / "01" / "02" / "rollout.jsonl"
+    hidden = [root / ".git" / "objects" / "x.jsonl", root / ".venv" / "s.jsonl", root / ".claude" / ".DS_Store"]
+    for dest, src in [(claude, SMALL["claude_code"]), (codex, SMALL["codex"])] + [(h, SMALL["codex"]) for h in hidden]:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(FIXTURES / src, dest)
+    assert {".claude", ".codex"} <= formats.agent_home_dirs()
+    assert sorted(f.path for f in discover([root])) == sorted([str(claude), str(codex)])

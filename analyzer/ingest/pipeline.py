@@ -89,14 +89,16 @@ class Found:
 
 
 def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
-    """Every regular, non-hidden file under the given files and folders, with its size and mtime (format is decided
-    by content later). Walks with ``os.scandir`` and reuses its stat: re-ingesting an unchanged corpus is mostly this
-    walk. Skips the store itself and its companions (``exclude``, its ``.wal`` and spool folders), so
-    ``loopscope ingest .`` next to ``loopscope.duckdb`` does not ingest the store, and files whose suffix says they
-    are not transcripts (``NOT_TRANSCRIPTS``): those are listed with ``ignored`` set, so they are recorded as
+    """Every regular, non-hidden file under the given files and folders (hidden folders are skipped, but for the
+    agents' own homes such as ``.claude`` and ``.codex``: ``formats.agent_home_dirs``), with its size and mtime
+    (format is decided by content later). Walks with ``os.scandir`` and reuses its stat: re-ingesting an unchanged
+    corpus is mostly this walk. Skips the store itself and its companions (``exclude``, its ``.wal`` and spool
+    folders), so ``loopscope ingest .`` next to ``loopscope.duckdb`` does not ingest the store, and files whose suffix
+    says they are not transcripts (``NOT_TRANSCRIPTS``): those are listed with ``ignored`` set, so they are recorded as
     skipped with that reason rather than vanish."""
     own = str(Path(exclude).resolve()) if exclude is not None else None
     found: dict[str, Found] = {}
+    homes = formats.agent_home_dirs()
 
     def add(path: str, st: os.stat_result, ignored: str | None = None) -> None:
         if own is None or not (path == own or path == own + ".wal" or path.startswith(own + ".spool-")):
@@ -112,7 +114,7 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
         except OSError:
             return
         for e in entries:
-            if e.name.startswith("."):
+            if e.name.startswith(".") and not (e.name in homes and e.is_dir()):
                 continue
             try:
                 if e.is_dir():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 
@@ -24,7 +24,7 @@ from analyzer.ingest.base import (
 )
 
 
-@lru_cache(maxsize=1)
+@cache
 def modules() -> tuple[ModuleType, ...]:
     """Every format module, in sniffing order. A module that breaks the contract stops the registry here, naming
     what it lacks, rather than failing later on some file."""
@@ -68,6 +68,20 @@ def default_roots() -> list[Path]:
     for m in with_hook(HasDefaultRoots):
         roots.extend(p for p in m.default_roots() if p.exists() and p not in roots)
     return roots
+
+
+@cache
+def agent_home_dirs() -> frozenset[str]:
+    """The hidden folder names that hold agents' sessions (``.claude``, ``.codex``, ``.gemini``, ``.local``, ...),
+    read off the formats' own default roots under the home folder. Discovery walks into these, where it skips other
+    hidden folders (``.git``, ``.venv``): a backup or dotfiles repository keeps its sessions in them."""
+    home = Path.home()
+    names: set[str] = set()
+    for m in with_hook(HasDefaultRoots):
+        for p in m.default_roots():
+            if p.is_relative_to(home):
+                names.update(part for part in p.relative_to(home).parts if part.startswith("."))
+    return frozenset(names)
 
 
 def reads_named(name: str) -> bool:
