@@ -1,11 +1,16 @@
 #!/usr/bin/env python3
-"""Precision and recall of loopscope's stuck findings on the labelled real transcripts (tests/realdata), the tuning
-and the held-aside parts apart, with the misses and the false findings listed.
+"""Precision, recall and healthy-kept of loopscope's stuck findings on the labelled real transcripts (tests/realdata),
+held-out and tuning sources apart, per format and per source, with the false findings and the misses listed.
 
-    python benchmarks/bench_realdata.py
+    python benchmarks/bench_realdata.py            # both parts (the held-out figures are the README's headline)
+    python benchmarks/bench_realdata.py --tuning   # the tuning sources only: what to read while rules change
+    python benchmarks/bench_realdata.py --committed  # only the files the repository holds (what CI scores)
+    python benchmarks/bench_realdata.py --figures  # the tables alone, no finding or label listed
 
-The scoring rule and the corpus are those of tests/realdata_score.py (and tests/test_realdata_score.py pins the
-figures): a stuck finding with 3+ repeats matches a labelled episode when they share a call (for text, the message).
+Sources without a licence are committed as manifests (tests/realdata/sources/*.tsv): restore their files first with
+`python tests/realdata/tools/fetch_manifest.py` (from git mirrors of the repositories); without them the figures
+cover the committed part only. The scoring rule is that of `analyzer.evaluate.score` (tests/realdata_score.py builds
+the corpus and reads the findings; tests/test_realdata_score.py pins the committed part's figures).
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from realdata_labels import HELD_OUT, TUNING  # noqa: E402
 from realdata_score import render, run  # noqa: E402
 
 
 def main() -> None:
+    parts = (TUNING,) if "--tuning" in sys.argv else (HELD_OUT, TUNING)
     t0 = time.perf_counter()
-    parts = run(verbose=False)
-    print(render(parts))
+    scores = run(verbose=False, fetched="--committed" not in sys.argv, parts=parts)
+    print(render(scores, parts, details="--figures" not in sys.argv))
     print(f"\n(ingest + scan + score of the labelled corpus: {time.perf_counter() - t0:.1f} s)")
 
 

@@ -1,9 +1,17 @@
-"""Hand labels of loop episodes in real transcripts (tests/realdata/labels/*.json): load, validate, split.
+"""Hand labels of loop episodes in real transcripts (tests/realdata/labels/*.json): load, validate, split by source.
 
 Every `labels/*.json` file is one JSON array of records (schema in tests/realdata/README.md). `load_labels()` reads
-them all and raises `LabelError` naming the file and the record index of the first bad record. `part(file)` puts a
-labelled file in the TUNING or the HELD-ASIDE part: held aside when sha1(file) % 3 == 0, so a file's labels never
-straddle the two parts.
+them all and raises `LabelError` naming the file and the record index of the first bad record.
+
+`source_of(file)` names the source a labelled file comes from: its repository, or the run folder where one repository
+holds several model runs (`RUN_FOLDERS`); a public fixture under tests/fixtures/ counts with the repository its row in
+tests/fixtures/SOURCES.md names. `part(file)` puts a file in the TUNING or the HELD-OUT part by its source, as
+tests/realdata/heldout.json records, so a source's files never straddle the two parts: rules fitted to one source's
+habits cannot score well on that source's other files.
+
+Files whose repository has no licence are not committed: `sources/*.tsv` manifests give repo, commit, path and blob
+sha, `tools/fetch_manifest.py` restores them under `fetched/` (ignored by git), and `present(file)` says whether a
+labelled file is on disk (CI scores the committed part).
 """
 
 from __future__ import annotations
@@ -20,7 +28,9 @@ REALDATA = ROOT / "tests" / "realdata"
 LABELS_DIR = REALDATA / "labels"
 SOURCES_DIR = REALDATA / "sources"
 
-KINDS = frozenset({"streak", "cycle", "drift", "failure", "text", "window", "nested"})
+# `waiting`: polls of a process that is still running (a CI run, an install, a background shell), labelled as such
+# (never a loop) so that a finding of that kind can be scored.
+KINDS = frozenset({"streak", "cycle", "drift", "failure", "text", "window", "nested", "waiting"})
 LABELS = frozenset({"loop", "not_loop", "unsure"})
 REQUIRED = (
     "file",
@@ -107,9 +117,103 @@ def load_labels(labels_dir: Path | None = None) -> list[dict]:
     return out
 
 
+FETCHED = REALDATA / "fetched"
+FIXTURES = ROOT / "tests" / "fixtures"
+HELDOUT_FILE = REALDATA / "heldout.json"
+TUNING, HELD_OUT = "tuning", "held_out"
+
+# Repositories that hold several model runs: each run folder (the regex's group, matched on the path inside the
+# repository) is a source of its own.
+RUN_FOLDERS: dict[str, re.Pattern[str]] = {
+    "SWE-agent__mini-swe-agent": re.compile(r"^(eval/[^/]+|output/[^/]+)/"),
+    "xli04__Multi_Round_OpenAgentSafety": re.compile(r"^evaluation/(test_output/[^/]+|[^/]+)/"),
+}
+
+
+def _fixture_repos() -> dict[str, str]:
+    """{tests/fixtures/<file>: owner__repo} from the table of tests/fixtures/SOURCES.md."""
+    out: dict[str, str] = {}
+    for line in (FIXTURES / "SOURCES.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) > 2 and "/" in cells[1] and not set(cells[1]) <= set("-: "):
+            out[f"tests/fixtures/{cells[0]}"] = cells[1].replace("/", "__")
+    return out
+
+
+_FIXTURE_REPOS: dict[str, str] | None = None
+
+
+def source_of(file: str) -> str:
+    """The source of a labelled file: `owner__repo`, or `owner__repo/<run folder>` (see RUN_FOLDERS)."""
+    global _FIXTURE_REPOS
+    parts = file.split("/")
+    if parts[:2] == ["tests", "fixtures"]:
+        if _FIXTURE_REPOS is None:
+            _FIXTURE_REPOS = _fixture_repos()
+        repo = _FIXTURE_REPOS.get(file)
+        if repo is None:  # a folder of fixtures (e.g. a Claude Code project with its subagents): its first file's repo
+            repo = next(
+                (r for f, r in sorted(_FIXTURE_REPOS.items()) if f.startswith(file.rsplit("/", 1)[0] + "/")), "fixtures"
+            )
+        return repo
+    if parts[:2] != ["tests", "realdata"] or len(parts) < 5:
+        raise LabelError(f"{file}: not under tests/realdata/<format>/<owner>__<repo>/ or tests/fixtures/")
+    rest = parts[3:] if parts[2] == "fetched" else parts[2:]
+    repo = rest[1].split("@", 1)[0]
+    rx = RUN_FOLDERS.get(repo)
+    m = rx.match("/".join(rest[2:])) if rx else None
+    return f"{repo}/{m.group(1)}" if m else repo
+
+
+def _hash_part(source: str) -> str:
+    return HELD_OUT if int(hashlib.sha1(source.encode()).hexdigest(), 16) % 3 == 0 else TUNING
+
+
+def heldout_choice() -> dict[str, list[str]]:
+    """The recorded choice: {"held_out": [...], "tuning": [...]} (empty lists before one is recorded)."""
+    if not HELDOUT_FILE.is_file():
+        return {HELD_OUT: [], TUNING: []}
+    data = json.loads(HELDOUT_FILE.read_text(encoding="utf-8"))
+    return {HELD_OUT: list(data.get(HELD_OUT, [])), TUNING: list(data.get(TUNING, []))}
+
+
 def part(file: str) -> str:
-    """'held_aside' when int(sha1(file)) % 3 == 0 (the `file` string exactly as in the labels), else 'tuning'."""
-    return "held_aside" if int(hashlib.sha1(file.encode()).hexdigest(), 16) % 3 == 0 else "tuning"
+    """The part of a labelled file: that of its source (``part_of_source``)."""
+    return part_of_source(source_of(file))
+
+
+def part_of_source(src: str) -> str:
+    """'held_out' for a recorded held-out source, 'tuning' for a recorded tuning source; a source added after the
+    choice was recorded goes by sha1(source) % 3 == 0 (held out)."""
+    choice = heldout_choice()
+    if src in choice[HELD_OUT]:
+        return HELD_OUT
+    if src in choice[TUNING]:
+        return TUNING
+    return _hash_part(src)
+
+
+def present(file: str) -> bool:
+    """The labelled file is on disk (a file of a manifest-only source is there only once fetched)."""
+    return (ROOT / file).is_file()
+
+
+def manifest_rows() -> list[dict[str, str]]:
+    """Every row of the `sources/*.tsv` manifests (local_path, repo, commit, path, blob_sha, licence, format, calls)."""
+    rows: list[dict[str, str]] = []
+    for tsv in sorted(SOURCES_DIR.glob("*.tsv")):
+        lines = tsv.read_text(encoding="utf-8").splitlines()
+        if not lines:
+            continue
+        header = lines[0].split("\t")
+        for n, line in enumerate(lines[1:], 2):
+            if not line.strip():
+                continue
+            cells = line.split("\t")
+            if len(cells) != len(header):
+                raise LabelError(f"{tsv.name}:{n}: {len(cells)} cells, the header has {len(header)}")
+            rows.append(dict(zip(header, cells)))
+    return rows
 
 
 def source_shas() -> dict[str, str]:
@@ -139,6 +243,8 @@ def source_shas() -> dict[str, str]:
             if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha) or not p:
                 continue
             out[p if p.startswith("tests/") else f"tests/realdata/{p}"] = sha
+    for row in manifest_rows():
+        out[row["local_path"]] = row["blob_sha"]
     return out
 
 
@@ -174,7 +280,7 @@ def summary(labels: list[dict] | None = None) -> str:
         tot.update(c)
     lines.append(f"| **all** | | {sum(tot.values())} | {tot['loop']} | {tot['not_loop']} | {tot['unsure']} |")
     lines += ["", "| part | files with labels | labels | loop | not_loop | unsure |", "|---|---|---|---|---|---|"]
-    for p in ("tuning", "held_aside"):
+    for p in (TUNING, HELD_OUT):
         rs = [r for r in recs if part(r["file"]) == p]
         c = Counter(r["label"] for r in rs)
         lines.append(

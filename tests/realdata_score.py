@@ -1,10 +1,12 @@
-"""Score loopscope's stuck findings against the hand labels of tests/realdata (precision and recall on real work).
+"""Score loopscope's stuck findings against the hand labels of tests/realdata, by source (precision, recall and
+healthy-kept on real work).
 
-The rule (issue: "findings you can trust on real transcripts"): a stuck finding with 3+ repeats *matches* a labelled
-episode when they share a call, or, for text, the looping message. Precision = stuck findings that match a `loop`
-label / all stuck findings (a finding that matches only `unsure` labels is left out of both counts). Recall =
-`loop` labels matched by some stuck finding / `loop` labels in the formats loopscope reads. Tuning and held-aside
-parts (``realdata_labels.part``) are scored apart.
+The definitions are those of ``analyzer.evaluate.score`` (one scorer for this benchmark and for a user's labels): a
+stuck finding (stuck, 3+ repeats) is *on* a labelled episode when they share a call or, for text, the looping message.
+Precision = stuck findings on a `loop` label / stuck findings on a `loop` or `not_loop` label (unlabelled ones are
+listed, not counted); recall = `loop` episodes with a stuck finding on them / `loop` episodes; healthy-kept =
+`not_loop` labels with no stuck finding on them / `not_loop` labels; `unsure` counts nowhere. The tuning and the
+held-out sources (``realdata_labels.part``) are scored apart, overall, per format and per source.
 
 ``python tests/realdata_score.py`` ingests and scans the labelled corpus into a temporary store and prints the
 figures, the misses and the false findings (benchmarks/bench_realdata.py prints the same with timings).
@@ -15,14 +17,26 @@ from __future__ import annotations
 import sys
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from realdata_labels import REALDATA, load_labels, part  # noqa: E402
+from realdata_labels import (  # noqa: E402
+    FETCHED,
+    HELD_OUT,
+    REALDATA,
+    TUNING,
+    load_labels,
+    part,
+    part_of_source,
+    present,
+    source_of,
+)
+
+from analyzer.evaluate.score import Episode, Found, Score, by_fields, table  # noqa: E402
+from analyzer.evaluate.score import score as score_episodes  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures"
 # The fixtures the labellers read in full (labels/fixtures.json; the README of tests/realdata says so). Fixtures added
@@ -37,14 +51,25 @@ LABELLED_FIXTURES = (
     "swe_agent/demo_function_calling_simple.traj",
     "swe_agent/test_swe-agent__test-repo-i1.traj",
 )
+NOT_TRANSCRIPTS = ("labels", "sources", "tools", "fetched")
 
 
-def corpus_paths() -> list[Path]:
-    """The realdata folders, and every fixture file that is not a byte-identical copy of a realdata file (a copy
-    would be loaded once, under the other path, and its labels would not meet its findings)."""
+def _rel(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return path
+
+
+def corpus_paths(fetched: bool = False) -> list[Path]:
+    """The realdata folders (with ``fetched``, also the manifest-only files fetched under ``fetched/``), and every
+    fixture file that is not a byte-identical copy of a realdata file (a copy would be loaded once, under the other
+    path, and its labels would not meet its findings)."""
     import hashlib
 
-    real = [p for p in sorted(REALDATA.iterdir()) if p.is_dir() and p.name not in ("labels", "sources", "tools")]
+    real = [p for p in sorted(REALDATA.iterdir()) if p.is_dir() and p.name not in NOT_TRANSCRIPTS]
+    if fetched and FETCHED.is_dir():
+        real.append(FETCHED)
     seen = {hashlib.sha1(f.read_bytes()).digest() for d in real for f in d.rglob("*") if f.is_file()}
     fixtures = [
         f
@@ -54,45 +79,6 @@ def corpus_paths() -> list[Path]:
     ]
     fixtures += [FIXTURES / name for name in LABELLED_FIXTURES if (FIXTURES / name).is_file()]
     return real + fixtures
-
-
-@dataclass
-class Finding:
-    finding_id: str
-    file: str
-    kind: str
-    repeats: int
-    seqs: set[int]
-    messages: set[int]
-    why: str
-    repeated: str
-
-
-@dataclass
-class PartScore:
-    stuck: int = 0
-    matched: int = 0
-    unsure_only: int = 0
-    loops: int = 0
-    loops_found: int = 0
-    false: list[Finding] = field(default_factory=list)
-    missed: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def precision(self) -> float:
-        n = self.stuck - self.unsure_only
-        return self.matched / n if n else 1.0
-
-    @property
-    def recall(self) -> float:
-        return self.loops_found / self.loops if self.loops else 1.0
-
-
-def _rel(path: str) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(ROOT))
-    except ValueError:
-        return path
 
 
 def _message_key(fmt: str, turn_id: str | None, line: int | None) -> int | None:
@@ -105,27 +91,18 @@ def _message_key(fmt: str, turn_id: str | None, line: int | None) -> int | None:
     return line - 1 if line is not None else None
 
 
-def stuck_findings(con: Any) -> list[Finding]:
-    """Every stuck finding with 3+ repeats, with the calls (seq) and messages it covers."""
-    rows = con.execute(
-        """
-        SELECT f.finding_id, s.source_path, s.format, f.kind, f.repeats, f.first_seq, f.last_seq,
-               coalesce(f.why, '') AS why, coalesce(f.repeated, '') AS repeated,
+def _groups(file: str, fmt: str) -> dict[str, str]:
+    return {"format": fmt, "source": source_of(file), "part": part(file)}
+
+
+def read_findings(con: Any) -> list[Found]:
+    """Every finding of the store, with the calls (seq) and messages it covers, on the unit of its transcript file."""
+    rows = con.execute("""
+        SELECT f.finding_id, s.source_path, s.format, f.kind, f.repeats, f.stuck, coalesce(f.why, '') AS why,
                (SELECT list(c.seq) FROM calls c WHERE c.session_id = f.session_id
                   AND list_contains(f.call_ids, c.call_id)) AS seqs
         FROM findings f JOIN sessions s USING (session_id)
-        WHERE f.stuck AND f.repeats >= 3
-    """
-        if _has_why(con)
-        else """
-        SELECT f.finding_id, s.source_path, s.format, f.kind, f.repeats, f.first_seq, f.last_seq,
-               '' AS why, coalesce(f.repeated, '') AS repeated,
-               (SELECT list(c.seq) FROM calls c WHERE c.session_id = f.session_id
-                  AND list_contains(f.call_ids, c.call_id)) AS seqs
-        FROM findings f JOIN sessions s USING (session_id)
-        WHERE f.stuck AND f.repeats >= 3
-    """
-    ).fetchall()
+    """).fetchall()
     msgs: dict[str, set[int]] = defaultdict(set)
     for fid, fmt, turn_id, line in con.execute("""
             SELECT x.finding_id, s.format, t.turn_id, t.line
@@ -144,130 +121,147 @@ def stuck_findings(con: Any) -> list[Finding]:
         WHERE f.kind = 'text' AND len(f.call_ids) = 0 GROUP BY f.finding_id""").fetchall()
     }
     out = []
-    for fid, path, _fmt, kind, repeats, _first, _last, why, repeated, seqs in rows:
+    for fid, path, fmt, kind, repeats, stuck, why, seqs in rows:
+        file = _rel(path)
         out.append(
-            Finding(
-                fid,
-                _rel(path),
-                kind,
-                int(repeats),
-                set(seqs or []) | span.get(fid, set()),
-                msgs.get(fid, set()),
-                why,
-                repeated,
+            Found(
+                unit=file,
+                finding_id=fid,
+                kind=kind,
+                repeats=int(repeats),
+                stuck=bool(stuck),
+                seqs=frozenset(set(seqs or []) | span.get(fid, set())),
+                messages=frozenset(msgs.get(fid, set())),
+                groups=_groups(file, fmt),
+                why=why,
             )
         )
     return out
 
 
-def _has_why(con: Any) -> bool:
-    return bool(
-        con.execute(
-            "SELECT count(*) FROM information_schema.columns WHERE table_name = 'findings' AND column_name = 'why'"
-        ).fetchone()[0]
-    )
+def episodes(labels: list[dict[str, Any]], readable: set[str] | None = None, fetched: bool = True) -> list[Episode]:
+    """The labels as episodes, leaving out files not on disk (a manifest-only source not fetched; all of them without
+    ``fetched``) and formats loopscope does not read."""
+    return [
+        Episode(
+            unit=lab["file"],
+            label=lab["label"],
+            first=lab["first_call_index"],
+            last=lab["last_call_index"],
+            message=lab["message_index"],
+            kind=lab["kind"],
+            groups=_groups(lab["file"], lab["format"]),
+            record=lab,
+        )
+        for lab in labels
+        if present(lab["file"])
+        and (readable is None or lab["format"] in readable)
+        and (fetched or not (ROOT / lab["file"]).is_relative_to(FETCHED))
+    ]
 
 
-def _overlaps(f: Finding, label: dict[str, Any]) -> bool:
-    if f.file != label["file"]:
-        return False
-    first, last = label["first_call_index"], label["last_call_index"]
-    if first is not None and any(first <= s <= last for s in f.seqs):
-        return True
-    return label["message_index"] is not None and label["message_index"] in f.messages
+GROUP_BY = by_fields("part", "format", "source")
 
 
 def score(
-    con: Any, labels: list[dict[str, Any]] | None = None, readable: set[str] | None = None
-) -> dict[str, PartScore]:
-    """Scores by part ("tuning", "held_aside") and over "all"."""
+    con: Any, labels: list[dict[str, Any]] | None = None, readable: set[str] | None = None, fetched: bool = True
+) -> dict[str, Score]:
+    """Scores over "all", by part ("part=tuning", "part=held_out"), by part and format ("held_out/format=codex") and
+    by source ("source=marot__spotter")."""
     labels = labels if labels is not None else load_labels()
-    found = stuck_findings(con)
-    by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for lab in labels:
-        by_file[lab["file"]].append(lab)
-    parts = {"tuning": PartScore(), "held_aside": PartScore(), "all": PartScore()}
-    for f in found:
-        hits = [lab for lab in by_file.get(f.file, []) if _overlaps(f, lab)]
-        for name in (part(f.file), "all"):
-            p = parts[name]
-            p.stuck += 1
-            if any(h["label"] == "loop" for h in hits):
-                p.matched += 1
-            elif hits and all(h["label"] == "unsure" for h in hits):
-                p.unsure_only += 1
-            else:
-                p.false.append(f)
-    for lab in labels:
-        if lab["label"] != "loop" or (readable is not None and lab["format"] not in readable):
-            continue
-        hit = any(_overlaps(f, lab) for f in found)
-        for name in (part(lab["file"]), "all"):
-            p = parts[name]
-            p.loops += 1
-            if hit:
-                p.loops_found += 1
-            else:
-                p.missed.append(lab)
-    return parts
+
+    def keys(groups: Any, kind: str) -> list[str]:
+        base = list(GROUP_BY(groups, kind))
+        p = groups["part"]
+        return base + [f"{p}/format={groups['format']}", f"{p}/all"]
+
+    return score_episodes(read_findings(con), episodes(labels, readable, fetched), keys)
 
 
-def build_store(db: Path) -> None:
+def build_store(db: Path, fetched: bool = False) -> None:
     """Ingest and scan the labelled corpus with the CLI's own library calls."""
     from analyzer.ingest.pipeline import ingest
     from analyzer.scan.run import scan
 
-    ingest(corpus_paths(), db)
+    ingest(corpus_paths(fetched), db)
     scan(db)
 
 
-def run(verbose: bool = True) -> dict[str, PartScore]:
+def run(verbose: bool = True, fetched: bool = True, parts: tuple[str, ...] = (HELD_OUT, TUNING)) -> dict[str, Score]:
+    """Build the store of the labelled corpus (with the fetched manifest-only files when ``fetched`` and present),
+    score it, and print the figures of ``parts`` (the details of those parts only)."""
     import duckdb
 
     from analyzer.ingest import formats
 
     with tempfile.TemporaryDirectory() as d:
         db = Path(d) / "realdata.duckdb"
-        build_store(db)
+        build_store(db, fetched)
         con = duckdb.connect(str(db), read_only=True)
         try:
-            parts = score(con, readable=set(formats.names()))
+            scores = score(con, readable=set(formats.names()), fetched=fetched)
         finally:
             con.close()
     if verbose:
-        print(render(parts))
-    return parts
+        print(render(scores, parts))
+    return scores
 
 
-def render(parts: dict[str, PartScore], details: bool = True) -> str:
-    lines = [
-        "| part | stuck findings | matching a loop | precision | loops | found | recall |",
-        "|---|---|---|---|---|---|---|",
+def render(scores: dict[str, Score], parts: tuple[str, ...] = (HELD_OUT, TUNING), details: bool = True) -> str:
+    """The headline (held-out and tuning sources), per part and format, per source; then what went wrong, for
+    ``parts`` only (while rules change, the held-out part's misses are not looked at: pass ``(TUNING,)``)."""
+    heads = [f"part={p}" for p in parts] + (["all"] if len(parts) > 1 else [])
+    out = [
+        "Held-out and tuning sources:" if len(parts) > 1 else f"{parts[0]} sources:",
+        "",
+        table(scores, heads, "part"),
     ]
-    for name in ("tuning", "held_aside", "all"):
-        p = parts[name]
-        lines.append(
-            f"| {name} | {p.stuck - p.unsure_only} | {p.matched} | {p.precision:.2f} | {p.loops} | "
-            f"{p.loops_found} | {p.recall:.2f} |"
-        )
+    fmts = sorted({k.split("format=", 1)[1] for k in scores if "/format=" in k})
+    out += [
+        "",
+        "Per format:",
+        "",
+        table(scores, [f"{p}/format={f}" for p in parts for f in fmts if f"{p}/format={f}" in scores], "part / format"),
+    ]
+    srcs = sorted((k for k in scores if k.startswith("source=")), key=str.lower)
+    out += [
+        "",
+        "Per source:",
+        "",
+        table(scores, [k for p in parts for k in srcs if part_of_source(k.split("=", 1)[1]) == p], "source"),
+    ]
     if details:
-        p = parts["all"]
-        if p.false:
-            lines.append("\nstuck findings that match no loop label:")
-            lines += [
-                f"  {f.file} {f.kind} x{f.repeats} calls {sorted(f.seqs)[:3]}..{sorted(f.seqs)[-1:]} "
-                f"msgs {sorted(f.messages)[:3]}: {f.why or f.repeated[:100]}"
-                for f in p.false
+        merged = Score()
+        for p in parts:
+            s = scores.get(f"part={p}", Score())
+            merged.false += s.false
+            merged.missed += s.missed
+            merged.unlabelled += s.unlabelled
+        if merged.false:
+            out.append("\nstuck findings on a not_loop label:")
+            out += [
+                f"  [{f.groups['part']}] {f.unit} {f.kind} x{f.repeats} calls {_span(f.seqs)} msgs "
+                f"{sorted(f.messages)[:3]}: {f.why[:140]}"
+                for f, _ in merged.false
             ]
-        if p.missed:
-            lines.append("\nloops no stuck finding matches:")
-            lines += [
-                f"  {m['file']} {m['kind']} calls {m['first_call_index']}-{m['last_call_index']} "
-                f"msg {m['message_index']}: {m['why']}"
-                for m in p.missed
+        if merged.missed:
+            out.append("\nloops no stuck finding is on:")
+            out += [
+                f"  [{m.groups['part']}] {m.unit} {m.kind} calls {m.first}-{m.last} msg {m.message}: {m.record['why']}"
+                for m in merged.missed
             ]
-    return "\n".join(lines)
+        if merged.unlabelled:
+            out.append(f"\nstuck findings on no label (listed, not counted): {len(merged.unlabelled)}")
+            out += [
+                f"  [{f.groups['part']}] {f.unit} {f.kind} x{f.repeats} calls {_span(f.seqs)}: {f.why[:140]}"
+                for f in merged.unlabelled
+            ]
+    return "\n".join(out)
+
+
+def _span(seqs: frozenset[int]) -> str:
+    return f"{min(seqs)}-{max(seqs)}" if seqs else "-"
 
 
 if __name__ == "__main__":
-    run()
+    run(parts=(TUNING,) if "--tuning" in sys.argv else (HELD_OUT, TUNING))

@@ -10,8 +10,9 @@ Layers, lowest first (siblings on one floor must not import each other):
     analyzer.detect               the detector core: calls in, signals and findings out; knows no format or DuckDB
     analyzer.store                the DuckDB store: schema, connection, queries (the Store object sits above the
                                   stages it runs: analyzer.library)
-    analyzer.ingest | analyzer.scan | analyzer.guards
-                                  files -> store | store -> signals, findings | guards, policies, replay
+    analyzer.ingest | analyzer.scan | analyzer.guards | analyzer.evaluate
+                                  files -> store | store -> signals, findings | guards, policies, replay | scoring
+                                  findings against a person's labels
     analyzer.calibrate | reports.data | analyzer.spark | analyzer.hook
                                   sweeps and recommendations | the report's data layer (its queries) | the pipeline
                                   on Spark | the live Claude Code hook
@@ -34,7 +35,7 @@ LAYERS: list[list[str]] = [
     ["analyzer.tables", "analyzer.results", "analyzer.machine"],
     ["analyzer.detect"],
     ["analyzer.store"],
-    ["analyzer.ingest", "analyzer.scan", "analyzer.guards"],
+    ["analyzer.ingest", "analyzer.scan", "analyzer.guards", "analyzer.evaluate"],
     ["analyzer.calibrate", "reports.data", "analyzer.spark", "analyzer.hook"],
     ["reports"],
     ["analyzer.analyze"],

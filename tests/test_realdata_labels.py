@@ -9,16 +9,25 @@ from pathlib import Path
 
 import pytest
 from realdata_labels import (
+    FETCHED,
+    HELD_OUT,
     ROOT,
+    TUNING,
     LabelError,
     file_sha,
+    heldout_choice,
     load_labels,
+    manifest_rows,
     part,
+    present,
+    source_of,
     source_shas,
     transcripts_module,
 )
 
-LABELS = load_labels()
+ALL_LABELS = load_labels()
+# A source without a licence is committed as a manifest; its files are scored where they were fetched.
+LABELS = [r for r in ALL_LABELS if present(r["file"])]
 
 
 def test_labels_present_and_valid() -> None:
@@ -40,11 +49,31 @@ def test_bad_record_names_file_and_index(tmp_path: Path) -> None:
         load_labels(tmp_path)
 
 
-def test_part_is_the_sha1_split() -> None:
-    for r in LABELS:
-        assert part(r["file"]) in ("tuning", "held_aside")
-    parts = {part(r["file"]) for r in LABELS}
-    assert parts == {"tuning", "held_aside"}
+def test_parts_split_by_source() -> None:
+    """A source's files are all in one part, and both parts hold labels."""
+    by_source: dict[str, set[str]] = {}
+    for r in ALL_LABELS:
+        by_source.setdefault(source_of(r["file"]), set()).add(part(r["file"]))
+    assert all(len(p) == 1 for p in by_source.values())
+    assert {part(r["file"]) for r in ALL_LABELS} == {TUNING, HELD_OUT}
+
+
+def test_recorded_choice_names_known_sources_once() -> None:
+    choice = heldout_choice()
+    named = choice[HELD_OUT] + choice[TUNING]
+    assert len(named) == len(set(named)), "a source is named twice in tests/realdata/heldout.json"
+    known = {source_of(r["file"]) for r in ALL_LABELS}
+    assert set(named) <= known, sorted(set(named) - known)
+
+
+def test_manifest_only_files_live_under_fetched() -> None:
+    """A file the repository does not hold is restored by tools/fetch_manifest.py into the ignored folder."""
+    committed = {r["local_path"] for r in manifest_rows() if not (ROOT / r["local_path"]).is_relative_to(FETCHED)}
+    for r in ALL_LABELS:
+        if not present(r["file"]):
+            assert (ROOT / r["file"]).is_relative_to(FETCHED), f"{r['file']} is missing from the repository"
+    for p in committed:
+        assert (ROOT / p).is_file(), f"{p}: a committed manifest row without its file"
 
 
 @pytest.mark.parametrize("file", sorted({r["file"] for r in LABELS}))

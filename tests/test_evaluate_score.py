@@ -1,0 +1,48 @@
+"""The scorer's definitions on small hand-made cases: what counts, what is listed, what counts nowhere."""
+
+from __future__ import annotations
+
+from analyzer.evaluate.score import Episode, Found, by_fields, score, table
+
+
+def found(unit: str, seqs: set[int], stuck: bool = True, repeats: int = 3, kind: str = "streak") -> Found:
+    return Found(unit, f"f{min(seqs)}", kind, repeats, stuck, frozenset(seqs), groups={"format": "pi"})
+
+
+def test_the_three_figures_follow_their_definitions() -> None:
+    eps = [
+        Episode("a", "loop", 1, 4, groups={"format": "pi"}),  # found
+        Episode("a", "loop", 10, 12, groups={"format": "pi"}),  # missed
+        Episode("a", "not_loop", 20, 25, groups={"format": "pi"}),  # a stuck finding on it: not kept
+        Episode("a", "not_loop", 30, 31, groups={"format": "pi"}),  # kept
+        Episode("a", "unsure", 40, 45, groups={"format": "pi"}),  # counts nowhere
+    ]
+    fs = [
+        found("a", {2, 3, 4}),  # on a loop
+        found("a", {21, 22, 23}),  # on a not_loop
+        found("a", {41, 42, 43}),  # on unsure only: counts nowhere
+        found("a", {50, 51, 52}),  # on no label: listed, not counted
+        found("a", {30, 31}, stuck=False),  # not stuck: not a stuck finding
+        found("a", {11, 12}, repeats=2),  # 2 repeats: not a stuck finding
+    ]
+    s = score(fs, eps)["all"]
+    assert (s.on_labels, s.on_loop, s.precision) == (2, 1, 0.5)
+    assert (s.loops, s.loops_found, s.recall) == (2, 1, 0.5)
+    assert (s.healthy, s.healthy_kept, s.healthy_kept_rate) == (2, 1, 0.5)
+    assert [f.seqs for f in s.unlabelled] == [frozenset({50, 51, 52})]
+    assert [e.first for e in s.missed] == [10] and [e.first for e in s.flagged_healthy] == [20]
+
+
+def test_a_finding_on_a_loop_and_a_not_loop_counts_as_on_a_loop_and_units_never_meet() -> None:
+    eps = [Episode("a", "loop", 1, 2), Episode("a", "not_loop", 3, 4), Episode("b", "loop", 1, 4)]
+    s = score([found("a", {1, 2, 3, 4})], eps)["all"]
+    assert (s.on_labels, s.on_loop) == (1, 1)
+    assert (s.loops, s.loops_found) == (2, 1)  # unit b's loop shares seqs, not the unit
+
+
+def test_text_labels_meet_on_the_message_and_groups_split_the_counts() -> None:
+    text = Found("a", "t", "text", 4, True, messages=frozenset({7}), groups={"format": "codex"})
+    eps = [Episode("a", "loop", message=7, kind="text", groups={"format": "codex"})]
+    scores = score([text], eps, by_fields("format", "kind"))
+    assert scores["format=codex"].recall == 1.0 and scores["kind=text"].precision == 1.0
+    assert "| format=codex | 1 | 1 | 1.00 | 1 | 1 | 1.00 | 0 | 0 | – |" in table(scores, ["format=codex"])
