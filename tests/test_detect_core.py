@@ -280,9 +280,26 @@ def test_drift_by_small_argument_changes(commands: list[str]) -> None:
     assert drift_runs(commands) == [1, 2, 3]
 
 
-def test_identical_calls_are_a_streak_not_drift() -> None:
-    assert drift_runs(["make all"] * 3) == [1, 1, 1]
+def test_identical_calls_continue_a_drift_run() -> None:
+    # the drift run counts identical and near-identical repeats alike (a run that mixes them is one loop); the streak
+    # counts the identical ones
+    assert drift_runs(["make all"] * 3) == [1, 2, 3]
+    assert drift_runs(["make all", "make all", "make all --verbose", "make all --verbose"]) == [1, 2, 3, 4]
     assert drift_runs(["git status", "cargo build --release"]) == [1, 1]  # unrelated commands
+
+
+def test_wrappers_that_do_not_change_the_action_make_a_streak() -> None:
+    g = Detector()
+    commands = [
+        "sleep 5 && curl -s http://ci/status",
+        "sleep 10 && curl -s http://ci/status",
+        "curl -s http://ci/status",
+    ]
+    assert [g.observe_call("bash", {"command": c}).signals.streak for c in commands] == [1, 2, 3]
+    g = Detector()
+    descriptions = ["Run the tests", "Run the tests again", "Check whether the fix worked"]
+    calls = [{"command": "npm test", "description": d, "timeout": 60_000 * i} for i, d in enumerate(descriptions)]
+    assert [g.observe_call("Bash", c).signals.streak for c in calls] == [1, 2, 3]
 
 
 def test_same_result_and_progress() -> None:

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analyzer.detect.keys import (
+    action_json,
     args_text,
     args_token_set,
     call_key,
@@ -36,6 +37,8 @@ from analyzer.detect.vector.text import text_signals
 TOOLS = ["bash", "read", "edit"]
 ARGS = [
     {"command": "make test"},
+    {"command": "make test", "description": "Run the tests"},  # commentary: the same action
+    {"command": "make  test ", "description": "Run them again", "timeout": 60},
     {"command": "make test --verbose"},
     {"path": "a.py"},
     {"path": "b.py", "n": 2},
@@ -121,6 +124,7 @@ CALL_SCHEMA = {
     "tool": pl.String,
     "k": pl.UInt64,
     "args": pl.String,
+    "action_args": pl.String,
     "result_key": pl.UInt64,
     "is_error": pl.Boolean,
     "parent_call_id": pl.String,
@@ -143,14 +147,16 @@ def frames(sessions: list[list[tuple[str, Any]]]) -> tuple[pl.DataFrame, pl.Data
             else:
                 tool, args, (text, err), parent = payload
                 canon = canonical_json(args)
+                act = action_json(tool, args, canon)  # as ingest stores them: calls.action_key, action_args
                 res = result_key(text, err)
                 calls.append(
                     {
                         "session_id": f"s{sid}",
                         "user_turn": ut,
                         "tool": tool,
-                        "k": int(call_key(tool, canon), 16),
+                        "k": int(call_key(tool, act), 16),
                         "args": canon,
+                        "action_args": None if act == canon else act,
                         "result_key": int(res, 16) if res else None,
                         "is_error": err,
                         "parent_call_id": parent,

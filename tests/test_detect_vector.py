@@ -13,7 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzer.detect.keys import args_token_set, call_key, canonical_json, estimate_tokens, fast_token_set, result_key
+from analyzer.detect.keys import (
+    action_json,
+    args_token_set,
+    call_key,
+    canonical_json,
+    estimate_tokens,
+    fast_token_set,
+    result_key,
+)
 from analyzer.detect.rules import FINDINGS, RESULT_HEAD, SIGNAL_FIELDS, TEXT_FIELDS
 from analyzer.detect.stream.calls import Config, scan_calls
 from analyzer.detect.stream.episodes import SessionData, build_findings
@@ -108,6 +116,7 @@ def test_sentence_and_chunk_rules_equal_the_reference(texts: list[str]) -> None:
 TOOLS = ["bash", "read", "edit"]
 ARGS = [
     {"command": "make test"},
+    {"command": "make test", "description": "Run the tests again"},  # commentary: the same action
     {"command": "make test --verbose"},
     {"command": "make test --verbose --color"},
     {"path": "a.py"},
@@ -154,6 +163,17 @@ message_item_st = st.tuples(
 DRIFTS = [
     [{"command": f"sleep {n} && curl -s http://ci/api/status"} for n in (5, 10, 30, 60, 120)],
     [{"command": "python -m pytest tests unit" + " --verbose" * n} for n in range(5)],
+    # identical and drifted repeats mixed (a sleep wrapper does not change the action): one drift episode
+    [
+        {"command": c}
+        for c in (
+            "curl -s http://ci/api/status",
+            "sleep 5 && curl -s http://ci/api/status",
+            "curl -s --retry 3 http://ci/api/status",
+            "sleep 9 && curl -s --retry 3 http://ci/api/status",
+            "curl -s --retry 3 --max-time 9 http://ci/api/status",
+        )
+    ],
 ]
 
 
@@ -233,6 +253,7 @@ def build(sessions: list[list[tuple]]) -> dict[str, Any]:
                     (c[0], c[1], c[2], parent_id) for c in children
                 ]:
                     canon = canonical_json(args)
+                    act = action_json(tool, args, canon)
                     calls.append(
                         {
                             "session_id": sid,
@@ -245,7 +266,8 @@ def build(sessions: list[list[tuple]]) -> dict[str, Any]:
                             "text": res,
                             "is_error": err,
                             "parent_call_id": parent,
-                            "key": call_key(tool, canon),
+                            "key": call_key(tool, act),
+                            "action_args": None if act == canon else act,
                             "result_key": result_key(res, err),
                             "est_tokens": estimate_tokens(canon) + estimate_tokens(res),
                         }
@@ -268,7 +290,7 @@ def reference(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[t
         sig, links = scan_calls(
             keys,
             [c["tool"] for c in cs],
-            [c["args"] for c in cs],
+            [c["action_args"] or c["args"] for c in cs],
             [c["result_key"] for c in cs],
             [c["is_error"] for c in cs],
             [c["parent_call_id"] for c in cs],
@@ -301,7 +323,7 @@ def reference(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[t
                 m_signals=tsig,
                 text_links=tlinks,
                 usage={t: u for (s, t), u in data["usage"].items() if s == sid},
-                tokens={k: args_token_set(c["args"]) for k, c in zip(keys, cs)},
+                tokens={k: args_token_set(c["action_args"] or c["args"]) for k, c in zip(keys, cs)},
                 result_key=[c["result_key"] for c in cs],
                 is_error=[c["is_error"] for c in cs],
                 result_head=heads.__getitem__,
@@ -339,6 +361,7 @@ def vectorised(data: dict[str, Any], config: Config) -> tuple[list[tuple], list[
             "user_turn": pl.Int32,
             "tool": pl.String,
             "args": pl.String,
+            "action_args": pl.String,
             "text": pl.String,
             "is_error": pl.Boolean,
             "parent_call_id": pl.String,

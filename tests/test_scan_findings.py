@@ -215,17 +215,17 @@ def test_without_reset_counters_continue_but_episodes_still_split_at_prompts(tmp
     assert [r[0] for r in query(db, "SELECT streak FROM signals ORDER BY seq")] == [1, 2, 3, 4]
 
 
-def test_drift_by_a_sleep_wrapper_is_stuck_when_the_result_repeats(tmp_path: Path) -> None:
+def test_a_sleep_wrapper_does_not_change_the_action_so_its_repeats_are_a_streak(tmp_path: Path) -> None:
     pi = (
         Pi()
         .user()
         .each(*[bash(f"sleep {s} && curl -s http://ci/api/status", "status: pending") for s in (30, 60, 90, 120)])
     )
     (f,) = scanned(tmp_path, pi)
-    assert (f["kind"], f["repeats"], f["stuck"]) == ("drift", 4, True)
+    assert (f["kind"], f["repeats"], f["stuck"]) == ("streak", 4, True)
 
 
-def test_drift_by_tail_and_by_an_extra_flag(tmp_path: Path) -> None:
+def test_a_tail_is_no_new_action_but_an_extra_flag_drifts(tmp_path: Path) -> None:
     tail = Pi("tail").user().each(*[bash(f"npm test 2>&1 | tail -{n}", "FAIL src/app.test.ts") for n in (20, 50, 100)])
     flag = (
         Pi("flag")
@@ -239,8 +239,28 @@ def test_drift_by_tail_and_by_an_extra_flag(tmp_path: Path) -> None:
     found = scanned(tmp_path, tail, flag)
     assert sorted((f["session_id"], f["kind"], f["repeats"], f["stuck"]) for f in found) == [
         ("flag", "drift", 3, True),
-        ("tail", "drift", 3, True),
+        ("tail", "streak", 3, True),
     ]
+
+
+def test_identical_and_drifted_repeats_mixed_are_one_drift(tmp_path: Path) -> None:
+    # two identical polls (the sleep wrapper is no new action), then the same poll with more flags: one loop
+    commands = [
+        "sleep 5 && curl -sS --retry 3 http://staging/healthz",
+        "sleep 10 && curl -sS --retry 3 http://staging/healthz",
+        "curl -sS --retry 3 http://staging/healthz",
+        "curl -sS --retry 3 --max-time 10 http://staging/healthz",
+        "sleep 30 && curl -sS --retry 5 --max-time 10 http://staging/healthz",
+    ]
+    pi = Pi().user().each(*[bash(c, "curl: (7) Failed to connect to staging port 80", True) for c in commands])
+    (f,) = scanned(tmp_path, pi)
+    assert (f["kind"], f["repeats"], f["stuck"]) == ("drift", 5, True)
+
+
+def test_identical_calls_only_stay_a_streak(tmp_path: Path) -> None:
+    pi = Pi().user().each(*[bash("pytest -q tests/unit", "1 failed", True) for _ in range(4)])
+    (f,) = scanned(tmp_path, pi)
+    assert (f["kind"], f["repeats"]) == ("streak", 4)
 
 
 def test_near_identical_edits_that_all_succeed_are_work_not_a_loop(tmp_path: Path) -> None:

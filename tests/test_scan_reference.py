@@ -33,7 +33,8 @@ def reference(db: Path, config: Config) -> tuple[set[tuple], set[tuple], set[tup
     try:
         calls = _rows(
             con,
-            "SELECT session_id, seq, call_id, turn_id, user_turn, tool, call_key, args, result_key, "
+            "SELECT session_id, seq, call_id, turn_id, user_turn, tool, action_key, args, "
+            "coalesce(action_args, args) AS action_args, result_key, "
             f"is_error, parent_call_id, left(result_text, {RESULT_HEAD}) AS head, result_chars "
             "FROM calls ORDER BY session_id, seq",
         )
@@ -58,10 +59,10 @@ def reference(db: Path, config: Config) -> tuple[set[tuple], set[tuple], set[tup
         cs = [c for c in calls if c["session_id"] == sid]
         ms = [m for m in msgs if m["session_id"] == sid]
         col = {k: [c[k] for c in cs] for k in (cs[0] if cs else {})}
-        sig, links = scan_calls(
-            col.get("call_key", []),
+        sig, links = scan_calls(  # calls compared by their action (calls.action_key, action_args)
+            col.get("action_key", []),
             col.get("tool", []),
-            col.get("args", []),
+            col.get("action_args", []),
             col.get("result_key", []),
             col.get("is_error", []),
             col.get("parent_call_id", []),
@@ -79,7 +80,7 @@ def reference(db: Path, config: Config) -> tuple[set[tuple], set[tuple], set[tup
                 turn_id=col.get("turn_id", []),
                 user_turn=col.get("user_turn", []),
                 tool=col.get("tool", []),
-                key=col.get("call_key", []),
+                key=col.get("action_key", []),
                 args=col.get("args", []),
                 parent=col.get("parent_call_id", []),
                 est_tokens=[estimate_tokens(c["args"]) + tokens_of_length(c["result_chars"]) for c in cs],
@@ -93,7 +94,7 @@ def reference(db: Path, config: Config) -> tuple[set[tuple], set[tuple], set[tup
                 m_signals=tsig,
                 text_links=tlinks,
                 usage={u["turn_id"]: (u["tokens"], u["cost"]) for u in usage if u["session_id"] == sid},
-                tokens={c["call_key"]: args_token_set(c["args"]) for c in cs},
+                tokens={c["action_key"]: args_token_set(c["action_args"]) for c in cs},
                 result_key=col.get("result_key", []),
                 is_error=col.get("is_error", []),
                 result_head=[c["head"] for c in cs].__getitem__,

@@ -33,13 +33,14 @@ the thresholds it decides, and one group-by yields the figures of every threshol
   (``nested_repeat`` reaching ``nested_repeats``) is blocked.
 
 **Approximations** (why calibrate verifies its recommendation with one exact replay, ``analyzer.guards.replay``): the
-signals use the canonical key (gitagent and gemini-cli hash ``JSON.stringify`` order, roo-code sorts the top level
-only); ``done`` is not exempt for open-codesign; cline and roo-code never reset at user prompts but the signals do; pi
-does not record blocked calls in its window (the sweep counts every recorded call), compares near-identical arguments
-with every call in its window (the sweep only with the previous call of the same tool), reads its text rules over
-``PI_ANTI_LOOP_WINDOW`` texts (the stored counters over 10, with rule 4 as a set of mutually similar texts), and aborts
-when a call blocked in one script is issued in another (not modelled, nor loop_ack or the fail rate); gemini-cli's
-text rule and gitagent's batches with a call that got no result are left out as well.
+signals use the action key (``calls.action_key``: commentary and tuning dropped, a shell command without its wrappers;
+the seed guards use the canonical key, gitagent and gemini-cli hash ``JSON.stringify`` order, roo-code sorts the top
+level only); ``done`` is not exempt for open-codesign; cline and roo-code never reset at user prompts but the signals
+do; pi does not record blocked calls in its window (the sweep counts every recorded call), compares near-identical
+arguments with every call in its window (the sweep only with the previous call of the same tool), reads its text rules
+over ``PI_ANTI_LOOP_WINDOW`` texts (the stored counters over 10, with rule 4 as a set of mutually similar texts), and
+aborts when a call blocked in one script is issued in another (not modelled, nor loop_ack or the fail rate);
+gemini-cli's text rule and gitagent's batches with a call that got no result are left out as well.
 
 **What a halt saves**: exactly the replay's ``scope="run"`` figure — the counted usage (``turns.total_tokens`` and
 ``cost_usd`` of assistant messages with ``usage_counted``) of the messages after the message at which the run stops,

@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.detect.keys import jaccard, normalize_result
+from analyzer.detect.keys import action_json, jaccard, normalize_result
 from analyzer.detect.rules import (
     MIN_FORMAT_REFUSALS,
     MIN_REPEATS,
@@ -43,6 +43,7 @@ from analyzer.detect.rules import (
     WINDOW,
     is_mutating,
 )
+from analyzer.detect.semantics import action_args, shell_words
 
 # The judgement reads the same few calls again and again (every link, gap and round of a candidate compares them):
 # its pure functions of a result or a call are memoised, bounded by this many entries (results are heads of at most
@@ -154,7 +155,9 @@ _DRIFTING_KEYS = frozenset(
     )
 )
 _NAMED_KEYS = _OBJECT_KEYS | _DRIFTING_KEYS  # a structured call names its object or drifting text
-# What varies without changing the action: the fix being tried, presentation and limits.
+# What varies without changing the action: the fix being tried, presentation and limits. A declared tool's commentary
+# and tuning (``semantics.TOOLS``) are dropped before these; the names below also cover the tools the table leaves at
+# the default.
 _IGNORED_KEYS = frozenset(
     map(
         _key,
@@ -243,30 +246,7 @@ def _tokens(segment: str) -> list[str]:
     return list(_split(segment))
 
 
-# ``shlex.split(posix=True)`` as two regular expressions (shlex reads one character at a time in Python: it was the
-# judgement's slowest step). A word is a run of pieces between blanks (space, tab, CR, LF): a plain character, a
-# backslash and the character it escapes, a single-quoted text (literal), a double-quoted one (where a backslash
-# escapes only a backslash or a double quote). What is left between words (an unclosed quote, a trailing
-# backslash) is where shlex raises.
-_SHELL_BLANKS = " \t\r\n"
-_SHELL_WORD = re.compile(r"(?:[^ \t\r\n'\"\\]+|\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\")+", re.S)
-_SHELL_PIECE = re.compile(r"([^'\"\\]+)|\\(.)|'([^']*)'|\"((?:[^\"\\]|\\.)*)\"", re.S)
-_QUOTED_ESCAPE = re.compile(r'\\([\\"])')
-
-
-def shell_words(text: str) -> list[str]:
-    """``shlex.split(text)``: the same words, or ValueError where shlex raises one."""
-    words, end = [], 0
-    for m in _SHELL_WORD.finditer(text):
-        if text[end : m.start()].strip(_SHELL_BLANKS):
-            raise ValueError("No closing quotation or no escaped character")
-        end = m.end()
-        words.append(
-            "".join(p[0] or p[1] or p[2] or _QUOTED_ESCAPE.sub(r"\1", p[3]) for p in _SHELL_PIECE.findall(m.group(0)))
-        )
-    if text[end:].strip(_SHELL_BLANKS):
-        raise ValueError("No closing quotation or no escaped character")
-    return words
+# ``shlex.split(posix=True)``, faster: ``semantics.shell_words``.
 
 
 @lru_cache(maxsize=_COMMANDS)
@@ -369,7 +349,7 @@ def action(tool: str, args: str | None) -> Action:
             search,
             tuple(sorted(options)),
         )
-    a = _args(args)
+    a = action_args(tool, _args(args))  # commentary and tuning, as the tool's semantics declare them, dropped
     if isinstance(a, dict) and not any(_key(k) in _NAMED_KEYS for k in a):
         code = next((a[k] for k in _CODE_KEYS if isinstance(a.get(k), str)), None)
         if code is not None:  # run_ipython / python tools: the code is the action, and it may drift
@@ -773,7 +753,23 @@ def _judge_failure(positions: Sequence[int], period: int | None, view: View, bet
 
 
 def _judge_drift(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
-    return _drift_runs(positions, [view(p) for p in positions])
+    """Drifting retries; a kept run whose calls are all one action (the candidate mixed identical and drifted calls,
+    and only identical ones passed) is a streak, not a drift: it is left for the streak claimed next."""
+    calls = [view(p) for p in positions]
+    return [j for j in _drift_runs(positions, calls) if len({_action_of(view(p)) for p in j.positions}) > 1]
+
+
+def _action_of(c: CallView) -> str:
+    """The call's action (tool + action arguments: ``keys.action_json``), as ``calls.action_key`` hashes it."""
+    return f"{c.tool}\x00{_action_text(c.tool, c.args)}"
+
+
+@lru_cache(maxsize=_COMMANDS)
+def _action_text(tool: str, args: str | None) -> str:
+    try:
+        return action_json(tool, orjson.loads(args)) if args else "{}"
+    except orjson.JSONDecodeError:  # arguments clipped at load time: compared as they are
+        return args
 
 
 def _unfixed_pieces(positions: Sequence[int], view: View, between: Between) -> list[list[int]]:

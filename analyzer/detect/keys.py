@@ -14,6 +14,8 @@ from typing import Any
 import orjson
 import xxhash
 
+from analyzer.detect.semantics import NOISE_LINE_RE, NOISE_MARKERS, action_args
+
 _SORT = orjson.OPT_SORT_KEYS
 _NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
 
@@ -55,25 +57,38 @@ def call_key(tool: str, args_json: str) -> str:
     return digest(f"{tool}\x00{args_json}")
 
 
+def action_json(tool: str, args: Any, canon: str | None = None) -> str:
+    """Canonical JSON of the call's action arguments (``semantics.action_args``: commentary and tuning dropped, a shell
+    command reduced to what it runs); ``canon``, the canonical JSON of ``args`` when the caller has it, is returned as
+    it is when nothing was dropped."""
+    act = action_args(tool, args)
+    if act is args:
+        return canon if canon is not None else canonical_json(args)
+    return canonical_json(act)
+
+
+def action_key(tool: str, args: Any) -> str:
+    """Hash of tool + action arguments (``calls.action_key``): equal for calls that differ only in commentary or
+    tuning (docs/detectors.md, "The semantics of tool arguments"). Ingest, the scan's signals, the judgement and the
+    ``loopscope`` guard compare calls by it; ``call_key`` stays the full canonical key."""
+    return call_key(tool, action_json(tool, args))
+
+
 # Envelope lines some agents put around a command's output that change on every run even when the output does not
-# (Codex unified exec). Left in, they would make a stuck poll look like progress.
-_VOLATILE_NAMES = (
-    "Chunk ID",
-    "Wall time",
-    "Process running with session ID",
-    "Original token count",
-    "Total output lines",
-)
-VOLATILE_LINE_RE = r"(?m)^(?:" + "|".join(_VOLATILE_NAMES) + r"):.*$"
+# (Codex unified exec, Gemini CLI's shell): declared in ``semantics.RESULT_NOISE``. Left in, they would make a stuck
+# poll look like progress.
+VOLATILE_LINE_RE = NOISE_LINE_RE
 _VOLATILE_LINE = re.compile(VOLATILE_LINE_RE)
-_VOLATILE_MARKERS = tuple(n + ":" for n in _VOLATILE_NAMES)
-MARKER_PREFIX = 400  # envelope lines sit at the top of an output; looking further only costs time
+_VOLATILE_MARKERS = NOISE_MARKERS
+MARKER_PREFIX = 400  # envelope lines sit at the top (Codex) or the bottom (Gemini CLI) of an output; no further
 
 
 def normalize_result(text: str) -> str:
     """Drop volatile envelope lines. Whitespace is kept as is: the same command prints the same whitespace, and
     collapsing or trimming it was the most expensive step of the whole ingest."""
-    if any(m in text[:MARKER_PREFIX] for m in _VOLATILE_MARKERS):
+    if any(m in text[:MARKER_PREFIX] for m in _VOLATILE_MARKERS) or (
+        len(text) > MARKER_PREFIX and any(m in text[-MARKER_PREFIX:] for m in _VOLATILE_MARKERS)
+    ):
         return _VOLATILE_LINE.sub("", text)
     return text
 

@@ -24,8 +24,8 @@ SIGNAL_COLUMNS: tuple[tuple[str, str, str], ...] = (
     (
         "streak",
         "INTEGER",
-        "Identical calls (same `call_key`) in a row ending here, this one included; 1 for a call "
-        "unlike the one before.",
+        "Identical calls (the same action: same `calls.action_key`) in a row ending here, this one included; 1 for "
+        "a call unlike the one before.",
     ),
     (
         "cycle2",
@@ -48,14 +48,15 @@ SIGNAL_COLUMNS: tuple[tuple[str, str, str], ...] = (
         "sim_prev",
         "DOUBLE",
         "Shared-token Jaccard similarity of the arguments with the previous call, when that call "
-        "used the same tool (NULL otherwise, and at the first call after a reset). Drift at another bar B: a call "
-        "links to the one before when `sim_prev >= B AND streak = 1`; a drift run is a run of linked calls.",
+        "used the same tool (NULL otherwise, and at the first call after a reset); the words are those of the action "
+        "arguments (`calls.action_args`). Drift at another bar B: a call links to the one before when "
+        "`sim_prev >= B OR streak > 1`; a drift run is a run of linked calls.",
     ),
     (
         "drift_run",
         "INTEGER",
-        "Consecutive calls of this tool ending here, each near-identical to the one before "
-        "(`sim_prev` >= 0.55) but not identical (`streak` = 1); 1 for a call that does not continue such a run.",
+        "Consecutive calls of this tool ending here, each identical (`streak` > 1) or near-identical (`sim_prev` "
+        ">= 0.55) to the one before; 1 for a call that does not continue such a run.",
     ),
     (
         "fail_run",
@@ -213,7 +214,9 @@ class Kind:
 
 
 LOOP_KINDS: tuple[Kind, ...] = (
-    Kind("streak", "Identical calls in a row", "#e15759", 2, f"{MIN_REPEATS}+ identical calls in a row"),
+    Kind(
+        "streak", "Identical calls in a row", "#e15759", 3, f"{MIN_REPEATS}+ identical calls (the same action) in a row"
+    ),
     Kind("cycle", "Cycle", "#f28e2b", 1, f"a block of 2-5 calls with 2+ distinct keys repeated {MIN_REPEATS}+ times"),
     Kind(
         "window",
@@ -227,9 +230,9 @@ LOOP_KINDS: tuple[Kind, ...] = (
         "drift",
         "Near-identical arguments",
         "#17becf",
-        3,
-        f"{MIN_REPEATS}+ consecutive calls of one tool, each near-identical to the one before, sharing "
-        f"{MIN_SHARED_WORDS}+ words",
+        2,
+        f"{MIN_REPEATS}+ consecutive calls of one tool, each identical or near-identical to the one before and at "
+        f"least one not identical, sharing {MIN_SHARED_WORDS}+ words",
     ),
     Kind("failure", "Repeated failure", "#8c2d2d", 4, f"{MIN_REPEATS}+ consecutive failures of one tool"),
     Kind(
@@ -249,8 +252,10 @@ CLAIMS: tuple[str, ...] = tuple(
 )
 # The runs of links call episodes are found in, in claim order: cycles by period (smallest first, so (A B) x 6 is
 # one 2-cycle and not also a 4-cycle), then one run per kind; window, claimed last, is found by chains of one call
-# over the calls left, not by runs.
-CLAIM_ORDER = ("cycle2", "cycle3", "cycle4", "cycle5", "streak", "drift", "failure")
+# over the calls left, not by runs. Drift is offered before streak: a run that mixes identical and drifted repeats
+# (``sleep 5 && curl …`` twice, then with ``--max-time``) is one loop, not a streak and some leftovers; a run of
+# identical calls only is never a drift, and stays for streak.
+CLAIM_ORDER = ("cycle2", "cycle3", "cycle4", "cycle5", "drift", "streak", "failure")
 
 
 _ORDINALS = {1: "st", 2: "nd", 3: "rd"}

@@ -50,6 +50,10 @@ class Call:
     parent: str | None
     tokens: frozenset[str] | None = None  # shared-token set of the arguments, computed on first use
     objects: frozenset[str] | None = None  # the object words among ``tokens`` (paths, patterns), likewise
+    # The action key (``calls.action_key``: commentary and tuning dropped, ``detect.semantics``) and the action
+    # arguments (None: equal to ``args``); None when the caller did not give them (computed from ``args`` then).
+    action: str | None = None
+    action_args: str | None = None
 
     @property
     def has_result(self) -> bool:

@@ -94,6 +94,8 @@ _CALL_COLS = (
     "result_key",
     "is_error",
     "parent_call_id",
+    "action_key",
+    "action_args",
 )
 _TURN_COLS = ("session_id", "turn_index", "turn_id", "role", "text", "user_turn", "tokens", "cost")
 
@@ -135,7 +137,8 @@ def read_corpus(
         con,
         f"""
         SELECT session_id, seq, call_id, turn_id, user_turn, tool, left(args, {ARGS_LIMIT}) AS args, call_key,
-               call_key_ordered, call_key_shallow, result_key, is_error, parent_call_id
+               call_key_ordered, call_key_shallow, result_key, is_error, parent_call_id, action_key,
+               left(action_args, {ARGS_LIMIT}) AS action_args
         FROM calls WHERE {rows("calls")} ORDER BY session_id, seq""",
         params,
     )
@@ -185,7 +188,7 @@ def _build(sid: str, t: list[list[Any]], c: list[list[Any]]) -> Session:
         first_by_id.setdefault(turn_ids[pos], msg)
         last_msg_of_user[t_user[pos]] = msg
     calls: list[Call] = []
-    _, seqs, cids, c_turn, c_user, tools, args, k, ko, ks, rk, err, parent = c
+    _, seqs, cids, c_turn, c_user, tools, args, k, ko, ks, rk, err, parent, ka, aargs = c
     synthetic: dict[int, Message] = {}
     prev: Message | None = None
     for i in range(len(seqs)):
@@ -213,6 +216,8 @@ def _build(sid: str, t: list[list[Any]], c: list[list[Any]]) -> Session:
             rk[i],
             err[i],
             parent[i],
+            action=ka[i],
+            action_args=aargs[i],
         )
         calls.append(call)
         msg.calls.append(call)

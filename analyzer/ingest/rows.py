@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
+from analyzer.detect.keys import action_json, call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
 from analyzer.ingest.cost import Usage, price_usage
 from analyzer.store.schema import CALLS, SESSIONS, STORED_HEAD_CHARS, STORED_TAIL_CHARS, TURNS, spool_columns
 from analyzer.tables import arrow_type
@@ -511,12 +511,19 @@ class SessionBuilder:
         error_kind: str | None,
         has_result: bool,
     ) -> None:
-        canon, ordered, shallow = _arg_variants(c.args if c.args is not None else {})
+        args = c.args if c.args is not None else {}
+        canon, ordered, shallow = _arg_variants(args)
         # The ordered and shallow variants are None when they equal the canonical JSON (most calls): their key is
-        # then the canonical key, not hashed again.
+        # then the canonical key, not hashed again. So are the action arguments (``keys.action_json``) when nothing
+        # is commentary or tuning: ``action_args`` is stored NULL then.
         key = call_key(c.tool, canon)
         key_ordered = key if ordered is None else call_key(c.tool, ordered)
         key_shallow = key if shallow is None else call_key(c.tool, shallow)
+        act = action_json(c.tool, args, canon)
+        if act == canon:
+            act, key_action = None, key
+        else:
+            key_action = call_key(c.tool, act)
         if has_result:
             text = text or ""
             is_error = bool(is_error)
@@ -542,6 +549,8 @@ class SessionBuilder:
                 key,
                 key_ordered,
                 key_shallow,
+                key_action,
+                act,
                 text,
                 chars,
                 rkey,
@@ -553,7 +562,7 @@ class SessionBuilder:
                 self.file_id,
                 c.line,
             ),
-            160 + len(canon) + (len(text) if text else 0),
+            160 + len(canon) + (len(act) if act else 0) + (len(text) if text else 0),
         )
 
     # -- end ----------------------------------------------------------------------------------------------------------

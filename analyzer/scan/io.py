@@ -21,20 +21,23 @@ from analyzer.store import connection
 # Plain dictionary compression lands them ~40% faster for ~6% more store (13 MB for 500 MB of transcripts).
 # None: DuckDB's choice.
 OUTPUT_COMPRESSION: str | None = "dictionary"
-# A store that keeps each call's argument words (``keys.args_words``) spares the scan the tokenising.
+# A store that keeps each call's argument words (``keys.args_words`` of its action arguments,
+# ``coalesce(action_args, args)``) spares the scan the tokenising.
 WORDS_COLUMN = "args_words"
 
 # One group's rows: its sessions' rows lie in a narrow span of rowids (``connection.rows_of``: the scan takes sessions
 # in the order of their rows, so DuckDB skips the row groups outside the span) and a registered table
 # (``_scan_group``) names them. Bounded by file ids instead, a group skipped nothing: ingest lands chunks in the order
 # its parser processes finish, so every row group spans nearly every file.
-# Unsorted: polars sorts faster than DuckDB sorts strings. Keys are 16 hex digits of an XXH3-64, read as the 64-bit
+# Unsorted: polars sorts faster than DuckDB sorts strings. Calls are compared by their action key (``k``; the
+# semantics table, ``detect.semantics``), their words read from the action arguments (NULL: the arguments). Keys are
+# 16 hex digits of an XXH3-64, read as the 64-bit
 # number they spell, exactly (a hash of them would add collisions of its own); a missing result key stays NULL.
 _GROUP = "{span} AND session_id IN (SELECT session_id FROM _scan_group)"
 _KEY = "CASE WHEN {col} IS NOT NULL THEN coalesce(try_cast('0x' || {col} AS UBIGINT), hash({col})) END"
 _CALLS_SQL = f"""
-    SELECT session_id, seq, call_id, turn_id, user_turn, tool, {_KEY.format(col="call_key")} AS k, args,
-           {_KEY.format(col="result_key")} AS result_key, is_error, parent_call_id,
+    SELECT session_id, seq, call_id, turn_id, user_turn, tool, {_KEY.format(col="action_key")} AS k, args,
+           action_args, {_KEY.format(col="result_key")} AS result_key, is_error, parent_call_id,
            ({estimate_tokens_sql("args")} + {tokens_of_length_sql("result_chars")})::INTEGER AS est_tokens{{words}}
     FROM calls WHERE {_GROUP.format(span="{calls}")}
 """

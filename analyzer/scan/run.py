@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     import polars as pl
 
 # Bump when signals or findings change meaning: every session is rescanned.
-DETECTOR_VERSION = "2"  # 2: findings judged (judge.py), repeat_tokens, why
+# 2: findings judged (judge.py), repeat_tokens, why; 3: calls compared by action_key, drift claimed before streak
+DETECTOR_VERSION = "3"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
 # since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store. Both are

@@ -7,8 +7,9 @@ signals for whole groups of sessions at once (``detect.vector.calls``, polars); 
 to (tests/test_detect_properties.py). Semantics: docs/detectors.md#vocabulary and docs/detectors.md#the-seed-guards;
 every signal is threshold-free, policies put thresholds on them.
 
-Keys are whatever hashable identity the caller gives (the scan passes 64-bit ints of ``calls.call_key``); argument
-token sets are computed lazily, only when a call meets a call of the same tool, and cached by key.
+Keys are whatever hashable identity the caller gives (the scan passes 64-bit ints of ``calls.action_key``, the live
+``Detector`` the same key: calls are compared by their action, ``detect.semantics``); the arguments are the action
+arguments, whose token sets are computed lazily, only when a call meets a call of the same tool, and cached by key.
 
 A call is fed in two steps so a guard can look before the call runs: ``call()`` returns the signals that do not need
 the result (streak, cycles, window counts, similarity, drift, nested repeats); ``result()`` completes them (failure
@@ -156,8 +157,8 @@ class CallDetector:
         self, key: Any, tool: str, args: str | None, parent: str | None = None, user_turn: int | None = None
     ) -> CallSignals:
         """Record a call and return its pre-result signals (``RESULT_FIELDS`` None until ``result``). ``args`` is
-        the canonical argument JSON (read only when the call meets a call of the same tool). ``user_turn``, when
-        given, resets the state whenever it changes (the batch form of ``user_prompt``)."""
+        the action arguments' canonical JSON (read only when the call meets a call of the same tool). ``user_turn``,
+        when given, resets the state whenever it changes (the batch form of ``user_prompt``)."""
         if self._pending is not _NO_PENDING:
             self.result(None, None)
         if user_turn is not None and user_turn != self._ut:
@@ -214,7 +215,7 @@ class CallDetector:
             a = self._tokens(self._prev_key, self._prev_args)
             b = self._tokens(key, args)
             sim: float | None = jaccard(a, b)
-            drift = self._drift + 1 if sim >= self._bar and key != self._prev_key else 1
+            drift = self._drift + 1 if sim >= self._bar or key == self._prev_key else 1
             neighbor = t - 1
         else:
             sim = None

@@ -5,10 +5,10 @@ This is the readable statement of the rules, session by session; the scan runs t
 (``detect.vector.episodes``), which tests/test_detect_vector.py holds to exactly the same findings.
 
 Kinds, each a maximal run inside one user turn, claimed in this order so no call belongs to two episodes:
-``cycle`` (a block of 2-5 calls with at least 2 distinct keys repeated 3+ times, smallest period first), ``streak``
-(3+ identical calls in a row), ``drift`` (3+ consecutive calls of one tool, each near-identical to the one before
-but not identical, sharing at least 2 words, and answered alike: the same or a similar result, or a failure; a
-script that ran nested calls is compared by identity only, as in pi),
+``cycle`` (a block of 2-5 calls with at least 2 distinct keys repeated 3+ times, smallest period first), ``drift``
+(3+ consecutive calls of one tool, each identical or near-identical to the one before and at least one not
+identical, sharing at least 2 words, and answered alike: the same or a similar result, or a failure; a script that
+ran nested calls is compared by identity only, as in pi), ``streak`` (3+ identical calls in a row),
 ``failure`` (3+ consecutive failed calls of one tool), ``window`` (one call recurring 3+ times, each within 10 calls
 of the one before, 3 of them within one window of 10, with no change of state in between: a successful edit between
 two builds makes the second build the right move, not a loop), ``nested`` (a call repeated inside one script: 2+),
@@ -350,13 +350,16 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
                     label = " → ".join(b._label_call(seg[i], 60) for i in range(s, s + k))
                     claim("cycle", s, e, k, reps, k, label)
 
-    def contiguous(kind: str, linked: list[bool], period: int | None) -> None:
+    def contiguous(kind: str, linked: list[bool], period: int | None, drifted: bool = False) -> None:
         for s, e in _runs(linked):
             for ps, pe in unclaimed_pieces(s, e, claimed):
-                if pe - ps + 1 >= MIN_REPEATS:
-                    claim(kind, ps, pe, 1, pe - ps + 1, period)
+                if pe - ps + 1 < MIN_REPEATS:
+                    continue
+                if drifted and all(keys[q] == keys[q - 1] for q in range(ps + 1, pe + 1)):
+                    continue  # identical calls only: a streak, not a drift
+                claim(kind, ps, pe, 1, pe - ps + 1, period)
 
-    contiguous("streak", [j > 0 and keys[j] == keys[j - 1] for j in range(n)], 1)
+    # drift before streak: a run mixing identical and drifted repeats is one episode (rules.CLAIM_ORDER)
     tok = d.tokens
     empty: frozenset[str] = frozenset()
     contiguous(
@@ -371,7 +374,9 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
             for j in range(n)
         ],
         None,
+        drifted=True,
     )
+    contiguous("streak", [j > 0 and keys[j] == keys[j - 1] for j in range(n)], 1)
     contiguous("failure", [j > 0 and (sig[j][_FAIL] or 0) > 1 for j in range(n)], None)
 
     # window: one key coming back within W calls, with no change of state in between

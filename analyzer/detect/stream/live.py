@@ -9,8 +9,9 @@
     said = guard.observe_text("Let me try again:")              # at the end of each assistant message
     guard.observe_user()                                        # a user prompt was delivered: counters reset
 
-Keys and result keys are the store's own (``detect.keys``), so a guard fed a transcript sees exactly the signals
-``loopscope scan`` stores for it (a property test pins this). Report results in call order: a call observed before
+Calls are compared by their action key and result keys, the store's own (``detect.keys.action_key``: commentary and
+tuning arguments dropped, docs/detectors.md), so a guard fed a transcript sees exactly the signals ``loopscope scan``
+stores for it (a property test pins this). Report results in call order: a call observed before
 the previous one's result arrived closes the previous one without a result. A call the agent then blocks still
 counts, as in open-codesign's guard (blocked attempts keep counting).
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
-from analyzer.detect.keys import call_key, canonical_json, result_key
+from analyzer.detect.keys import action_json, call_key, result_key
 from analyzer.detect.rules import CallSignals, TextSignals
 from analyzer.detect.stream.calls import CallDetector, Config
 from analyzer.detect.stream.text import TextDetector
@@ -111,8 +112,8 @@ class Detector:
     def observe_call(self, tool: str, args: Any, parent_call_id: str | None = None) -> CallObservation:
         """A tool call about to run (``args`` as the agent sent them; ``parent_call_id`` for a call made inside a
         script). Returns the signals known before its result, and the policy's verdict on them."""
-        canon = canonical_json(args if args is not None else {})
-        sig = self._calls.call(call_key(tool, canon), tool, canon, parent_call_id)
+        act = action_json(tool, args if args is not None else {})
+        sig = self._calls.call(call_key(tool, act), tool, act, parent_call_id)
         return CallObservation(sig, self.policy.call_verdict(sig))
 
     def observe_result(self, text: str | None, is_error: bool | None = False) -> CallObservation | None:

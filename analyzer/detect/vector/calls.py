@@ -12,7 +12,7 @@ at every user turn when ``reset_on_user``; top-level calls are the non-exempt ca
   K keys are one key repeated (``streak >= K``) or the scope is shorter than K calls;
 - ``windowW``: 1 + how many of the W previous calls of the scope have this key (W shifted comparisons);
 - ``sim_prev`` and ``drift_run``: Jaccard of argument words with the previous call when it used the same tool; the
-  drift run is the run of such calls at or above the bar whose key changed;
+  drift run is the run of such calls at or above the bar or with the same key;
 - ``fail_run``: the run of failed calls of one tool; ``same_result``: the previous call with this key in the scope;
 - nested calls: each script's last ``script_memory`` calls are joined to it as (call, earlier call) pairs.
 """
@@ -48,12 +48,14 @@ class CallFrames:
 
 def call_signals(calls: pl.DataFrame, config: Config | None = None, words: WordsFn = args_words_series) -> CallFrames:
     """Every call's signals; equal, call for call, to ``core.scan_calls`` over each session. ``calls``: sorted by
-    session, then seq, with ``session_id, user_turn, tool, k`` (the key as a number), ``result_key`` (likewise),
-    ``is_error, parent_call_id`` and ``args`` (canonical JSON, tokenised only for calls that meet a call of the same
-    tool) or ``words`` (the distinct argument words, ``keys.args_words``, when the store keeps them)."""
+    session, then seq, with ``session_id, user_turn, tool, k`` (the action key as a number: calls are compared by
+    their action, ``detect.semantics``), ``result_key`` (likewise), ``is_error, parent_call_id`` and ``args`` with
+    ``action_args`` (canonical JSON; the action arguments, null where they equal the arguments: tokenised only for
+    calls that meet a call of the same tool) or ``words`` (the distinct words of the action arguments,
+    ``keys.args_words``, when the store keeps them)."""
     cfg = config or Config()
     exempt = pl.col("tool").is_in(sorted(cfg.exempt_tools)) if cfg.exempt_tools else pl.lit(False)
-    text = ["words"] if "words" in calls.columns else ["args"]
+    text = ["words"] if "words" in calls.columns else ["args", *(["action_args"] if "action_args" in calls else [])]
     frame = calls.with_columns(row_index()).select(
         ROW,
         "tool",
@@ -99,7 +101,8 @@ def _with_words(frame: pl.DataFrame, need: pl.Series, words: WordsFn) -> pl.Data
     it has them, else tokenised here, each key once."""
     if "words" in frame.columns:
         return frame.with_columns(pl.col("words").fill_null(pl.lit([], pl.List(pl.String))).alias("w"))
-    keys = frame.filter(need).unique("k", keep="first").select("k", "args")
+    text = pl.coalesce("action_args", "args") if "action_args" in frame.columns else pl.col("args")
+    keys = frame.filter(need).unique("k", keep="first").select("k", text.alias("args"))
     table = keys.select("k", words(keys["args"]).alias("w"))
     return frame.join(table, on="k", how="left", maintain_order="left").with_columns(
         pl.col("w").fill_null(pl.lit([], pl.List(pl.String)))
@@ -151,7 +154,7 @@ def _top_level(top: pl.DataFrame, cfg: Config, mutating: list[str], words: Words
     inter = w.list.set_intersection(prev_w).list.len()
     sim = pl.when(pl.col("_same_tool")).then(jaccard(w, prev_w, inter))
     f = f.with_columns(sim.alias("sim_prev"), pl.when(pl.col("_same_tool")).then(inter).alias("shared"))
-    drift_link = (pl.col("_same_tool") & (pl.col("sim_prev") >= cfg.similarity) & (key != key.shift(1))).fill_null(
+    drift_link = (pl.col("_same_tool") & ((pl.col("sim_prev") >= cfg.similarity) | (key == key.shift(1)))).fill_null(
         False
     )
     same = _same_result(pl.col("_prev_res"))

@@ -199,7 +199,7 @@ def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.Da
             for v in judge_calls(kind, rows, period, views.view, views.between)
         ]
 
-    return _claim(runs_by_kind, windows, seg_len, judge), top
+    return _claim(runs_by_kind, windows, seg_len, judge, _streak_at(top)), top
 
 
 class _HeadCache:
@@ -239,6 +239,13 @@ def _row_at(top: pl.DataFrame) -> Callable[[int, int], int]:
     the claiming it serves)."""
     rows, first = top["row"].to_list(), top["_start"].arg_true().to_list()
     return lambda seg, j: rows[first[seg - 1] + j]
+
+
+def _streak_at(top: pl.DataFrame) -> Callable[[int, int], bool]:
+    """Whether position ``j`` of segment ``seg`` repeats the call before it (its ``streak`` link), looked up as
+    ``_row_at`` looks up rows."""
+    repeats, first = top["streak"].to_list(), top["_start"].arg_true().to_list()
+    return lambda seg, j: repeats[first[seg - 1] + j]
 
 
 def _results_alike(top: pl.DataFrame, heads: HeadsFn) -> pl.Series:
@@ -318,11 +325,16 @@ JudgeFn = Callable[[int, str, "int | None", list[int]], list[tuple[list[int], bo
 
 
 def _claim(
-    runs: pl.DataFrame, windows: dict[int, list[list[tuple[int, int, int]]]], seg_len: dict[int, int], judge: JudgeFn
+    runs: pl.DataFrame,
+    windows: dict[int, list[list[tuple[int, int, int]]]],
+    seg_len: dict[int, int],
+    judge: JudgeFn,
+    repeats: Callable[[int, int], bool],
 ) -> list[Emitted]:
-    """The reference's claiming, segment by segment: cycles by period, then streak, drift and failure runs, each
-    offering only unclaimed pieces long enough to count, then window chains over the calls left. Each offer is
-    judged (``judge.judge_calls``); only the calls of the episodes it keeps are claimed."""
+    """The reference's claiming, segment by segment: cycles by period, then drift, streak and failure runs, each
+    offering only unclaimed pieces long enough to count (a drift piece only when one of its calls is not identical
+    to the one before: ``repeats``), then window chains over the calls left. Each offer is judged
+    (``judge.judge_calls``); only the calls of the episodes it keeps are claimed."""
     by_seg: dict[int, list[tuple[int, int, int]]] = {}
     for seg, first, last, kind in runs.iter_rows():
         by_seg.setdefault(seg, []).append((kind, first, last))
@@ -338,6 +350,8 @@ def _claim(
                     kind_name, n_first, per = "cycle", period, period
                 elif period is None and length >= MIN_REPEATS:
                     kind_name, n_first, per = name, 1, (1 if name == "streak" else None)
+                    if name == "drift" and all(repeats(seg, q) for q in range(s + 1, e + 1)):
+                        continue  # identical calls only: a streak, not a drift
                 else:
                     continue
                 for pos, stuck, why in judge(seg, kind_name, per, list(range(s, e + 1))):

@@ -18,6 +18,11 @@ by one) or after all of them (the replay). Counters reset at each user prompt.
 The one place that judges "this repeat is stuck" is ``made_progress`` (and ``changed_state`` for the latch): the
 per-call judgement of ``analyzer.detect.judge`` (action object, real failure) belongs there.
 
+Calls are compared by their action (``Call.action``, the store's ``calls.action_key``: the arguments without what the
+tool's semantics declare commentary or tuning, a shell command without its ``sleep``/``timeout``/``| head``
+wrappers; ``detect.semantics``), as the scan's signals compare them: a Claude Code ``Bash`` command rerun with a
+rewritten ``description`` is the same call again. Near-identical arguments are compared on the action arguments.
+
 Memory is bounded: the detector keeps the last ``memory`` calls of the user turn (identical calls further back no
 longer compare results), so the hook's state file stays small however long the session runs.
 """
@@ -29,6 +34,7 @@ from typing import Any
 
 import orjson
 
+from analyzer.detect.keys import action_json, call_key
 from analyzer.detect.rules import is_mutating
 from analyzer.detect.stream.calls import CallDetector, Config, progress_of
 from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Param, SweepSpec, Verdict, tools_text
@@ -45,6 +51,23 @@ def made_progress(call: Call, same: bool | None, progress: bool) -> bool:
 def changed_state(call: Call, progress: bool) -> bool:
     """Whether a call changed the workspace, so a halted call may run again (a successful edit-like tool)."""
     return progress and not call.is_error and is_mutating(call.tool)
+
+
+def action_of(call: Call) -> str:
+    """The call's action key: the store's (``Call.action``), or computed from its arguments (a ``Call`` built without
+    it; arguments the replay clipped fail to parse and keep their full key, as the store's own key was computed from
+    the whole arguments)."""
+    if getattr(call, "action", None) is None:  # a Call pickled before the field existed has no value there
+        try:
+            args = orjson.loads(call.args)
+        except orjson.JSONDecodeError:
+            call.action = call.key
+        else:
+            act = action_json(call.tool, args)
+            call.action = call_key(call.tool, act)
+            if getattr(call, "action_args", None) is None:
+                call.action_args = act
+    return call.action
 
 
 def call_label(tool: str, args: str) -> str:
@@ -133,7 +156,8 @@ class LoopscopeGuard(Guard):
     @classmethod
     def describe(cls, p: Mapping[str, Any]) -> dict[str, str]:
         return {
-            "key": "name + canonical JSON (near-identical arguments count as drift)",
+            "key": "name + the action arguments (commentary and tuning dropped; near-identical arguments count as "
+            "drift)",
             "window": f"the user turn's last {p['memory']} calls; streak, cycles of 2-5, drift",
             "reset": "each user prompt; a call that made progress restarts the episode",
             "exemptions": tools_text(p["exempt_tools"]),
@@ -158,7 +182,7 @@ class LoopscopeGuard(Guard):
     def on_call(self, call: Call) -> Verdict | None:
         if call.parent is not None or call.tool in self._exempt:
             return None
-        if self._latch and call.key in self.halted:
+        if self._latch and action_of(call) in self.halted:
             self._feed(call)
             return Verdict(
                 HALT,
@@ -179,7 +203,7 @@ class LoopscopeGuard(Guard):
         reps = max(reps, drift)
         if reps >= self._halt:
             if self._latch:
-                self.halted.add(call.key)
+                self.halted.add(action_of(call))
             return Verdict(HALT, "block", self._reason(call, reps, kind, period), True)
         if reps >= self._warn:
             return Verdict(WARN, "warn", self._reason(call, reps, kind, period), False)
@@ -193,7 +217,7 @@ class LoopscopeGuard(Guard):
     # -- state ----------------------------------------------------------------------------------------------------
     def _feed(self, call: Call) -> int:
         det = self.det
-        self._pre = det.call(call.key, call.tool, call.args)
+        self._pre = det.call(action_of(call), call.tool, getattr(call, "action_args", None) or call.args)
         det.result(None, None)  # results are judged here (they may arrive after the message's next call)
         if len(det._hist) > 2 * self._memory:
             det.trim(self._memory)
@@ -206,7 +230,8 @@ class LoopscopeGuard(Guard):
         """The results of the message that just ended, in call order."""
         for call, t in sorted(self.done, key=lambda x: x[1]):
             rk, err = call.result_key, bool(call.is_error)
-            prev = self.results.get(call.key)
+            key = action_of(call)
+            prev = self.results.get(key)
             nb = self.prev[1] if self.prev is not None and self.prev[0] == call.tool else None
             same, progress = progress_of(call.tool, rk, err, prev[0] if prev else None, nb)
             if made_progress(call, same, progress):
@@ -214,7 +239,7 @@ class LoopscopeGuard(Guard):
                 if changed_state(call, progress):
                     self.halted.clear()
             if rk is not None:
-                self.results[call.key] = (rk, err)
+                self.results[key] = (rk, err)
                 if len(self.results) > self._memory:
                     del self.results[next(iter(self.results))]
             self.prev = (call.tool, rk)
@@ -223,7 +248,7 @@ class LoopscopeGuard(Guard):
 
     def _reason(self, call: Call, reps: int, kind: str, period: int) -> str:
         what = call_label(call.tool, call.args)
-        last = self.results.get(call.key)
+        last = self.results.get(action_of(call))
         if kind == "cycle":
             return f"a {period}-call cycle ending with {what} repeated {reps} times with no progress"
         if kind == "drift":

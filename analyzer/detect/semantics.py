@@ -1,0 +1,517 @@
+"""What each tool's arguments mean, declared once: which fields are the action and its object, which are commentary
+or tuning, how a shell command's object is extracted, and which result lines are noise.
+
+A loop is the *same action on the same object* repeated with the same result (docs/detectors.md, "The definition").
+Two calls are the same action when their **action arguments** are equal: the arguments without the fields that
+describe the call to a person (commentary: Claude Code's ``description``, rewritten on every call) or say how long or
+how much (tuning: timeouts, output limits, wait times, permission escalations), with a shell command reduced to the
+command it runs (``shell_action``). ``keys.action_key`` hashes them; ingest stores it as ``calls.action_key``, the
+detector core's signals, the judgement and the ``loopscope`` guard (hence the hooks) compare calls by it. The full
+canonical key (``calls.call_key``) is untouched: the guards whose replicas loopscope ships compare calls their own way.
+
+A tool this table does not declare keeps every argument (each one is part of the action), as does any field a
+declared tool does not name: only what is declared commentary or tuning is ever dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSemantics:
+    """One tool (or a few tools sharing a shape), as the adapters emit it.
+
+    ``action``: the fields that are the action and its object (command, path, pattern, range, URL, the edit's texts;
+    listed for the reader and the completeness test: any field not declared below is kept too). ``commentary``: what
+    the model says about the call. ``tuning``: how long, how much or with which permissions it runs. ``shell``: the
+    fields holding a shell command, reduced by ``shell_action``. ``formats``: where the tool comes from."""
+
+    names: tuple[str, ...]
+    formats: tuple[str, ...]
+    action: tuple[str, ...]
+    commentary: tuple[str, ...] = ()
+    tuning: tuple[str, ...] = ()
+    shell: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def dropped(self) -> frozenset[str]:
+        return frozenset(self.commentary) | frozenset(self.tuning)
+
+
+_CC = ("claude_code",)
+_CODEX = ("codex",)
+_GEMINI = ("gemini_cli",)
+_OH = ("openhands",)
+_SWE = ("swe_agent",)
+_INSPECT = ("inspect",)
+
+TOOLS: tuple[ToolSemantics, ...] = (
+    # -- Claude Code ----------------------------------------------------------------------------------------------
+    ToolSemantics(
+        ("Bash", "PowerShell"),
+        _CC,
+        ("command",),
+        commentary=("description",),
+        tuning=("timeout", "run_in_background", "dangerouslyDisableSandbox"),
+        shell=("command",),
+        note="`description` is rewritten on every call; running in the background changes how long the agent "
+        "waits, not what runs",
+    ),
+    ToolSemantics(("BashOutput",), _CC, ("bash_id", "filter")),
+    ToolSemantics(("KillShell", "KillBash"), _CC, ("shell_id",)),
+    ToolSemantics(("TaskOutput",), _CC, ("task_id",), tuning=("block", "timeout")),
+    ToolSemantics(("TaskStop",), _CC, ("task_id", "shell_id")),
+    ToolSemantics(("Read",), _CC, ("file_path", "offset", "limit", "pages"), note="the range is part of the object"),
+    ToolSemantics(("Edit",), _CC, ("file_path", "old_string", "new_string", "replace_all")),
+    ToolSemantics(("MultiEdit",), _CC, ("file_path", "edits")),
+    ToolSemantics(("Write",), _CC, ("file_path", "content", "file_content")),
+    ToolSemantics(
+        ("NotebookEdit",), _CC, ("notebook_path", "cell_id", "cell_number", "new_source", "cell_type", "edit_mode")
+    ),
+    ToolSemantics(("NotebookRead",), _CC, ("notebook_path", "cell_id")),
+    ToolSemantics(
+        ("Grep",),
+        _CC,
+        ("pattern", "path", "file_path", "glob", "type", "output_mode", "-i", "multiline", "offset"),
+        tuning=("-n", "-A", "-B", "-C", "context", "head_limit"),
+        note="line numbers, context lines and the output limit shape the answer, not the question",
+    ),
+    ToolSemantics(("Glob",), _CC, ("pattern", "path")),
+    ToolSemantics(("LS",), _CC, ("path", "ignore")),
+    ToolSemantics(("WebFetch",), _CC, ("url", "prompt"), note="the prompt is the question asked of the page"),
+    ToolSemantics(("WebSearch",), _CC, ("query", "allowed_domains", "blocked_domains")),
+    ToolSemantics(
+        ("Task", "Agent"),
+        _CC,
+        ("prompt", "subagent_type"),
+        commentary=("description",),
+        tuning=("model", "run_in_background"),
+        note="`description` is the subagent's 3-5 word label",
+    ),
+    ToolSemantics(("TodoWrite",), _CC, ("todos",)),
+    ToolSemantics(("TaskCreate",), _CC, ("subject", "description"), commentary=("activeForm",)),
+    ToolSemantics(
+        ("TaskUpdate",), _CC, ("taskId", "status", "subject", "description", "owner"), commentary=("activeForm",)
+    ),
+    ToolSemantics(("TaskGet",), _CC, ("taskId",)),
+    ToolSemantics(("TaskList", "EnterPlanMode"), _CC, ()),
+    ToolSemantics(("ListMcpResourcesTool",), _CC, ("server",)),
+    ToolSemantics(("ReadMcpResourceTool",), _CC, ("server", "uri")),
+    ToolSemantics(("ToolSearch",), _CC, ("query",), tuning=("max_results",)),
+    ToolSemantics(("AskUserQuestion",), _CC, ("questions",)),
+    ToolSemantics(("Skill",), _CC, ("skill", "args")),
+    ToolSemantics(("SlashCommand",), _CC, ("command",), note="a slash command, not a shell command"),
+    ToolSemantics(("ExitPlanMode",), _CC, ("plan", "planFilePath", "allowedPrompts")),
+    # -- Codex --------------------------------------------------------------------------------------------------------
+    ToolSemantics(
+        ("exec_command",),
+        _CODEX,
+        ("cmd", "workdir", "shell", "login", "tty"),
+        commentary=("justification", "prefix_rule"),
+        tuning=("max_output_tokens", "yield_time_ms", "sandbox_permissions", "with_escalated_permissions"),
+        shell=("cmd",),
+        note="`workdir` is kept: another folder can be another object; a justification and a permission "
+        "escalation say why and how it runs, not what",
+    ),
+    ToolSemantics(
+        ("shell", "shell_command"),
+        _CODEX,
+        ("command", "workdir", "login"),
+        commentary=("justification", "prefix_rule"),
+        tuning=("timeout_ms", "timeout", "sandbox_permissions", "with_escalated_permissions"),
+        shell=("command",),
+    ),
+    ToolSemantics(
+        ("local_shell",),
+        _CODEX,
+        ("type", "command", "working_directory", "env", "user"),
+        tuning=("timeout_ms",),
+        shell=("command",),
+    ),
+    ToolSemantics(
+        ("write_stdin",),
+        _CODEX,
+        ("session_id", "chars"),
+        tuning=("yield_time_ms", "max_output_tokens"),
+        note="an empty `chars` is a poll of the running process",
+    ),
+    ToolSemantics(("apply_patch",), _CODEX, ("input", "patch")),
+    ToolSemantics(("update_plan",), _CODEX, ("plan",), commentary=("explanation",)),
+    ToolSemantics(("view_image",), _CODEX, ("path",)),
+    ToolSemantics(("web_search",), _CODEX, ("query", "queries", "type")),
+    ToolSemantics(("spawn_agent",), _CODEX, ("agent_type", "message", "items")),
+    ToolSemantics(("send_input",), _CODEX, ("id", "message", "items", "interrupt")),
+    ToolSemantics(("wait_agent", "wait"), _CODEX, ("targets", "ids"), tuning=("timeout_ms",)),
+    ToolSemantics(("close_agent",), _CODEX, ("id",)),
+    # -- Gemini CLI ---------------------------------------------------------------------------------------------------
+    ToolSemantics(
+        ("run_shell_command",),
+        _GEMINI,
+        ("command", "directory", "dir_path"),
+        commentary=("description",),
+        tuning=("is_background",),
+        shell=("command",),
+    ),
+    ToolSemantics(
+        ("read_file",), _GEMINI + ("openai_messages",), ("absolute_path", "file_path", "path", "offset", "limit")
+    ),
+    ToolSemantics(
+        ("read_many_files",),
+        _GEMINI,
+        ("paths", "include", "exclude", "recursive", "useDefaultExcludes", "file_filtering_options"),
+    ),
+    ToolSemantics(
+        ("replace",),
+        _GEMINI,
+        ("file_path", "old_string", "new_string", "expected_replacements"),
+        commentary=("instruction",),
+        note="`instruction` describes the change for the model that repairs a failed edit",
+    ),
+    ToolSemantics(("write_file",), _GEMINI, ("file_path", "content")),
+    ToolSemantics(
+        ("glob",),
+        _GEMINI + ("opencode",),
+        ("pattern", "path", "dir_path", "case_sensitive", "respect_git_ignore", "respect_gemini_ignore"),
+    ),
+    ToolSemantics(("search_file_content",), _GEMINI, ("pattern", "path", "dir_path", "include")),
+    ToolSemantics(("list_directory",), _GEMINI, ("path", "dir_path", "ignore", "file_filtering_options")),
+    ToolSemantics(("web_fetch",), _GEMINI, ("prompt",)),
+    ToolSemantics(("google_web_search",), _GEMINI, ("query",)),
+    ToolSemantics(("save_memory",), _GEMINI, ("fact",)),
+    ToolSemantics(("write_todos",), _GEMINI, ("todos",)),
+    # -- pi, opencode, mini-swe-agent, SWE-agent, Inspect: the lower-case shell and file tools ---------------------
+    ToolSemantics(
+        ("bash",),
+        ("pi", "opencode", "mini_swe_agent", "swe_agent", "inspect"),
+        ("command", "cmd", "workdir", "open_file"),
+        commentary=("description",),
+        tuning=("timeout",),
+        shell=("command", "cmd"),
+        note="SWE-agent's own commands (`open`, `goto`, `edit N:M`) arrive as this tool's command, with the file "
+        "they act on as `open_file`",
+    ),
+    ToolSemantics(
+        ("read",),
+        ("pi", "opencode", "openhands"),
+        ("path", "filePath", "offset", "limit", "start", "end", "view_range"),
+    ),
+    ToolSemantics(
+        ("edit",),
+        ("pi", "opencode", "openhands", "swe_agent"),
+        (
+            "path",
+            "filePath",
+            "oldText",
+            "newText",
+            "edits",
+            "oldString",
+            "newString",
+            "replaceAll",
+            "command",
+            "content",
+            "start",
+            "end",
+            "file_text",
+            "old_str",
+            "new_str",
+            "insert_line",
+            "search",
+            "replace",
+            "replace_all",
+            "replace-all",
+            "open_file",
+        ),
+        commentary=("security_risk",),
+        note="OpenHands' and SWE-agent's `command` here is the editor's sub-command, not a shell command",
+    ),
+    ToolSemantics(("write",), ("pi", "opencode"), ("path", "filePath", "content")),
+    ToolSemantics(
+        ("grep",),
+        ("pi", "opencode"),
+        ("pattern", "path", "glob", "include", "ignoreCase", "literal"),
+        tuning=("context", "limit"),
+    ),
+    ToolSemantics(("find", "ls", "list"), ("pi", "opencode"), ("pattern", "path", "ignore"), tuning=("limit",)),
+    ToolSemantics(("codemode",), ("pi",), ("code",)),
+    ToolSemantics(("webfetch",), ("opencode",), ("url", "format"), tuning=("timeout",)),
+    ToolSemantics(
+        ("task",), ("opencode",), ("prompt", "subagent_type"), commentary=("description",), tuning=("model",)
+    ),
+    ToolSemantics(("todowrite", "todoread"), ("opencode",), ("todos",)),
+    ToolSemantics(("patch", "multiedit"), ("opencode",), ("filePath", "edits", "patchText")),
+    # -- OpenHands ----------------------------------------------------------------------------------------------------
+    ToolSemantics(
+        ("execute_bash",),
+        _OH,
+        ("command", "is_input"),
+        commentary=("security_risk",),
+        tuning=("timeout",),
+        shell=("command",),
+        note="`security_risk` is the model's own rating of the call",
+    ),
+    ToolSemantics(
+        ("run",),
+        _OH,
+        ("command", "is_input", "cwd", "is_static"),
+        commentary=("security_risk",),
+        tuning=("blocking", "timeout"),
+        shell=("command",),
+        note="`cwd` is kept: another folder can be another object",
+    ),
+    ToolSemantics(("run_ipython",), _OH, ("code",), commentary=("security_risk",), tuning=("include_extra",)),
+    ToolSemantics(
+        ("str_replace_editor", "text_editor"),
+        _OH + _SWE + _INSPECT,
+        ("command", "path", "file_text", "old_str", "new_str", "insert_line", "view_range", "raw"),
+        commentary=("security_risk",),
+        note="`command` is the editor's sub-command (`view`, `str_replace`, ...)",
+    ),
+    ToolSemantics(("browser",), _OH, ("code",), commentary=("security_risk",)),
+    ToolSemantics(("browse", "browser_navigate"), _OH, ("url",)),
+    ToolSemantics(("browse_interactive",), _OH, ("browser_actions", "browsergym_send_msg_to_user")),
+    ToolSemantics(("browser_click",), _OH, ("index",)),
+    ToolSemantics(("browser_type",), _OH, ("index", "text")),
+    ToolSemantics(("browser_get_state",), _OH, (), tuning=("include_screenshot",)),
+    ToolSemantics(("browser_get_content",), _OH, ("extract_links",)),
+    ToolSemantics(("browser_go_back",), _OH, ()),
+    ToolSemantics(("think",), _OH + _INSPECT, ("thought",)),
+    ToolSemantics(("finish",), _OH, ("message", "outputs", "task_completed", "final_thought")),
+    ToolSemantics(("chat",), _OH, ("content", "npc_name")),
+    ToolSemantics(("invalid_tool_call",), _OH, ()),
+    # -- SWE-agent's function-calling tools ------------------------------------------------------------------------
+    ToolSemantics(("open",), _SWE, ("path", "line_number")),
+    ToolSemantics(("goto",), _SWE, ("line_number", "open_file")),
+    ToolSemantics(("scroll_up", "scroll_down"), _SWE, ("open_file",)),
+    ToolSemantics(("find_file",), _SWE, ("file_name", "dir")),
+    ToolSemantics(("search_dir",), _SWE, ("search_term", "dir")),
+    ToolSemantics(("search_file",), _SWE, ("search_term", "file", "open_file")),
+    ToolSemantics(("insert",), _SWE, ("line_number", "text", "open_file")),
+    ToolSemantics(("create",), _SWE, ("filename",)),
+    ToolSemantics(("submit",), _SWE + _INSPECT, ("answer", "args")),
+    ToolSemantics(("exit_cost", "exit_forfeit", "exit_context", "exit_error", "exit_format"), _SWE, ("args",)),
+    # -- Inspect ------------------------------------------------------------------------------------------------------
+    ToolSemantics(("python",), _INSPECT, ("code",)),
+    ToolSemantics(("web_browser_go",), _INSPECT, ("url",)),
+    ToolSemantics(("web_browser_click",), _INSPECT, ("element_id",)),
+    ToolSemantics(("web_browser_type", "web_browser_type_submit"), _INSPECT, ("element_id", "text")),
+    ToolSemantics(("web_browser_scroll",), _INSPECT, ("direction",)),
+    ToolSemantics(("web_browser_back", "web_browser_forward", "web_browser_refresh"), _INSPECT, ()),
+)
+
+# Tools left at the default on purpose (every argument is the action): MCP servers' tools, whose arguments only their
+# server knows, and the functions of plain OpenAI-``messages`` datasets, which are each dataset's own.
+DEFAULTED = ("mcp__*", "openai_messages: any function")
+
+_BY_NAME: dict[str, ToolSemantics] = {}
+for _t in TOOLS:
+    for _name in _t.names:
+        if _name in _BY_NAME:
+            raise ValueError(f"tool {_name!r} declared twice in the semantics table")
+        _BY_NAME[_name] = _t
+
+
+def semantics(tool: str) -> ToolSemantics | None:
+    """The declared semantics of ``tool`` (exact name), or None for a tool left at the default."""
+    return _BY_NAME.get(tool)
+
+
+# Field names that are commentary or tuning wherever they appear in the table (the judgement's "what does not change
+# the action" reads them).
+DROPPED_FIELDS: frozenset[str] = frozenset(f for t in TOOLS for f in t.dropped)
+
+
+# -- shell commands --------------------------------------------------------------------------------------------------
+
+# ``shlex.split(posix=True)`` as two regular expressions (shlex reads one character at a time in Python). A word is a
+# run of pieces between blanks (space, tab, CR, LF): a plain character, a backslash and the character it escapes, a
+# single-quoted text (literal), a double-quoted one (where a backslash escapes only a backslash or a double quote).
+# What is left between words (an unclosed quote, a trailing backslash) is where shlex raises.
+_SHELL_BLANKS = " \t\r\n"
+SHELL_WORD = re.compile(r"(?:[^ \t\r\n'\"\\]+|\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\")+", re.S)
+_SHELL_PIECE = re.compile(r"([^'\"\\]+)|\\(.)|'([^']*)'|\"((?:[^\"\\]|\\.)*)\"", re.S)
+_QUOTED_ESCAPE = re.compile(r'\\([\\"])')
+
+
+def shell_words(text: str) -> list[str]:
+    """``shlex.split(text)``: the same words, or ValueError where shlex raises one."""
+    words, end = [], 0
+    for m in SHELL_WORD.finditer(text):
+        if text[end : m.start()].strip(_SHELL_BLANKS):
+            raise ValueError("No closing quotation or no escaped character")
+        end = m.end()
+        words.append(
+            "".join(p[0] or p[1] or p[2] or _QUOTED_ESCAPE.sub(r"\1", p[3]) for p in _SHELL_PIECE.findall(m.group(0)))
+        )
+    if text[end:].strip(_SHELL_BLANKS):
+        raise ValueError("No closing quotation or no escaped character")
+    return words
+
+
+def _raw_words(text: str) -> list[str] | None:
+    """The words of a one-line command as written (quotes kept), or None where the shell would not split it."""
+    words, end = [], 0
+    for m in SHELL_WORD.finditer(text):
+        if text[end : m.start()].strip(_SHELL_BLANKS):
+            return None
+        end = m.end()
+        words.append(m.group(0))
+    if text[end:].strip(_SHELL_BLANKS):
+        return None
+    return words
+
+
+_SHELLS = ("bash", "sh", "zsh")
+_SHELL_STARTS = ("ba", "sh", "zs", "/b", "/u")  # how a command that runs a shell begins (``bash``, ``/bin/sh``, ...)
+_SHELL_FLAGS = ("-c", "-lc")
+
+
+def unwrap_shell(command: str) -> str:
+    """``bash -lc '…'`` (possibly nested) reduced to the script it runs."""
+    cmd = command.strip()
+    for _ in range(3):
+        head = cmd.split(None, 2)
+        if len(head) < 3 or head[0].rsplit("/", 1)[-1] not in _SHELLS or head[1] not in _SHELL_FLAGS:
+            break
+        try:
+            words = shell_words(cmd) if cmd.count("\n") < 50 else cmd.split()[:3]
+        except ValueError:
+            break
+        if len(words) != 3:
+            break
+        cmd = words[2].strip()
+    return cmd
+
+
+def argv_script(argv: list[Any]) -> str | None:
+    """The script of an argv list that runs a shell (``["bash", "-lc", "…"]``), else None."""
+    if (
+        len(argv) == 3
+        and all(isinstance(x, str) for x in argv)
+        and argv[0].rsplit("/", 1)[-1] in _SHELLS
+        and argv[1] in _SHELL_FLAGS
+    ):
+        return argv[2]
+    return None
+
+
+# Wrappers that do not change the action (docs/detectors.md, "The definition": the same action "with drifted flags,
+# a sleep/timeout wrapper, a | head -n tail, different whitespace"):
+_CD = re.compile(r"^cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|]+)\s*(?:&&|;)\s*")
+_SLEEP = re.compile(r"^sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*")
+_TIMEOUT = re.compile(r"^timeout(?:\s+(?:-[sk]\s+\S+|--?[A-Za-z][\w-]*(?:=\S+)?))*\s+\d+(?:\.\d+)?[smhd]?\s+(?=\S)")
+_TAIL = re.compile(r"\s*\|\s*(?:head|tail)(?:\s+(?:-[nc]\s*[+-]?\d+|-\d+|--lines=[+-]?\d+|--bytes=\d+|-q))*\s*$")
+
+
+@lru_cache(maxsize=16384)
+def shell_action(command: str) -> str:
+    """The command a shell call runs, as the action key compares it: surrounding whitespace, a ``bash -lc`` wrapper,
+    ``sleep N &&`` and ``timeout N`` prefixes, a trailing ``| head``/``| tail -n N`` and a ``2>&1`` redirect removed,
+    and the blanks between the words of a one-line command collapsed to one space (quoted text kept as written). A
+    leading ``cd DIR &&`` is kept: the folder can be the object (``cd a && make`` and ``cd b && make`` build
+    different things). A multi-line script keeps its lines (its indentation can be the change)."""
+    cmd = unwrap_shell(command) if command[:1].isspace() or command.lstrip()[:2] in _SHELL_STARTS else command
+    cmd = cmd.strip()
+    cd = ""
+    if cmd.startswith("cd"):
+        m = _CD.match(cmd)
+        if m:
+            cd, cmd = f"cd {m.group(1)} &&", cmd[m.end() :]
+    while cmd.startswith(("sleep", "timeout")):
+        m = _SLEEP.match(cmd) or _TIMEOUT.match(cmd)
+        if not m or m.end() >= len(cmd):
+            break
+        cmd = cmd[m.end() :]
+    while "head" in cmd[-40:] or "tail" in cmd[-40:]:  # the cheap test first: most commands end otherwise
+        stripped = _TAIL.sub("", cmd)
+        if stripped == cmd or not stripped.strip():
+            break
+        cmd = stripped
+    cmd = cmd.strip()
+    if "\n" not in cmd and ("  " in cmd or "\t" in cmd or "\r" in cmd or "2>" in cmd):
+        words = _raw_words(cmd)
+        if words is not None:
+            kept = [w for w in words if w not in ("2>&1", "2>/dev/null")]
+            cmd = " ".join(kept or words)
+    return f"{cd} {cmd}" if cd else cmd
+
+
+def action_args(tool: str, args: Any) -> Any:
+    """The action arguments of a call: ``args`` without the fields its tool declares commentary or tuning, its shell
+    command reduced by ``shell_action``. The very object ``args`` when nothing changes (an undeclared tool, a call
+    without such fields)."""
+    sem = _BY_NAME.get(tool)
+    if sem is None or type(args) is not dict:
+        return args
+    dropped = sem.dropped
+    out = {k: v for k, v in args.items() if k not in dropped} if any(k in dropped for k in args) else None
+    for f in sem.shell:
+        v = args.get(f)
+        if isinstance(v, list):
+            script = argv_script(v)
+            reduced: Any = shell_action(script) if script is not None else v
+        elif isinstance(v, str):
+            reduced = shell_action(v)
+        else:
+            continue
+        if reduced != v:
+            if out is None:
+                out = dict(args)
+            out[f] = reduced
+    return args if out is None else out
+
+
+# -- result noise ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ResultNoise:
+    """A header line some tools print around a command's output that changes on every run when the output does not
+    (a chunk id, a wall time, a process id). Left in, it would make a stuck poll look like progress."""
+
+    name: str  # the line starts with this name, then ``:`` or a space
+    tools: tuple[str, ...]
+    formats: tuple[str, ...]
+    doc: str
+
+
+RESULT_NOISE: tuple[ResultNoise, ...] = (
+    ResultNoise("Chunk ID", ("exec_command", "write_stdin"), _CODEX, "a random id of the output chunk"),
+    ResultNoise("Wall time", ("exec_command", "write_stdin", "shell", "shell_command"), _CODEX, "seconds it ran"),
+    ResultNoise(
+        "Process running with session ID",
+        ("exec_command", "write_stdin"),
+        _CODEX,
+        "the id of a process left running (a new one each run)",
+    ),
+    ResultNoise("Original token count", ("exec_command", "write_stdin"), _CODEX, "the size of the output"),
+    ResultNoise("Total output lines", ("shell", "shell_command"), _CODEX, "the size of the output"),
+    ResultNoise("Process Group PGID", ("run_shell_command",), _GEMINI, "the process group of the command"),
+    ResultNoise("Background PIDs", ("run_shell_command",), _GEMINI, "the processes it left running"),
+)
+# Applied to every result whatever its tool: each name is a line only its tools print.
+NOISE_LINE_RE = r"(?m)^(?:" + "|".join(re.escape(n.name) for n in RESULT_NOISE) + r")(?::|\s).*$"
+NOISE_MARKERS: tuple[str, ...] = tuple(n.name for n in RESULT_NOISE)
+
+
+def semantics_table() -> str:
+    """The table as markdown rows (docs/detectors.md holds it between ``<!-- semantics:start -->`` and
+    ``<!-- semantics:end -->``; tests/test_semantics.py keeps the two equal)."""
+
+    def cell(fields: tuple[str, ...]) -> str:
+        return ", ".join(f"`{f}`" for f in fields) or "–"
+
+    rows = [
+        "| tools | formats | action and object | commentary | tuning | shell command |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in TOOLS:
+        rows.append(
+            f"| {', '.join(f'`{n}`' for n in t.names)} | {', '.join(t.formats)} | {cell(t.action)} | "
+            f"{cell(t.commentary)} | {cell(t.tuning)} | {cell(t.shell)} |"
+        )
+    return "\n".join(rows)

@@ -1,0 +1,321 @@
+"""The table of tool semantics (analyzer/detect/semantics.py): every tool the adapters emit is declared or left at the
+default on purpose, calls that differ only in commentary or tuning have one action key and calls on different objects
+do not, the guard and the store compare calls by it, and a store without action keys is rebuilt, saying so."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import orjson
+import pytest
+from conftest import FIXTURES, ROOT, SAMPLE_DATA
+from helpers import ingest_paths, query, write_jsonl
+
+from analyzer.detect.keys import action_json, action_key, call_key, canonical_json, result_key
+from analyzer.detect.semantics import (
+    DEFAULTED,
+    DROPPED_FIELDS,
+    TOOLS,
+    action_args,
+    semantics,
+    semantics_table,
+    shell_action,
+)
+from analyzer.detect.stream.live import Detector
+
+
+@pytest.fixture(scope="module")
+def emitted(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], set[str]]:
+    """(format, tool) -> the argument fields seen, for every call the adapters emit from sample_data and the
+    fixtures."""
+    db = tmp_path_factory.mktemp("semantics") / "store.duckdb"
+    ingest_paths(db, SAMPLE_DATA, FIXTURES)
+    out: dict[tuple[str, str], set[str]] = {}
+    for fmt, tool, args in query(db, "SELECT s.format, c.tool, c.args FROM calls c JOIN sessions s USING (session_id)"):
+        a = orjson.loads(args)
+        out.setdefault((fmt, tool), set()).update(a if isinstance(a, dict) else ())
+    return out
+
+
+def defaulted(fmt: str, tool: str) -> bool:
+    """Left at the default on purpose (``semantics.DEFAULTED``): MCP tools and plain OpenAI-messages functions."""
+    return tool.startswith("mcp__") or fmt == "openai_messages"
+
+
+def test_every_tool_the_adapters_emit_is_declared_or_defaulted_on_purpose(emitted) -> None:
+    assert "mcp__*" in DEFAULTED and any("openai_messages" in d for d in DEFAULTED)
+    missing = sorted(f"{fmt}: {tool}" for fmt, tool in emitted if not defaulted(fmt, tool) and semantics(tool) is None)
+    assert not missing, f"declare these tools in analyzer/detect/semantics.py (or default them on purpose): {missing}"
+    formats = {fmt for fmt, tool in emitted if not defaulted(fmt, tool)}
+    for fmt, tool in emitted:
+        if not defaulted(fmt, tool):
+            assert fmt in semantics(tool).formats, f"{tool} is emitted by {fmt}: name the format in its entry"
+    assert {"claude_code", "codex", "gemini_cli", "pi", "opencode", "openhands", "swe_agent"} <= formats
+
+
+def test_every_argument_field_of_a_declared_tool_is_classified(emitted) -> None:
+    unclassified = sorted(
+        f"{tool}.{field}"
+        for (fmt, tool), fields in emitted.items()
+        if not defaulted(fmt, tool)
+        for field in fields
+        if field not in (t := semantics(tool)).action and field not in t.dropped
+    )
+    assert not unclassified, f"say whether these are the action, commentary or tuning: {unclassified}"
+
+
+def test_the_table_is_consistent() -> None:
+    for t in TOOLS:
+        assert not set(t.action) & t.dropped, t.names  # a field is one thing
+        assert set(t.shell) <= set(t.action), t.names  # a shell command is the action
+    assert "description" in DROPPED_FIELDS and "new_string" not in DROPPED_FIELDS
+
+
+def test_docs_hold_the_table() -> None:
+    doc = (ROOT / "docs" / "detectors.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- semantics:start -->\n(.*?)\n<!-- semantics:end -->", doc, re.S)
+    assert m and m.group(1) == semantics_table(), (
+        "docs/detectors.md's semantics table is out of date; put this between its markers:\n" + semantics_table()
+    )
+
+
+# -- the action key ---------------------------------------------------------------------------------------------------
+
+SAME = [
+    # Claude Code: the description is rewritten on every call; timeout and background say how it runs
+    ("Bash", {"command": "npm test"}, {"command": "npm test", "description": "Run the tests again", "timeout": 600000}),
+    ("Bash", {"command": "npm test", "run_in_background": True}, {"command": "npm test"}),
+    ("Grep", {"pattern": "foo", "path": "src", "-n": True}, {"pattern": "foo", "path": "src", "head_limit": 20}),
+    ("Task", {"prompt": "Find X", "description": "Find X"}, {"prompt": "Find X", "description": "Look for X"}),
+    # Codex: output limits, waits, justifications, escalations
+    (
+        "exec_command",
+        {"cmd": "cargo test", "workdir": "/repo", "max_output_tokens": 6000, "yield_time_ms": 1000},
+        {"cmd": "cargo test", "workdir": "/repo", "justification": "run the tests", "sandbox_permissions": "x"},
+    ),
+    (
+        "shell",
+        {"command": ["bash", "-lc", "ls -la"], "workdir": "/repo", "timeout_ms": 1000},
+        {"command": ["bash", "-lc", "ls  -la"], "workdir": "/repo", "with_escalated_permissions": True},
+    ),
+    ("write_stdin", {"session_id": 3, "chars": "", "yield_time_ms": 1000}, {"session_id": 3, "chars": ""}),
+    # Gemini CLI, opencode, pi
+    ("run_shell_command", {"command": "make", "description": "Build"}, {"command": "make", "description": "Again"}),
+    ("bash", {"command": "make", "timeout": 30}, {"command": "make"}),
+    (
+        "replace",
+        {"file_path": "a", "old_string": "x", "new_string": "y", "instruction": "fix it"},
+        {"file_path": "a", "old_string": "x", "new_string": "y", "instruction": "fix it properly"},
+    ),
+    # shell wrappers that do not change the action
+    ("bash", {"command": "sleep 5 && curl -s http://ci/status"}, {"command": "curl -s http://ci/status"}),
+    ("bash", {"command": "timeout 60 pytest -q"}, {"command": "pytest -q"}),
+    ("bash", {"command": "npm test 2>&1 | tail -20"}, {"command": "npm test | head -n 50"}),
+    ("Bash", {"command": "  git   status "}, {"command": "git status"}),
+    ("Bash", {"command": "bash -lc 'make all'"}, {"command": "make all"}),
+]
+DIFFERENT = [
+    ("Bash", {"command": "npm test"}, {"command": "npm run build"}),
+    ("Bash", {"command": "cd a && make"}, {"command": "cd b && make"}),  # the folder is the object
+    ("exec_command", {"cmd": "make", "workdir": "/a"}, {"cmd": "make", "workdir": "/b"}),
+    ("Read", {"file_path": "a.py", "offset": 1}, {"file_path": "a.py", "offset": 200}),  # paging
+    ("Grep", {"pattern": "foo", "path": "src"}, {"pattern": "bar", "path": "src"}),
+    (
+        "Edit",
+        {"file_path": "a", "old_string": "x", "new_string": "y"},
+        {"file_path": "a", "old_string": "x", "new_string": "z"},
+    ),
+    ("WebFetch", {"url": "https://a", "prompt": "install steps"}, {"url": "https://b", "prompt": "install steps"}),
+    ("bash", {"command": "python - <<'EOF'\nif x:\n  y()\nEOF"}, {"command": "python - <<'EOF'\nif x:\n    y()\nEOF"}),
+    ("bash", {"command": "grep 'a b' f"}, {"command": "grep 'a  b' f"}),  # quoted text is kept as written
+    ("bash", {"command": "make"}, {"command": "make", "description": "x", "workdir": "/elsewhere"}),
+    # an undeclared tool keeps every argument
+    ("mcp__github__search", {"query": "x", "description": "a"}, {"query": "x", "description": "b"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "a", "b"), SAME, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(SAME)])
+def test_calls_differing_only_in_commentary_tuning_or_wrappers_are_one_action(tool: str, a: dict, b: dict) -> None:
+    assert action_key(tool, a) == action_key(tool, b)
+    assert call_key(tool, canonical_json(a)) != call_key(tool, canonical_json(b))  # the full key still tells them apart
+
+
+@pytest.mark.parametrize(("tool", "a", "b"), DIFFERENT, ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(DIFFERENT)])
+def test_calls_on_different_objects_are_different_actions(tool: str, a: dict, b: dict) -> None:
+    assert action_key(tool, a) != action_key(tool, b)
+
+
+def test_action_arguments_are_the_arguments_when_nothing_is_dropped() -> None:
+    args = {"file_path": "a.py", "offset": 10}
+    assert action_args("Read", args) is args
+    assert action_json("Read", args) == canonical_json(args)
+    assert action_key("Read", args) == call_key("Read", canonical_json(args))
+    assert action_args("Bash", {"command": "ls", "description": "List"}) == {"command": "ls"}
+
+
+@pytest.mark.parametrize(
+    ("command", "action"),
+    [
+        ("sleep 10; timeout -s KILL 60s pytest -q 2>&1 | tail -n 20", "pytest -q"),
+        ("cd /repo && sleep 3 && npm test", "cd /repo && npm test"),
+        ("sleep 5", "sleep 5"),  # nothing but the wait: that is the action
+        ("ls | tail -f", "ls | tail -f"),  # following a file is not a limit
+        ("edit 44:46\n  x = 1\nend_of_edit", "edit 44:46\n  x = 1\nend_of_edit"),  # a script keeps its lines
+    ],
+)
+def test_shell_action(command: str, action: str) -> None:
+    assert shell_action(command) == action
+
+
+def test_gemini_process_ids_are_not_part_of_the_result() -> None:
+    out = "Command: ls\nDirectory: (root)\nOutput: a.md\nError: (none)\nExit Code: (none)\nSignal: (none)\n"
+    a = out + "Background PIDs: (none)\nProcess Group PGID: 48200"
+    b = out + "Background PIDs: (none)\nProcess Group PGID: 48211"
+    assert result_key(a, False) == result_key(b, False)
+    assert result_key(a, False) != result_key(a.replace("a.md", "b.md"), False)
+    running = "Chunk ID: a21e41\nWall time: 1.0 seconds\nProcess running with session ID 48230\nOutput:\n"
+    assert result_key(running, False) == result_key(running.replace("48230", "20936"), False)
+
+
+# -- where calls are compared by it ------------------------------------------------------------------------------------
+
+
+def test_the_live_detector_counts_a_bash_loop_whose_descriptions_differ() -> None:
+    g = Detector()
+    for d in SAID:
+        seen = g.observe_call("Bash", {"command": "npm test", "description": d})
+        g.observe_result("FAIL src/app.test.ts\n1 failed", True)
+    assert (seen.signals.streak, seen.verdict) == (5, "halt")
+
+
+def claude_session(sid: str, calls: list[tuple[dict, str, bool]]) -> list[dict]:
+    """A Claude Code transcript: one prompt, then one Bash call per assistant message, each with its result."""
+    ts = "2026-01-05T10:00:{:02d}.000Z"
+    out: list[dict] = [
+        {
+            "type": "user",
+            "timestamp": ts.format(0),
+            "sessionId": sid,
+            "cwd": "/repo",
+            "message": {"role": "user", "content": "Make the tests pass"},
+            "uuid": f"{sid}-u",
+        }
+    ]
+    for i, (args, result, error) in enumerate(calls):
+        tid = f"toolu_{sid}_{i}"
+        use = {"type": "tool_use", "id": tid, "name": "Bash", "input": args}
+        res = {"type": "tool_result", "tool_use_id": tid, "content": result, "is_error": error}
+        out.append(
+            {
+                "type": "assistant",
+                "timestamp": ts.format(2 * i + 1),
+                "sessionId": sid,
+                "message": {"id": f"msg_{sid}_{i}", "role": "assistant", "content": [use]},
+                "uuid": f"{sid}-a{i}",
+            }
+        )
+        out.append(
+            {
+                "type": "user",
+                "timestamp": ts.format(2 * i + 2),
+                "sessionId": sid,
+                "message": {"role": "user", "content": [res]},
+                "uuid": f"{sid}-r{i}",
+            }
+        )
+    return out
+
+
+SAID = [
+    "Run the tests",
+    "Run the tests again",
+    "Check whether the fix worked",
+    "Re-run the suite",
+    "Run tests once more",
+]
+FAILED = "FAIL src/app.test.ts\n  expect(received).toBe(expected)\n1 failed, 12 passed"
+
+
+def test_a_claude_code_bash_loop_whose_descriptions_differ_is_found_and_halted(tmp_path: Path) -> None:
+    from analyzer.guards.policies import PRESETS
+    from analyzer.guards.replay import load_corpus, replay
+    from analyzer.scan.run import scan
+    from analyzer.store import connection
+
+    folder, db = tmp_path / "t", tmp_path / "s.duckdb"
+    calls = [({"command": "npm test", "description": d, "timeout": 120000}, FAILED, True) for d in SAID]
+    write_jsonl(folder / "loop.jsonl", claude_session("loop", calls))
+    ingest_paths(db, folder)
+    rows = query(db, "SELECT tool, args, call_key, action_key, action_args FROM calls ORDER BY seq")
+    assert len(rows) == 5 and len({r[2] for r in rows}) == 5 and len({r[3] for r in rows}) == 1
+    for tool, args, _, akey, aargs in rows:
+        assert akey == action_key(tool, json.loads(args)) and json.loads(aargs) == {"command": "npm test"}
+    scan(db)
+    assert query(db, "SELECT streak FROM signals ORDER BY seq") == [(1,), (2,), (3,), (4,), (5,)]
+    assert query(db, "SELECT kind, repeats, stuck FROM findings") == [("streak", 5, True)]
+    con = connection.connect(db, read_only=True)
+    try:
+        r = replay(load_corpus(con), [PRESETS["loopscope"]], verdicts=True, workers=1)
+    finally:
+        con.close()
+    levels = [lv for (lv,) in r.verdicts.select("level").iter_rows()]
+    assert levels == ["warn", "warn", "halt"]  # the 3rd and 4th repeats warn, the 5th is blocked
+
+
+def test_the_hook_halts_a_bash_loop_whose_descriptions_differ(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from analyzer.hook.main import run
+
+    monkeypatch.setenv("LOOPSCOPE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("LOOPSCOPE_CONFIG_DIR", str(tmp_path / "config"))
+    base = {"session_id": "h", "transcript_path": "/nonexistent", "cwd": "/repo", "tool_name": "Bash"}
+    answers = []
+    for i, d in enumerate(SAID):
+        args = {"command": "npm test", "description": d}
+        event = {**base, "hook_event_name": "PreToolUse", "tool_input": args, "tool_use_id": f"t{i}"}
+        answers.append(run(["claude-code"], orjson.dumps(event)))
+        done = {**base, "hook_event_name": "PostToolUseFailure", "tool_input": args, "tool_use_id": f"t{i}"}
+        run(["claude-code"], orjson.dumps({**done, "error": FAILED}))
+    assert answers[:2] == [None, None]
+    deny = answers[4]["hookSpecificOutput"]
+    assert deny["permissionDecision"] == "deny" and "npm test" in deny["permissionDecisionReason"]
+
+
+def test_a_store_without_action_keys_is_rebuilt_by_ingest_and_refused_by_the_rest(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from analyzer.store.schema import SCHEMA_VERSION
+
+    folder, db = tmp_path / "t", tmp_path / "s.duckdb"
+    write_jsonl(
+        folder / "loop.jsonl",
+        claude_session("old", [({"command": "ls", "description": d}, "a", False) for d in SAID[:3]]),
+    )
+    ingest_paths(db, folder)
+    con = duckdb.connect(str(db))  # a store as loopscope wrote it before the semantics table: schema v3
+    con.execute("ALTER TABLE calls DROP COLUMN action_key")
+    con.execute("ALTER TABLE calls DROP COLUMN action_args")
+    con.execute("UPDATE loopscope_meta SET value = '3' WHERE key = 'schema_version'")
+    con.close()
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "analyzer.cli", *args, "--db", str(db)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "COLUMNS": "300"},
+        )
+
+    refused = cli("scan")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert "store schema v3, no action keys" in refused.stderr and "loopscope ingest PATHS" in refused.stderr
+    rebuilt = cli("ingest", str(folder))
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "store schema v3, no action keys" in rebuilt.stderr and "rebuilt" in rebuilt.stderr
+    assert query(db, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    assert len({k for (k,) in query(db, "SELECT action_key FROM calls")}) == 1
+    assert cli("scan").returncode == 0
