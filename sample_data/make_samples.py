@@ -1358,9 +1358,8 @@ def swe_agent_samples() -> list[Sample]:
                     "streak",
                     submits,
                     True,
-                    note='the same flag, "Wrong flag!" every time; loopscope reads '
-                    "`submit` without its argument, as SWE-agent's counting rule "
-                    "does",
+                    note='the same flag, "Wrong flag!" every time: the same `submit` with the same '
+                    "argument (loopscope keeps the flag a `submit` sends)",
                 )
             ],
             notes=[

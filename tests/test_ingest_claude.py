@@ -402,6 +402,27 @@ def test_subagent_files_are_their_own_sessions_under_the_trunk(tmp_path: Path, d
     assert session_tokens(db) == {TRUNK: (3, 4, 0, 0, 7), "agent-a1": (5, 7, 0, 0, 12)}
 
 
+def test_a_subagent_file_that_writes_its_lines_again_is_read_once(tmp_path: Path, db: Path) -> None:
+    """A resumed subagent can write its earlier lines into its file a second time, byte for byte (same uuids, same
+    tool_use ids, as in a real Zatoichi-42/claude-zibe transcript): one call, one prompt, one turn, counted once; the
+    reference counter (tests/realdata/tools/transcripts.py, which the labels index) also counts the call once."""
+    first = _subagent_records("a1")[:3]
+    later = [
+        assistant(30, "msg_a1b", "req_a1b", [tool_use("toolu_a1b", "Read", {"file_path": "a.ts"})], usage(2, 3)),
+        user(31, [tool_result("toolu_a1b", "export {}")]),
+    ]
+    for rec in later:
+        rec.update(isSidechain=True, agentId="a1")
+    path = write_jsonl(tmp_path / TRUNK / "subagents" / "agent-a1.jsonl", first + first + later)
+    summary = ingest_paths(db, path)
+    assert summary.errors == 0
+    assert query(db, "SELECT seq, call_id, result_text FROM calls ORDER BY seq") == [
+        (0, "toolu_a1", "a.ts"),
+        (1, "toolu_a1b", "export {}"),
+    ]
+    assert query(db, "SELECT user_turns, turns, input_tokens, output_tokens FROM sessions") == [(1, 3, 7, 10)]
+
+
 def test_sidechain_lines_inside_the_trunk_file_are_routed_to_their_agent(tmp_path: Path, db: Path) -> None:
     f = write_jsonl(tmp_path / f"{TRUNK}.jsonl", [user(0, "go"), *_subagent_records("b2")])
     ingest_paths(db, f)

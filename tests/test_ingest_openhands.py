@@ -108,6 +108,24 @@ def test_older_resolver_rows(db: Path) -> None:
     assert info[0][1] == "transcript" and info[0][0].startswith("git_patch: ")
 
 
+def test_v0_action_arguments_are_the_models(tmp_path: Path, db: Path) -> None:
+    """What the runtime adds to an action (how it was produced and confirmed, the thought kept as the turn's text) is
+    not part of the call; a ``security_risk`` the model filled in is (a null one, which older runtimes write on every
+    action, is no value)."""
+
+    def run(eid: int, risk: Any) -> dict[str, Any]:
+        args = {"command": "ls", "thought": "look", "confirmation_state": "confirmed", "hidden": False}
+        return {"id": eid, "source": "agent", "action": "run", "args": {**args, "security_risk": risk}}
+
+    path = tmp_path / "traj.json"
+    path.write_bytes(orjson.dumps([run(1, "LOW"), run(2, None)]))
+    ingest_paths(db, path)
+    assert [(t, a) for _, t, a, *_ in calls(db, "traj")] == [
+        ("run", {"command": "ls", "security_risk": "LOW"}),
+        ("run", {"command": "ls"}),
+    ]
+
+
 def test_single_line_output_is_read_as_a_document(tmp_path: Path, db: Path) -> None:
     first = RESOLVER.read_bytes().splitlines()[0]
     path = tmp_path / "output.jsonl"

@@ -46,13 +46,22 @@ def test_fixture_set_is_complete() -> None:
 
 @pytest.mark.parametrize("path", TRAJ_FILES, ids=lambda p: str(p.relative_to(SWE)))
 def test_calls_equal_reference_reader(path: Path, db: Path) -> None:
-    """Tool, arguments, result text, error flag and order: exactly what ``transcripts.read_swe_agent`` lists."""
+    """Order, count, result text and error flag: exactly what ``transcripts.read_swe_agent`` lists (the counting rule
+    the labels use). The arguments are the action as the model emitted it (tests/test_roundtrip.py checks them), so
+    they are not the reference's: it strips the action and reads ``str_replace_editor`` flags loosely; and where the
+    history keeps the model's own tool call (a function-calling run), the tool is that call's."""
     ref = reference_module().read(str(path), "swe_agent")["calls"]
     assert ref, "every fixture with a trajectory has calls"
     ingest_paths(db, path)
     assert query(db, "SELECT format FROM sessions") == [("swe_agent",)]
-    expected = [(c["tool"], c["args"], c["result"], c["is_error"]) for c in ref]
-    assert stored_calls(db) == expected
+    stored = stored_calls(db)
+    assert [(r, e) for _, _, r, e in stored] == [(c["result"], c["is_error"]) for c in ref]
+    function_calling = any(h.get("tool_calls") for h in orjson.loads(path.read_bytes()).get("history", []))
+    tools = [t for t, _, _, _ in stored]
+    if function_calling:
+        assert tools == ["find_file", "open", "edit", "bash", "submit"]
+    else:
+        assert tools == [c["tool"] for c in ref]
     assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
 
 
@@ -182,7 +191,7 @@ def test_bad_values_are_recorded_and_the_rest_kept(tmp_path: Path, db: Path) -> 
     ]
     calls = query(db, "SELECT tool, args, is_error, error_kind FROM calls ORDER BY seq")
     assert [(t, orjson.loads(a), e, k) for t, a, e, k in calls] == [
-        ("bash", {"command": "ls -la"}, False, None),
+        ("bash", {"command": "ls -la\n"}, False, None),
         ("bash", {"command": "cat nope.py"}, False, None),  # "cat: …" is not one of SWE-agent's error prefixes
         ("bash", {"command": "python x.py"}, True, "text"),
         ("submit", {}, False, None),
@@ -234,3 +243,126 @@ def test_cli_ingest_and_sessions_agent_filter(tmp_path: Path) -> None:
         [*run, "sessions", "--db", str(db), "--agent", "swe-agnet"], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode != 0 and "swe_agent" in (bad.stderr + bad.stdout)
+
+
+def _run(tmp_path: Path, db: Path, trajectory: list[dict[str, Any]], history: list[Any] | None = None) -> list:
+    doc = {"trajectory": trajectory, "history": history or [{"role": "user", "content": "Fix it"}], "info": {}}
+    path = tmp_path / "run" / "repo__repo-2.traj"
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(orjson.dumps(doc))
+    ingest_paths(db, path)
+    assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+    return [(t, orjson.loads(a)) for t, a in query(db, "SELECT tool, args FROM calls ORDER BY seq")]
+
+
+def test_action_arguments_as_the_model_wrote_them(tmp_path: Path, db: Path) -> None:
+    """Issue 30, class 8: ``submit <arg>`` keeps its argument, a bash action is kept byte for byte (its trailing
+    newline too), ``str_replace_editor`` flags are read one token each with their types, a step without an action is
+    no call."""
+    st = '{"open_file": "n/a", "working_dir": "/repo"}'
+    steps = [
+        "ls -la\n",
+        "str_replace_editor view /repo/a.py  --view_range 200 250",
+        "str_replace_editor str_replace /repo/a.py   --old_str 'x = 1' --new_str --verbose",
+        "str_replace_editor insert /repo/a.py --new_str 'y' --insert_line 7",
+        "str_replace_editor create /repo/b.py --file_text hello world",
+        "str_replace_editor view '/repo/unbalanced",
+        "   ",
+        "submit -f\n",
+        "submit 'flag{x y}'\n",
+        "submit\n",
+        "exit_cost",
+    ]
+    calls = _run(tmp_path, db, [{"action": a, "observation": "ok", "thought": "t", "state": st} for a in steps])
+    assert calls == [
+        ("bash", {"command": "ls -la\n"}),
+        ("str_replace_editor", {"command": "view", "path": "/repo/a.py", "view_range": [200, 250]}),
+        (
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/repo/a.py", "old_str": "x = 1", "new_str": "--verbose"},
+        ),
+        ("str_replace_editor", {"command": "insert", "path": "/repo/a.py", "new_str": "y", "insert_line": 7}),
+        ("str_replace_editor", {"command": "create", "path": "/repo/b.py", "file_text": ["hello", "world"]}),
+        ("str_replace_editor", {"raw": "str_replace_editor view '/repo/unbalanced"}),
+        ("submit", {"args": "-f"}),
+        ("submit", {"args": "'flag{x y}'"}),
+        ("submit", {}),
+        ("exit_cost", {}),
+    ]
+
+
+def test_window_commands_carry_the_open_file(tmp_path: Path, db: Path) -> None:
+    """``goto``/``scroll_*``/``edit``/``search_file`` without a file act on the open file, which only the step's
+    state names (a JSON string in 0.x, an object in 1.x): the same ``goto 72`` in two files is two objects."""
+
+    def step(action: str, open_file: str) -> dict[str, Any]:
+        return {
+            "action": action,
+            "observation": "ok",
+            "thought": "t",
+            "state": orjson.dumps({"open_file": open_file}).decode(),
+        }
+
+    calls = _run(
+        tmp_path,
+        db,
+        [
+            step("open a.py\n", "/repo/a.py"),
+            step("goto 72\n", "/repo/a.py"),
+            step("open b.py\n", "/repo/b.py"),
+            step("goto 72\n", "/repo/b.py"),
+            step("scroll_down\n", "/repo/b.py"),
+            step("edit 4:4\n    return 1\nend_of_edit\n", "/repo/b.py"),
+            step('search_file "def run("\n', "/repo/b.py"),
+            step("search_file run c.py\n", "/repo/b.py"),
+            step("goto 3\n", "n/a"),
+            {"action": "goto 9", "observation": "ok", "state": {"open_file": "/repo/c.py", "working_dir": "/repo"}},
+        ],
+    )
+    assert calls == [
+        ("bash", {"command": "open a.py\n"}),
+        ("bash", {"command": "goto 72\n", "open_file": "/repo/a.py"}),
+        ("bash", {"command": "open b.py\n"}),
+        ("bash", {"command": "goto 72\n", "open_file": "/repo/b.py"}),
+        ("bash", {"command": "scroll_down\n", "open_file": "/repo/b.py"}),
+        ("bash", {"command": "edit 4:4\n    return 1\nend_of_edit\n", "open_file": "/repo/b.py"}),
+        ("bash", {"command": 'search_file "def run("\n', "open_file": "/repo/b.py"}),
+        ("bash", {"command": "search_file run c.py\n"}),
+        ("bash", {"command": "goto 3\n"}),
+        ("bash", {"command": "goto 9", "open_file": "/repo/c.py"}),
+    ]
+    keys = query(db, "SELECT call_key FROM calls WHERE args LIKE '%goto 72%' ORDER BY seq")
+    assert len({k for (k,) in keys}) == 2
+
+
+def test_the_models_own_tool_call_wins_over_the_action_string(tmp_path: Path, db: Path) -> None:
+    """In a function-calling run the history keeps the call as the model sent it: its name and JSON arguments (a
+    ``view_range`` list, a boolean) are the stored call, matched to the step by its action; a step the history lacks
+    (the last one) is read from its action string."""
+
+    def said(action: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        call = {
+            "id": f"call_{name}",
+            "type": "function",
+            "function": {"name": name, "arguments": orjson.dumps(args).decode()},
+        }
+        return {"role": "assistant", "content": "", "action": action, "tool_calls": [call]}
+
+    view = "str_replace_editor view /repo/a.py  --view_range 3 9"
+    edit = "edit 'a' 'b' False"
+    history = [
+        {"role": "system", "content": "sys"},
+        {"role": "assistant", "content": "demo", "action": "ls", "is_demo": True, "tool_calls": [{"function": {}}]},
+        {"role": "user", "content": "Fix it"},
+        said(view, "str_replace_editor", {"command": "view", "path": "/repo/a.py", "view_range": [3, 9]}),
+        {"role": "user", "content": "OBSERVATION"},
+        said(edit, "edit", {"search": "a", "replace": "b", "replace-all": False}),
+        {"role": "user", "content": "OBSERVATION"},
+    ]
+    state = {"open_file": "/repo/a.py", "working_dir": "/repo"}
+    steps = [{"action": a, "observation": "ok", "state": state} for a in (view, edit, "submit")]
+    assert _run(tmp_path, db, steps, history) == [
+        ("str_replace_editor", {"command": "view", "path": "/repo/a.py", "view_range": [3, 9]}),
+        ("edit", {"search": "a", "replace": "b", "replace-all": False, "open_file": "/repo/a.py"}),
+        ("submit", {}),
+    ]

@@ -7,12 +7,23 @@ from analyzer.detect.rules import FINDINGS, SIGNALS, TEXT_SIGNALS
 from analyzer.tables import Table
 from analyzer.tables import table as _t
 
-SCHEMA_VERSION = (
-    3  # 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys and file hashes, calls.result_chars
-)
-# The first schema whose keys are XXH3 (earlier stores hold MD5 keys, which must never meet the new ones): an older
-# store is rebuilt from its transcripts by ``loopscope ingest`` and refused by every other command.
-KEYS_VERSION = 3
+# 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys and file hashes, calls.result_chars;
+# 4: calls.action_key and calls.action_args (the semantics table), result keys without Gemini CLI's process ids;
+# 5: arguments as the model emitted them (SWE-agent's submit arguments, exact actions, the model's own tool calls and
+# the open file of window commands; OpenHands' security_risk; a Claude Code subagent's replayed lines read once)
+SCHEMA_VERSION = 5
+# The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
+# action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
+# transcripts by ``loopscope ingest`` and refused by every other command (``connection.old_store_message`` says why).
+KEYS_VERSION = 5
+
+
+def old_keys(version: int) -> str:
+    """Why a store of an older schema cannot be kept, in a few words (the line that refuses or rebuilds it)."""
+    if version < 3:
+        return "MD5 keys"
+    return "no action keys" if version < 4 else "arguments read by older adapters"
+
 
 # What the store keeps of a long result by default: its head and its tail, around a marker that says how much is left
 # out (``ingest.rows.clip_result``). Keys and lengths come from the full text, so detection does not depend on it;
@@ -24,13 +35,22 @@ STORED_TAIL_CHARS = 2048
 
 FILES = _t(
     "files",
-    "One row per transcript file seen, ingested or skipped. Re-ingest skips a file whose size and mtime are unchanged, "
-    "and one whose content hash is unchanged after a touch.",
+    "One row per transcript file seen: ingested, read with another file, or skipped. Re-ingest skips a file whose "
+    "size and mtime are unchanged, and one whose content hash is unchanged after a touch.",
     ("file_id", "INTEGER", "Internal id; every row ingested from the file carries it."),
     ("path", "VARCHAR", "Absolute path."),
     ("format", "VARCHAR", "The transcript format (`sessions.format`, the README's formats table); NULL when skipped."),
-    ("status", "VARCHAR", "`ingested` or `skipped`."),
-    ("reason", "VARCHAR", "Why the file was skipped (empty, binary, unknown format, ...)."),
+    (
+        "status",
+        "VARCHAR",
+        "`ingested`; `companion`: read as part of the file named in `reason` (opencode's message and part files, "
+        "read with their session file), its rows are that file's; or `skipped`: not read.",
+    ),
+    (
+        "reason",
+        "VARCHAR",
+        "Why the file was skipped (empty, binary, unknown format, ...); for a `companion`, `read with <path>`.",
+    ),
     ("size", "BIGINT", "Bytes read."),
     ("mtime_ns", "BIGINT", "Modification time, nanoseconds since the epoch."),
     ("content_hash", "VARCHAR", "XXH3-128 of the bytes read."),
@@ -160,6 +180,21 @@ CALLS = _t(
     ),
     ("call_key_ordered", "VARCHAR", "Hash of tool + insertion-order args (`JSON.stringify`), for guards that use it."),
     ("call_key_shallow", "VARCHAR", "Hash of tool + args with only top-level keys sorted (Roo Code)."),
+    (
+        "action_key",
+        "VARCHAR",
+        "Hash of tool + the call's action arguments: the arguments without the fields its tool declares commentary "
+        "or tuning (Claude Code's `description`, timeouts, output limits, wait times), a shell command reduced to "
+        "what it runs (no `sleep N &&`, `timeout N`, `| head`, `2>&1` wrapper; blanks collapsed). Equal keys are the "
+        "same action on the same object: the detector's signals, findings and the `loopscope` guard compare calls "
+        'by it (docs/detectors.md, "The semantics of tool arguments"). Equals `call_key` when nothing was dropped.',
+    ),
+    (
+        "action_args",
+        "VARCHAR",
+        "The action arguments as canonical JSON, what `action_key` hashes and near-identical arguments (drift) are "
+        "compared on; NULL when they equal `args`.",
+    ),
     (
         "result_text",
         "VARCHAR",

@@ -10,6 +10,8 @@ under ``<sessionId>/subagents/workflows/<run>/agent-*.jsonl`` (read as subagents
 ``journal.jsonl`` of the run's steps, which is not a transcript: skipped with that reason (``describe_file``), unless
 its lines are transcript lines. A resumed session copies the earlier session's lines, tool_use ids included, under its
 new session id: the store keeps each such call once, in the session that ended first (``land._drop_replayed_calls``).
+A resumed subagent can also write its own earlier lines again into its file (same ``uuid``s): a user or assistant
+line whose ``uuid`` the session already read is a copy, read once.
 
 Calls and turns. Lines are read in file order (append order). One API response is written as one line per content
 block, all sharing ``message.id``; they become one assistant turn (``turn_id`` = ``message.id``). ``tool_use`` (and the
@@ -295,6 +297,19 @@ class _Session:
     # Best (total, has speed) passed to the builder per usage key since the last prompt: the builder keeps the last of
     # equal usages, ccusage the first (unless the later one has ``speed``), so only a strictly better one is passed.
     best: dict[str, tuple[int, bool]] = field(default_factory=dict)
+    # The ``uuid`` of every user and assistant line read: a subagent transcript that is resumed can write its earlier
+    # lines again, byte for byte (same uuids, same tool_use ids); a copy is not a second message or a second call.
+    uuids: set[str] = field(default_factory=set)
+
+    def copy(self, rec: dict[str, Any]) -> bool:
+        """Whether ``rec`` is a line of this session already read (its ``uuid`` seen); records it otherwise."""
+        uuid = rec.get("uuid")
+        if not isinstance(uuid, str) or not uuid:
+            return False
+        if uuid in self.uuids:
+            return True
+        self.uuids.add(uuid)
+        return False
 
 
 class Parser:
@@ -404,6 +419,8 @@ class Parser:
         s: _Session | None = None,
     ) -> None:
         s = s or self._session(rec)
+        if s.copy(rec):
+            return
         found = _usage(rec, msg)
         usage = None
         if found is not None:
@@ -465,6 +482,8 @@ class Parser:
             self.ctx.error(line, "user line without a message object", rec)
             return
         s = self._session(rec)
+        if s.copy(rec):
+            return
         content = msg.get("content")
         ts = rec.get("timestamp")
         if isinstance(content, list):

@@ -76,14 +76,16 @@ NOT_CALLS = frozenset(
 )
 # Observations that answer no call.
 NOT_RESULTS = frozenset({"agent_state_changed", "null", "recall", "agent_condensation", "condensation"})
-# Keys of an action's args that describe it rather than what it does (the thought is the message's text).
+# Keys of an action's args that the runtime or the controller sets, not the model: how the action was produced and
+# confirmed, what the runtime adds (the thought is the message's text, kept as the turn's). ``security_risk`` is not
+# one: newer tool schemas have the model fill it in, so it is part of the call as the model made it (older runtimes
+# write it null on every action, which is no value at all: dropped, ``_model_args``).
 NOISE_ARGS = frozenset(
     {
         "thought",
         "impl_source",
         "translated_ipython_code",
         "confirmation_state",
-        "security_risk",
         "is_confirmed",
         "kernel_init_code",
         "hidden",
@@ -328,7 +330,7 @@ class Parser:
                 cid = f"e{eid}" if eid is not None else f"#{n}"
                 n += 1
                 tcm = ev.get("tool_call_metadata") if isinstance(ev.get("tool_call_metadata"), dict) else {}
-                b.call(cid, action, {key: v for key, v in args.items() if key not in NOISE_ARGS}, ts, line, turn_id=tid)
+                b.call(cid, action, _model_args(args), ts, line, turn_id=tid)
                 if eid is not None:
                     by_event[str(eid)] = cid
                 tcid = tcm.get("tool_call_id")
@@ -540,6 +542,11 @@ class Parser:
         eid = ev.get("id")
         tid = rid or (f"e{eid}" if eid is not None else f"h{k}")
         return b.assistant(tid, text, ts, line, model=model, usage=usage)
+
+
+def _model_args(args: dict[str, Any]) -> dict[str, Any]:
+    """A V0 action's arguments as the model gave them: without ``NOISE_ARGS`` and a null ``security_risk``."""
+    return {k: v for k, v in args.items() if k not in NOISE_ARGS and not (k == "security_risk" and v is None)}
 
 
 def _reasoning(obj: dict[str, Any]) -> str | None:

@@ -5,10 +5,22 @@ sent to the model, demonstrations included) and ``info``; demonstration files ma
 function-calling demos, with OpenAI-style ``tool_calls``, sometimes stored as a Python repr string).
 
 Counting (the rule of ``tests/realdata/tools/transcripts.py``, reproduced exactly): one call per ``trajectory`` step
-whose ``action`` is non-empty after stripping, in order; the result is the step's ``observation``. The tool is
-``str_replace_editor`` (arguments parsed from the command line), ``submit``/``exit_*`` (no arguments), else ``bash``
-with the whole action as ``command`` (SWE-agent's own commands such as ``open``/``edit 4:4`` included). SWE-agent
-records no error flag: an observation is an error when its first 400 characters match ``SWE_ERR_RE``.
+whose ``action`` is non-empty after stripping, in order (a step without an action is text only, in the trajectory and
+in the history alike); the result is the step's ``observation``.
+
+Arguments (``call_args``) rebuild the action the model emitted: the model's own tool call where the file keeps it
+(function-calling runs: the ``history`` message of that action, its ``tool_calls`` name and JSON arguments, values and
+types as sent); else the action string read the way SWE-agent wrote it: ``str_replace_editor <command> <path>
+[--flag value]...`` (``shlex`` tokens, one token per flag, ``--view_range`` as its list of integers,
+``--insert_line`` as an integer; a flag followed by several unquoted tokens keeps them as a list; quoting that does
+not parse keeps the whole action as ``raw``); ``submit``/``exit_*`` with their argument text (``args``); anything else
+``bash`` with the whole action as ``command``, byte for byte (SWE-agent's own commands such as ``open``/``goto``/
+``edit 4:4`` included). Commands that act on the open file without naming it (``goto``, ``scroll_up``/
+``scroll_down``, ``edit``, ``insert``, ``search_file`` without a file) also carry ``open_file``, from the step's
+``state`` (which SWE-agent records after the action; these commands do not change it), so ``goto 72`` in two files
+are two objects. tests/test_roundtrip.py checks every call of the real files against its raw action.
+
+SWE-agent records no error flag: an observation is an error when its first 400 characters match ``SWE_ERR_RE``.
 
 Usage exists only per run (``info.model_stats``): it is written on one extra assistant turn ``info`` that also
 carries the outcome (``exit_status`` and the size of the ``submission``) as its text; ``instance_cost`` is the
@@ -58,32 +70,116 @@ def sniff_document(doc: Any) -> bool:
     return False
 
 
+# Commands that act on the file open in SWE-agent's window without naming it (``tools/windowed*``; 0.x
+# ``config/commands``): their object is the open file. ``search_file <term> [<file>]`` only when the file is left out.
+WINDOW_COMMANDS = frozenset({"goto", "scroll_up", "scroll_down", "edit", "insert"})
+EDITOR = "str_replace_editor"
+_INT_FLAGS = frozenset({"insert_line"})
+_INT_LIST_FLAGS = frozenset({"view_range"})
+_INT = re.compile(r"-?\d+")
+
+
 def classify(action: str) -> tuple[str, Any]:
-    """(tool, args) of a stripped, non-empty action string."""
+    """(tool, args) of a non-empty action string, as SWE-agent's text protocol writes it (``call_args`` without the
+    open file). ``bash`` commands keep the action byte for byte."""
     first = action.split(None, 1)[0]
-    if first == "str_replace_editor":
-        try:
-            toks = shlex.split(action)
-        except ValueError:
-            toks = action.split()
-        args: dict[str, Any] = {"command": toks[1] if len(toks) > 1 else "", "path": toks[2] if len(toks) > 2 else ""}
-        rest = toks[3:]
-        j = 0
-        while j < len(rest):
-            if rest[j].startswith("--") and j + 1 < len(rest):
-                key = rest[j][2:]
-                vals = []
-                j += 1
-                while j < len(rest) and not rest[j].startswith("--"):
-                    vals.append(rest[j])
-                    j += 1
-                args[key] = " ".join(vals)
-            else:
-                j += 1
-        return "str_replace_editor", args
+    if first == EDITOR:
+        args = editor_args(action)
+        return EDITOR, args if args is not None else {"raw": action}
     if first in EXIT_COMMANDS:
-        return first, {}
+        rest = action.strip()[len(first) :].strip()
+        return first, ({"args": rest} if rest else {})
     return "bash", {"command": action}
+
+
+def editor_args(action: str) -> dict[str, Any] | None:
+    """``str_replace_editor <command> <path> [--flag value]...`` as SWE-agent 1.x builds it from a tool call
+    (``sweagent/tools/parsing.py``: each string value ``shlex.quote``d, so one token; ``view_range`` joined by spaces;
+    integers bare). The token after a flag is its value whatever it looks like (a quoted ``--x`` is one); more
+    unquoted tokens before the next flag join it as a list. None when the quoting does not parse."""
+    try:
+        toks = shlex.split(action)
+    except ValueError:
+        return None
+    args: dict[str, Any] = {}
+    for name, tok in zip(("command", "path"), toks[1:3]):
+        args[name] = tok
+    key: str | None = None
+    vals: list[str] = []
+    extra: list[str] = []
+
+    def close() -> None:
+        if key is not None:
+            args[key] = _flag_value(key, vals)
+
+    for tok in toks[3:]:
+        if tok.startswith("--") and len(tok) > 2 and (key is None or vals):
+            close()
+            key, vals = tok[2:], []
+        elif key is None:
+            extra.append(tok)
+        else:
+            vals.append(tok)
+    close()
+    if extra:
+        args["extra"] = extra
+    return args
+
+
+def _flag_value(key: str, vals: list[str]) -> Any:
+    if not vals:
+        return None
+    if key in _INT_LIST_FLAGS and all(_INT.fullmatch(v) for v in vals):
+        return [int(v) for v in vals]
+    if len(vals) > 1:
+        return vals
+    if key in _INT_FLAGS and _INT.fullmatch(vals[0]):
+        return int(vals[0])
+    return vals[0]
+
+
+def open_file_of(state: Any) -> str | None:
+    """The step's ``state.open_file`` (a JSON string in 0.x, an object in 1.x); None when no file is open."""
+    if isinstance(state, str):
+        try:
+            state = orjson.loads(state)
+        except orjson.JSONDecodeError:
+            return None
+    f = state.get("open_file") if isinstance(state, dict) else None
+    return f if isinstance(f, str) and f.strip() and f.strip() != "n/a" else None
+
+
+def acts_on_open_file(tool: str, args: Any) -> bool:
+    """A window command whose object is the open file (``WINDOW_COMMANDS``, ``search_file`` without a file)."""
+    if not isinstance(args, dict):
+        return False
+    if tool == "bash":
+        text = args.get("command")
+        if not isinstance(text, str) or not text.strip():
+            return False
+        first = text.split(None, 1)[0]
+        if first in WINDOW_COMMANDS:
+            return True
+        if first != "search_file":
+            return False
+        try:
+            return len(shlex.split(text.split("\n", 1)[0])) <= 2
+        except ValueError:
+            return False
+    if tool in WINDOW_COMMANDS:
+        return True
+    return tool == "search_file" and not args.get("file")
+
+
+def call_args(action: str, structured: tuple[str, Any] | None, state: Any) -> tuple[str, Any]:
+    """(tool, args) of one trajectory step: the model's own tool call when given, else ``classify``; plus
+    ``open_file`` for a command that acts on the open file."""
+    tool, args = structured if structured is not None else classify(action)
+    if acts_on_open_file(tool, args) and "open_file" not in args:
+        f = open_file_of(state)
+        if f is not None:
+            args = {**args, "open_file": f}
+    return tool, args
 
 
 def is_error_text(observation: str) -> bool:
@@ -188,7 +284,7 @@ class Parser:
                 traj = None
             if traj:
                 self._prompt(b, hist or [], line)
-                self._steps(b, traj, line)
+                self._steps(b, traj, hist or [], line)
             elif hist:
                 self._history(b, hist, line)
             model = _model(doc)
@@ -204,7 +300,8 @@ class Parser:
                 b.user_prompt(text_of(h.get("content")), None, line)
                 return
 
-    def _steps(self, b: SessionBuilder, traj: list[Any], line: int) -> None:
+    def _steps(self, b: SessionBuilder, traj: list[Any], hist: list[Any], line: int) -> None:
+        calls = _ToolCalls(hist)
         for k, st in enumerate(traj):
             if not isinstance(st, dict):
                 self.ctx.error(line, f"trajectory step {k} is not an object", st)
@@ -217,10 +314,9 @@ class Parser:
             if action is not None and not isinstance(action, str):
                 self.ctx.error(line, f"trajectory step {k}: `action` is not a string", st)
                 continue
-            act = (action or "").strip()
-            if not act:
+            if not action or not action.strip():
                 continue
-            tool, args = classify(act)
+            tool, args = call_args(action, calls.take(action), st.get("state"))
             obs = st.get("observation")
             if obs is not None and not isinstance(obs, str):
                 self.ctx.error(line, f"trajectory step {k}: `observation` is not a string; kept as text", obs)
@@ -267,7 +363,7 @@ class Parser:
                         )
                         pending.append(cid)
                 elif isinstance(h.get("action"), str) and h["action"].strip():
-                    tool, args = classify(h["action"].strip())
+                    tool, args = classify(h["action"])
                     cid = f"h{k}"
                     b.call(cid, tool, args, None, line, turn_id=tid)
                     pending.append(cid)
@@ -286,6 +382,38 @@ class Parser:
 
     def close(self) -> int:
         return self.sessions
+
+
+class _ToolCalls:
+    """The model's own tool calls in a function-calling run's ``history``: one per non-demonstration assistant message
+    that made exactly one call, in order, each with the action string SWE-agent built from it. ``take(action)``
+    hands out the next one whose action is that step's, looking a few messages ahead (the history holds the same
+    actions in the same order; a step it lacks, such as the last one, gets None and is read from its action
+    string)."""
+
+    LOOKAHEAD = 3
+
+    def __init__(self, hist: list[Any]) -> None:
+        self._calls: list[tuple[str, tuple[str, Any]]] = []
+        for h in hist:
+            if not isinstance(h, dict) or h.get("role") != "assistant" or _demo(h):
+                continue
+            action, tcs = h.get("action"), _loose(h.get("tool_calls"))
+            if not isinstance(action, str) or not action.strip() or not isinstance(tcs, list) or len(tcs) != 1:
+                continue
+            tc = tcs[0]
+            fn = tc.get("function") if isinstance(tc, dict) and isinstance(tc.get("function"), dict) else tc
+            if isinstance(fn, dict) and isinstance(fn.get("name"), str) and fn["name"]:
+                self._calls.append((action.strip(), (fn["name"], parse_arguments(fn.get("arguments")))))
+        self._next = 0
+
+    def take(self, action: str) -> tuple[str, Any] | None:
+        want = action.strip()
+        for j in range(self._next, min(self._next + self.LOOKAHEAD, len(self._calls))):
+            if self._calls[j][0] == want:
+                self._next = j + 1
+                return self._calls[j][1]
+        return None
 
 
 def _demo(h: dict[str, Any]) -> bool:
