@@ -1,8 +1,14 @@
 #!/usr/bin/env python3
-"""Hook benchmark: the Claude Code hook's latency per call, whole process (interpreter start included), on one long
-session, and the size of its state file.
+"""Hook benchmark: the hook's latency per event for each agent (Claude Code, Codex CLI, Gemini CLI), whole process
+(interpreter start included), on one long session, and the size of its state file.
 
-    python benchmarks/bench_hook.py [--calls 2000] [--policy loopscope] [--hook CMD]
+    python benchmarks/bench_hook.py [--agent all|claude-code|codex|gemini-cli] [--calls 2000] [--policy loopscope]
+                                    [--hook CMD]
+
+Codex and Gemini CLI get the same session in their own protocol (``live_events``): Codex's ``Bash {command}``,
+``apply_patch {command}``, PreToolUse/PostToolUse/UserPromptSubmit (no PostToolUse after a failed non-exec call is
+not modelled: every call gets its result); Gemini's ``read_file``/``replace``/``grep_search``/``run_shell_command``,
+BeforeTool/AfterTool/BeforeAgent with ``tool_response`` objects and no call id.
 
 A synthetic 2,000-call Claude Code session is sent event by event, as Claude Code would send it: for each assistant
 message the transcript gets its line first, then each call's ``PreToolUse`` runs the hook as a fresh process, then
@@ -39,12 +45,74 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import CHECKOUT  # noqa: E402
 
+AGENTS = ("claude-code", "codex", "gemini-cli")
 
-def hook_command() -> list[str]:
+
+def hook_command(agent: str = "claude-code") -> list[str]:
     script = Path(sys.executable).with_name("loopscope-hook")
     if script.exists():
-        return [str(script), "claude-code"]
-    return [sys.executable, "-m", "analyzer.hook", "claude-code"]
+        return [str(script), agent]
+    return [sys.executable, "-m", "analyzer.hook", agent]
+
+
+def live_call(agent: str, tool: str, tool_input: dict) -> tuple[str, dict]:
+    """The synthetic Claude Code call as Codex or Gemini CLI would report it."""
+    if agent == "codex":
+        if tool == "Read":
+            return "Bash", {"command": f"sed -n '1,80p' {tool_input['file_path']}"}
+        if tool == "Edit":
+            patch = (
+                f"*** Begin Patch\n*** Update File: {tool_input['file_path']}\n@@\n-{tool_input['old_string']}\n"
+                f"+{tool_input['new_string']}\n*** End Patch"
+            )
+            return "apply_patch", {"command": patch}
+        if tool == "Grep":
+            return "Bash", {"command": f"rg -l '{tool_input['pattern']}' {tool_input['path']}"}
+        return "Bash", {"command": tool_input["command"]}
+    if tool == "Read":
+        return "read_file", {"file_path": tool_input["file_path"]}
+    if tool == "Edit":
+        return "replace", {k: tool_input[k] for k in ("file_path", "old_string", "new_string")}
+    if tool == "Grep":
+        return "grep_search", {"pattern": tool_input["pattern"], "dir_path": tool_input["path"]}
+    return "run_shell_command", {"command": tool_input["command"]}
+
+
+def live_response(agent: str, tool: str, result: str, failed: bool) -> object:
+    if agent == "codex":
+        if tool == "apply_patch":
+            return orjson.dumps({"output": result, "metadata": {"exit_code": 0, "duration_seconds": 0.0}}).decode()
+        return result
+    if failed and tool != "run_shell_command":
+        return {"llmContent": result, "returnDisplay": result, "error": {"message": result, "type": "x"}}
+    return {"llmContent": result + ("\nExit Code: 1" if failed else ""), "returnDisplay": result}
+
+
+def run_live_session(agent, calls, call, base, state, pre_ms, post_ms, sizes, counts) -> None:  # noqa: ANN001
+    """Send the session's events in Codex's or Gemini CLI's protocol, one hook process each."""
+    prompt_ev, call_ev, result_ev = (
+        ("UserPromptSubmit", "PreToolUse", "PostToolUse")
+        if agent == "codex"
+        else ("BeforeAgent", "BeforeTool", "AfterTool")
+    )
+    for i, (tool, tool_input, result, failed) in enumerate(calls):
+        if i % 200 == 0:
+            call({**base, "hook_event_name": prompt_ev, "prompt": "next task"})
+        name, live_input = live_call(agent, tool, tool_input)
+        ev = {**base, "hook_event_name": call_ev, "tool_name": name, "tool_input": live_input}
+        if agent == "codex":
+            ev["tool_use_id"] = f"call_{i:05d}"
+        ms, out = call(ev)
+        pre_ms.append(ms)
+        if b'"deny"' in out:
+            counts[0] += 1
+        else:
+            counts[1] += b"systemMessage" in out
+            ms, _ = call(
+                {**ev, "hook_event_name": result_ev, "tool_response": live_response(agent, name, result, failed)}
+            )
+            post_ms.append(ms)
+        sizes.append(state.stat().st_size)
 
 
 def session(n: int, seed: int = 7) -> list[tuple[str, dict, str, bool]]:
@@ -161,19 +229,28 @@ def run_session(calls, call, base, transcript, state, pre_ms, post_ms, sizes, co
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--agent", default="all", choices=("all", *AGENTS))
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--policy", default=None, help="--policy for the hook (default: its own default, loopscope)")
-    ap.add_argument("--hook", default=None, help="the hook command (default: the installed loopscope-hook)")
+    ap.add_argument("--hook", default=None, help="the hook command, without the agent (default: loopscope-hook)")
     args = ap.parse_args()
     CHECKOUT.compile()
-    cmd = shlex.split(args.hook) if args.hook else hook_command()
+    ok = True
+    for agent in AGENTS if args.agent == "all" else (args.agent,):
+        ok &= bench(agent, args)
+    if not ok:
+        raise SystemExit(1)
+
+
+def bench(agent: str, args: argparse.Namespace) -> bool:
+    cmd = shlex.split(args.hook) + [agent] if args.hook else hook_command(agent)
     if args.policy:
         cmd += ["--policy", args.policy]
     tmp = Path(tempfile.mkdtemp(prefix="loopscope-bench-hook-"))
     env = {**os.environ, "LOOPSCOPE_CACHE_DIR": str(tmp / "cache"), "LOOPSCOPE_CONFIG_DIR": str(tmp / "config")}
     transcript = tmp / "session.jsonl"
     sid = "bench-session"
-    state = tmp / "cache" / f"{sid}.state"
+    state = tmp / "cache" / (f"{sid}.state" if agent == "claude-code" else f"{agent}-{sid}.state")
     base = {"session_id": sid, "transcript_path": str(transcript), "cwd": "/work"}
     pre_ms: list[float] = []
     post_ms: list[float] = []
@@ -194,7 +271,10 @@ def main() -> None:
 
     calls = session(args.calls)
     try:
-        run_session(calls, call, base, transcript, state, pre_ms, post_ms, sizes, counts)
+        if agent == "claude-code":
+            run_session(calls, call, base, transcript, state, pre_ms, post_ms, sizes, counts)
+        else:
+            run_live_session(agent, calls, call, base, state, pre_ms, post_ms, sizes, counts)
     except KeyboardInterrupt:  # print what was measured so far
         calls = calls[: len(pre_ms)]
     denied, warned = counts
@@ -203,12 +283,11 @@ def main() -> None:
         s = sorted(xs)
         return s[min(len(s) - 1, int(round(p * (len(s) - 1))))]
 
-    print(f"hook: {shlex.join(cmd)}")
-    print(
-        f"session: {len(calls):,} calls, transcript {transcript.stat().st_size / 1e6:.1f} MB; "
-        f"{denied} denied, {warned} warned"
-    )
-    rows = [("PreToolUse", pre_ms), ("PostToolUse*", post_ms), ("all events", pre_ms + post_ms)]
+    events = ("PreToolUse", "PostToolUse*") if agent != "gemini-cli" else ("BeforeTool", "AfterTool")
+    print(f"\n## {agent}\nhook: {shlex.join(cmd)}")
+    size = f", transcript {transcript.stat().st_size / 1e6:.1f} MB" if transcript.exists() else ""
+    print(f"session: {len(calls):,} calls{size}; {denied} denied, {warned} warned")
+    rows = [(events[0], pre_ms), (events[1], post_ms), ("all events", pre_ms + post_ms)]
     print("| event | processes | median ms | p95 ms | max ms |")
     print("|---|---|---|---|---|")
     for name, xs in rows:
@@ -223,7 +302,8 @@ def main() -> None:
     )
     print(f"state file: {sizes[-1]:,} bytes at the end, {max(sizes):,} at most")
     p95 = q(pre_ms + post_ms, 0.95)
-    print(f"target p95 <= 100 ms: {'met' if p95 <= 100 else 'NOT met'} ({p95:.1f} ms)")
+    print(f"{agent}: target p95 <= 100 ms: {'met' if p95 <= 100 else 'NOT met'} ({p95:.1f} ms)")
+    return p95 <= 100
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_
 from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Verdict
 from analyzer.guards.policies import Policy
 
-VERSION = 1
+VERSION = 2  # 2: the loopscope guard compares calls by their action key (a state of v1 starts afresh)
 TAIL_START = 1 << 20  # a transcript first seen longer than this is read from its last MiB only
 TEXT_CAP = 20_000  # characters of one message's text kept for the text rules
 MESSAGES_KEPT = 4

@@ -33,9 +33,9 @@ def settings_file(scope: str, project_dir: Path | None = None) -> Path:
     return base / ("settings.local.json" if scope == "local" else "settings.json")
 
 
-def hook_command(extra: list[str] | None = None) -> str:
-    """The command Claude Code runs: the ``loopscope-hook`` script next to this interpreter (else on PATH, else
-    ``python -m analyzer.hook``), with ``claude-code`` and any extra arguments."""
+def hook_command(extra: list[str] | None = None, agent: str = "claude-code") -> str:
+    """The command the agent runs: the ``loopscope-hook`` script next to this interpreter (else on PATH, else
+    ``python -m analyzer.hook``), with the agent's name (``claude-code``) and any extra arguments."""
     script = Path(sys.executable).with_name("loopscope-hook")
     if script.exists():
         head = [str(script)]
@@ -43,7 +43,7 @@ def hook_command(extra: list[str] | None = None) -> str:
         head = [str(shutil.which("loopscope-hook"))]
     else:
         head = [sys.executable, "-m", "analyzer.hook"]
-    return shlex.join(head + ["claude-code"] + (extra or []))
+    return shlex.join(head + [agent] + (extra or []))
 
 
 def is_ours(entry: Any) -> bool:

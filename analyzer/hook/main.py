@@ -1,8 +1,11 @@
-"""The hook's light entry point (the ``loopscope-hook`` script): ``loopscope-hook claude-code [--policy P]
-[--settings FILE] [--set NAME=VALUE ...]`` reads one hook event's JSON on stdin and prints the hook's answer.
+"""The hook's light entry point (the ``loopscope-hook`` script): ``loopscope-hook claude-code|codex|gemini-cli
+[--policy P] [--settings FILE] [--set NAME=VALUE ...]`` reads one hook event's JSON on stdin and prints the hook's
+answer in that agent's protocol (``claude_code``; ``live`` for Codex and Gemini CLI).
 
 It runs before every tool call, so it imports only the guard engines, and it fails open: a crash, a bad payload, a
-locked or unreadable state or a missing transcript never blocks the agent (one line on stderr, exit 0, no output).
+locked or unreadable state or a missing transcript never blocks the agent (one line on stderr, exit 0, no output;
+for Codex and Gemini the failure also goes to the hook's log, with each denial, which ``loopscope hook status``
+summarises).
 """
 
 from __future__ import annotations
@@ -11,8 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-AGENTS = ("claude-code",)
-USAGE = "usage: loopscope-hook claude-code [--policy NAME] [--settings FILE] [--set NAME=VALUE ...]"
+AGENTS = ("claude-code", "codex", "gemini-cli")
+USAGE = "usage: loopscope-hook claude-code|codex|gemini-cli [--policy NAME] [--settings FILE] [--set NAME=VALUE ...]"
 
 
 def parse_args(argv: list[str]) -> tuple[str, str | None, Path | None, dict[str, str]]:
@@ -49,7 +52,9 @@ def run(argv: list[str], raw: bytes) -> dict[str, Any] | None:
     from analyzer.hook.settings import hook_policy
     from analyzer.hook.state import locked, state_path
 
-    _, policy_name, settings, sets = parse_args(argv)
+    agent, policy_name, settings, sets = parse_args(argv)
+    if agent != "claude-code":
+        return _run_live(agent, policy_name, settings, sets, raw)
     try:
         payload = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -70,6 +75,44 @@ def run(argv: list[str], raw: bytes) -> dict[str, Any] | None:
         if st is None or getattr(st, "policy", None) != signature(policy):
             st = box.value = new_state(policy)
         return handle(payload, st, policy)
+
+
+def _run_live(
+    agent: str, policy_name: str | None, settings: Path | None, sets: dict[str, str], raw: bytes
+) -> dict[str, Any] | None:
+    """One Codex or Gemini CLI event (``live``)."""
+    import orjson
+
+    from analyzer.hook import log
+    from analyzer.hook.claude_code import signature
+    from analyzer.hook.live import EVENTS, LiveState, handle, new_state
+    from analyzer.hook.settings import hook_policy
+    from analyzer.hook.state import locked, state_path
+
+    try:
+        payload = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"the hook's input is not JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise ValueError("the hook's input is not a JSON object")
+    sid = payload.get("session_id")
+    if not isinstance(sid, str) or not sid:
+        raise ValueError("the hook's input has no session_id")
+    if payload.get("hook_event_name") not in EVENTS[agent]:
+        return None
+    policy = hook_policy(policy_name, settings, sets, agent=agent)
+    sub = payload.get("agent_id")  # Codex 0.171+: a subagent thread keeps its own counters
+    with locked(state_path(f"{agent}-{sid}", sub if isinstance(sub, str) and sub else None)) as box:
+        if box.note:
+            _warn(box.note)
+            log.append("error", agent, session=sid, error=box.note)
+        st = box.value
+        if not isinstance(st, LiveState) or st.policy != signature(policy) or st.agent != agent:
+            st = box.value = new_state(policy, agent)
+        out, denial = handle(agent, payload, st, policy)
+    if denial is not None:
+        log.append("deny", agent, session=sid, **denial)
+    return out
 
 
 def _warn(text: str) -> None:
@@ -93,6 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:  # fail open, whatever happened
         msg = str(exc).splitlines()[0] if str(exc) else ""
         _warn(f"{type(exc).__name__}: {msg} (call allowed)")
+        if args and args[0] in AGENTS[1:]:
+            try:
+                from analyzer.hook import log
+
+                log.append("error", args[0], error=f"{type(exc).__name__}: {msg}")
+            except BaseException:
+                pass
     return 0
 
 
