@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
+    from analyzer.evaluate.evaluation import Evaluation
     from analyzer.guards.policies import Policy
     from analyzer.guards.replay import CorpusFrames
     from analyzer.results import Calibration, Replay
@@ -61,10 +62,13 @@ def _replay_key(policies: Sequence[object]) -> str:
     return h.hexdigest()
 
 
-def _report_state(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> str | None:
+def _report_state(
+    con: duckdb.DuckDBPyConnection, flt: SessionFilter, evaluation: Evaluation | None = None
+) -> str | None:
     """What a report of ``flt`` is made from besides the report code and options: the store's state
     (``store_state``), the latest calibration run of the scope, the preset replays' code and the calibration's (a
-    report without a stored calibration sweeps afresh). None for a source that is no store."""
+    report without a stored calibration sweeps afresh), and the evaluation on a person's labels (``analyze
+    --labels``), whose figures are on its Evaluation page. None for a source that is no store."""
     import hashlib
 
     from analyzer.calibrate.recommend import _scope_text
@@ -85,6 +89,10 @@ def _report_state(con: duckdb.DuckDBPyConnection, flt: SessionFilter) -> str | N
         else None
     )
     h = hashlib.blake2b(f"{state} {run!r} {_replay_key(resolve(['all']))}".encode(), digest_size=16)
+    if evaluation is not None:
+        import orjson
+
+        h.update(orjson.dumps(evaluation.to_json(), option=orjson.OPT_NON_STR_KEYS))
     for f in sorted((Path(__file__).parent / "calibrate").glob("*.py")):
         h.update(f.read_bytes())
     return h.hexdigest()
@@ -228,6 +236,44 @@ def report_inputs(
     return replay_presets(con, flt, workers, cache), calibration_for_report(con, flt)
 
 
+def show_command(db: Path | None) -> str:
+    """``loopscope show``, naming the store ``db`` when it is not the one the command finds by default."""
+    import shlex
+
+    from analyzer.store.connection import default_db_path
+
+    if db is None or db.absolute() == default_db_path().absolute():
+        return "loopscope show"
+    return f"loopscope show --db {shlex.quote(str(db))}"
+
+
+def evaluate_labels(
+    con: duckdb.DuckDBPyConnection,
+    labels: Sequence[str | Path],
+    flt: SessionFilter = SessionFilter(),
+    by: Sequence[str] = (),
+    policies: Sequence[Policy] | None = None,
+    roots: Sequence[str | Path] = (),
+    guards: bool = True,
+    workers: int | None = None,
+    show: str = "loopscope show",
+) -> Evaluation:
+    """The findings and (``guards``) the guards measured on a person's labels (``analyzer.evaluate.evaluation``):
+    the guards are ``policies`` (default: every preset) replayed over the labelled sessions."""
+    from analyzer.evaluate.evaluation import evaluate_store
+    from analyzer.guards.policies import resolve
+    from analyzer.guards.replay import replay_store
+    from analyzer.store.connection import store_id
+
+    chosen = list(policies) if policies is not None else resolve(["all"])
+
+    def halts_of(ids: Sequence[str]) -> tuple[list[str], pl.DataFrame]:
+        rep = replay_store(con, chosen, SessionIds(tuple(ids)), workers=workers)
+        return [p.name for p in chosen], rep.halts
+
+    return evaluate_store(con, labels, flt, by, roots, halts_of if guards else None, show=show, store_id=store_id(con))
+
+
 def _drop_cached_blocks(con: duckdb.DuckDBPyConnection) -> None:
     """Make DuckDB let go of the table blocks it keeps cached after reading them (it holds them up to its memory
     limit, ~200 MB after the report's page reads of the 2,400-session store): a memory limit it cannot meet evicts
@@ -248,18 +294,20 @@ def write_report(
     workers: int | None = None,
     progress: Progress | None = None,
     cache: Path | None = None,
+    evaluation: Evaluation | None = None,
 ) -> ReportResult:
-    """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration. The
-    result's ``seconds`` covers everything this did: the replay and calibration as well as the rendering.
-    ``cache``: where replays are kept between runs (``replay_cache_path`` of the store). A folder report made from
-    the same state of the store, options and code is kept as it is (``kept_report``): nothing is read or written."""
+    """The report of the sessions ``flt`` selects, with every preset's replay and the latest calibration (and, with
+    ``evaluation``, its Evaluation page). The result's ``seconds`` covers everything this did: the replay and
+    calibration as well as the rendering. ``cache``: where replays are kept between runs (``replay_cache_path`` of
+    the store). A folder report made from the same state of the store, options and code is kept as it is
+    (``kept_report``): nothing is read or written."""
     from analyzer.calibrate.recommend import calibration_for_report
     from analyzer.store.connection import read_capped
     from reports.data import PAGE_READS, ReportData
     from reports.render import kept_report, render_report
 
     t0 = time.perf_counter()
-    state = None if single_file else _report_state(con, flt)  # a single file is always written
+    state = None if single_file else _report_state(con, flt, evaluation)  # a single file is always written
     if state is not None:
         kept = kept_report(out, state, redact)
         if kept is not None:
@@ -283,6 +331,7 @@ def write_report(
         progress=progress,
         workers=workers,
         state=state,
+        evaluation=evaluation,
     )
     result.seconds = time.perf_counter() - t0
     return result
@@ -335,15 +384,21 @@ def analyze(
     full_results: bool | None = None,
     stage_progress: StageProgress | None = None,
     on_stage: Callable[[str, str], None] | None = None,
+    labels: Path | None = None,
 ) -> AnalyzeResult:
     """Ingest ``paths`` into ``db``, scan what changed, calibrate the default base policy, write the report to
     ``out``. Each stage reports a one-line outcome through ``on_stage``; ``stage_progress(stage)`` gives a progress
-    callback for that stage (or None)."""
+    callback for that stage (or None). With ``labels`` (a labels file, read before any work), the calibration
+    takes its truth from them, and the findings and guards are measured on them (``eval``, the report's Evaluation
+    page)."""
     from analyzer.calibrate.recommend import DEFAULT_BASE, Alongside, calibrate_store
+    from analyzer.evaluate.labels import read_label_file
     from analyzer.ingest.pipeline import ingest
     from analyzer.scan.run import scan
     from analyzer.store import connection
 
+    if labels is not None:
+        read_label_file(labels)  # a bad file fails here, before the ingest
     t0 = time.perf_counter()
     stages: list[tuple[str, str]] = []
 
@@ -358,7 +413,7 @@ def analyze(
     s = ingest(paths, db, workers=workers, progress=progress("ingest"), full_results=full_results)
     done(
         "ingest",
-        f"{s.files_ingested:,} files ingested, {s.files_unchanged:,} unchanged, {len(s.skipped):,} "
+        f"{s.files_ingested:,} files ingested{s.companion_text()}, {s.files_unchanged:,} unchanged, {len(s.skipped):,} "
         f"skipped; {s.sessions:,} sessions, {s.calls:,} calls, {s.errors:,} unreadable lines"
         + "".join(f"\n  {line}" for line in s.skipped_lines())
         + "".join(f"\n  note: {note}" for note in s.notes),
@@ -367,7 +422,8 @@ def analyze(
     done("scan", f"{sc.scanned:,} sessions scanned ({sc.unchanged:,} unchanged), {sc.findings:,} loop episodes")
     con = connection.connect(db)
     try:
-        kept = _current_calibration(con, flt) if s.files_ingested == 0 and sc.scanned == 0 else None
+        unchanged = s.files_ingested == 0 and sc.scanned == 0 and labels is None
+        kept = _current_calibration(con, flt) if unchanged else None
         cache = replay_cache_path(db)
         if kept is not None:
             done("calibrate", kept)
@@ -377,12 +433,17 @@ def analyze(
             plan = _replay_plan(con, flt, cache)
             along = Alongside(plan.policies, frozenset(plan.todo)) if plan.todo else None
             try:
-                done("calibrate", calibrate_store(con, DEFAULT_BASE, flt, workers=workers, alongside=along).headline())
+                res = calibrate_store(con, DEFAULT_BASE, flt, labels, workers=workers, alongside=along)
+                done("calibrate", res.headline() + (f"; stuck from {res.labels_text}" if labels else ""))
             except UsageError as exc:  # e.g. the filters match no scanned session: report what there is
                 done("calibrate", f"skipped: {exc}")
             if along is not None and along.rows:
                 plan.finish(along.rows)
-        r = write_report(con, out, flt, single_file, redact, workers, progress("report"), cache)
+        evaluation = None
+        if labels is not None:
+            evaluation = evaluate_labels(con, [labels], flt, workers=workers, show=show_command(db))
+            done("eval", f"{evaluation.labels.text()}; {evaluation.headline()}")
+        r = write_report(con, out, flt, single_file, redact, workers, progress("report"), cache, evaluation)
     finally:
         con.close()
     done(

@@ -10,6 +10,7 @@ import typer
 from analyzer import __version__
 from analyzer.commands import analyze as analyze_cmds
 from analyzer.commands import calibrate as calibrate_cmds
+from analyzer.commands import eval as eval_cmds
 from analyzer.commands import export as export_cmds
 from analyzer.commands import hook as hook_cmds
 from analyzer.commands import ingest as ingest_cmds
@@ -54,6 +55,7 @@ app.command("summary")(scan_cmds.summary)
 app.command("policies")(replay_cmds.policies)
 app.command("replay")(replay_cmds.replay)
 app.command("calibrate")(calibrate_cmds.calibrate)
+app.command("eval")(eval_cmds.evaluate)
 app.command("report")(report_cmds.report)
 app.command("export")(export_cmds.export)
 app.add_typer(spark_cmds.app, name="spark")

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from analyzer.analyze import AnalyzeResult, StageProgress
     from analyzer.calibrate.recommend import CalibrationResult, Grid
     from analyzer.detect.stream.calls import Config
+    from analyzer.evaluate.evaluation import Evaluation
     from analyzer.guards.policies import Policy
     from analyzer.guards.replay import Replay
     from analyzer.ingest.pipeline import IngestSummary
@@ -183,6 +184,37 @@ class Store:
         )
 
     @store_errors()
+    def evaluate(
+        self,
+        labels: Sequence[str | Path],
+        flt: SessionFilter = SessionFilter(),
+        by: Sequence[str] = (),
+        policies: Sequence[Policy] | None = None,
+        roots: Sequence[str | Path] = (),
+        guards: bool = True,
+        workers: int | None = None,
+    ) -> Evaluation:
+        """The findings and (``guards``) the guards, ``policies`` (default every preset), measured on the labels
+        files ``labels``: ``analyzer.analyze.evaluate_labels``. ``roots``: folders a label's relative ``file`` may
+        start from."""
+        from analyzer.analyze import evaluate_labels, show_command
+
+        self._require_file("`loopscope ingest` and `loopscope scan`")
+        return evaluate_labels(
+            self._connection(), labels, flt, by, policies, roots, guards, workers, show=show_command(self._path)
+        )
+
+    @property
+    @store_errors()
+    def store_id(self) -> str:
+        """The store's id (``loopscope_meta`` key ``store_id``): what a person's labels are kept under. Reading it
+        writes nothing: a store from before ids were kept has one derived from its first file, which its next write
+        records (``analyzer.store.connection.store_id``)."""
+        from analyzer.store.connection import store_id
+
+        return store_id(self._connection())
+
+    @store_errors()
     def export(self, out: str | Path) -> dict[str, int]:
         """Every table as Parquet under ``out`` (``analyzer.store.parquet``); rows per table."""
         from analyzer.store.parquet import export
@@ -227,8 +259,10 @@ class Store:
         full_results: bool | None = None,
         stage_progress: StageProgress | None = None,
         on_stage: Callable[[str, str], None] | None = None,
+        labels: Path | None = None,
     ) -> AnalyzeResult:
-        """Ingest, scan, calibrate and report in one go: ``analyzer.analyze.analyze``."""
+        """Ingest, scan, calibrate and report in one go (with ``labels``, calibrated and evaluated on them):
+        ``analyzer.analyze.analyze``."""
         from analyzer.analyze import analyze
 
         return analyze(
@@ -242,6 +276,7 @@ class Store:
             full_results=full_results,
             stage_progress=stage_progress,
             on_stage=on_stage,
+            labels=labels,
         )
 
     # -- the listings' reads -------------------------------------------------------------------------------------------

@@ -23,6 +23,16 @@ Budget (issue "HTML report"): under 40 MB on disk, written in under 15 s. Two me
 
     python benchmarks/bench_report.py --scale 75,300 [--keep DIR]
 
+4. **before and after** (``--compare CHECKOUT``, issue 31: every session got a page): the report of
+   ``bench_scale.py``'s corpus (``--compare-sessions``, default 2,400 sessions, ~2.4 GB), this checkout beside
+   another (a checkout folder, run with its own code), in one run: each checkout ingests and scans its own store
+   (not timed), then ``loopscope report`` runs for each in turn, ``--repeat`` times, cold (into an empty folder,
+   without the guard replays a report keeps beside the store: what ``bench_scale.py`` times) and with those replays
+   kept (the rendering alone, which the new pages weigh on). Each run: wall, CPU of the process tree, peak RSS, the
+   report's size on disk and its session pages; then after ÷ before, run by run.
+
+    python benchmarks/bench_report.py --compare ../before [--after ../after] [--compare-sessions 2400] [--repeat 3]
+
 Prints the figures and exits non-zero when a budget is exceeded.
 """
 
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -37,10 +48,11 @@ from pathlib import Path
 
 from analyzer.store import connection
 from reports.data import ReportData
+from reports.paths import session_page_path
 from reports.render import render_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import Run, loopscope, mb  # noqa: E402
+from _measure import CHECKOUT, Checkout, Run, loopscope, mb, paired_ratio  # noqa: E402
 from gen_corpus import ensure  # noqa: E402
 
 CORPUS_MB = 170  # about 1,000 sessions with findings at gen_corpus.py's default mix
@@ -213,6 +225,67 @@ def scaling(sizes: list[float], work: Path, prefix: str = "/tmp/report-c") -> No
             )
 
 
+def _folder_bytes(out: Path) -> int:
+    return sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+
+
+def compare(baseline: Path, sessions: int, repeat: int, work: Path, after: Path | None = None) -> None:
+    """This checkout's report (or ``after``'s) beside ``baseline``'s on the same corpus (the module docstring,
+    item 4)."""
+    from bench_scale import corpus_of
+
+    from analyzer.analyze import replay_cache_path
+
+    corpus, manifest = corpus_of(sessions)
+    subjects = {"before": Checkout.at(baseline), "after": Checkout.at(after) if after else CHECKOUT}
+    print(f"corpus: {corpus}, {manifest['bytes'] / 1e6:,.0f} MB in {manifest['files']:,} files")
+    stores: dict[str, Path] = {}
+    for name, co in subjects.items():
+        co.compile()
+        print(f"{name}: {co.source()}")
+        db = work / f"{name}.duckdb"
+        for f in (db, Path(f"{db}.wal"), replay_cache_path(db)):
+            f.unlink(missing_ok=True)
+        co.run("ingest", str(corpus), "--db", str(db), "--quiet")
+        co.run("scan", "--db", str(db), "--quiet")
+        stores[name] = db
+    runs: dict[tuple[str, str], list[tuple[Run, int, int]]] = {}
+    for i in range(repeat):
+        for how in ("cold", "replays kept"):
+            for name, co in subjects.items():
+                db, out = stores[name], work / f"{name}-report"
+                shutil.rmtree(out, ignore_errors=True)
+                if how == "cold":
+                    replay_cache_path(db).unlink(missing_ok=True)
+                r = co.run("report", "--db", str(db), "--out", str(out), "--quiet")
+                size, pages = _folder_bytes(out), len(list((out / "sessions").glob("*.html")))
+                runs.setdefault((how, name), []).append((r, size, pages))
+                print(
+                    f"  run {i + 1} {how:<12} {name:<6} {r.seconds:6.2f} s wall, {r.cpu_seconds:6.2f} s CPU, "
+                    f"peak {mb(r.peak_tree_rss)}, {size / 1e6:,.1f} MB, {pages:,} session pages",
+                    flush=True,
+                )
+    print(f"\n`loopscope report`, {sessions:,} sessions, medians of {repeat}; after ÷ before run by run:")
+    print("| report | before | after | after ÷ before: wall | CPU | size |")
+    print("|---|---|---|---|---|---|")
+    for how in ("cold", "replays kept"):
+        b, a = runs[(how, "before")], runs[(how, "after")]
+
+        def fig(rs: list[tuple[Run, int, int]]) -> str:
+            return (
+                f"{statistics.median(r.seconds for r, _, _ in rs):.1f} s, "
+                f"{statistics.median(r.cpu_seconds for r, _, _ in rs):.1f} s CPU, "
+                f"{statistics.median(s for _, s, _ in rs) / 1e6:,.1f} MB, {rs[0][2]:,} pages"
+            )
+
+        print(
+            f"| {how} | {fig(b)} | {fig(a)} "
+            f"| {paired_ratio([r.seconds for r, _, _ in a], [r.seconds for r, _, _ in b])} "
+            f"| {paired_ratio([r.cpu_seconds for r, _, _ in a], [r.cpu_seconds for r, _, _ in b])} "
+            f"| {paired_ratio([s for _, s, _ in a], [s for _, s, _ in b])} |"
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", type=Path, default=Path("/tmp/loopscope-report-corpus"))
@@ -222,10 +295,19 @@ def main() -> int:
     ap.add_argument("--synthetic-only", action="store_true", help="skip the measurement on a real corpus")
     ap.add_argument("--corpus-prefix", default="/tmp/report-c", help="--scale: corpora at PREFIX<MB>")
     ap.add_argument("--scale", help="only the scaling measurement, at these corpus sizes in MB (e.g. 75,300)")
+    ap.add_argument("--compare", type=Path, help="only the report beside this checkout's, on bench_scale's corpus")
+    ap.add_argument("--compare-sessions", type=int, default=2400, help="--compare: corpus size in sessions")
+    ap.add_argument("--after", type=Path, help="--compare: this checkout instead of the one running the script")
+    ap.add_argument("--repeat", type=int, default=3, help="--compare: runs of each report")
     args = ap.parse_args()
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="bench-report-"))
     work.mkdir(parents=True, exist_ok=True)
+    if args.compare:
+        compare(args.compare, args.compare_sessions, args.repeat, work, args.after)
+        if not args.keep:
+            shutil.rmtree(work)
+        return 0
     if args.scale:
         scaling(sorted(float(x) for x in args.scale.split(",")), work, args.corpus_prefix)
         if not args.keep:
@@ -244,6 +326,13 @@ def main() -> int:
         ((sessions, calls, findings),) = con.execute(
             "SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM calls), (SELECT count(*) FROM findings)"
         ).fetchall()
+        # Since issue 31 every session has a page: those without findings show their whole conversation.
+        loop_free = {
+            session_page_path(sid)
+            for (sid,) in con.execute(
+                "SELECT session_id FROM sessions WHERE session_id NOT IN (SELECT session_id FROM findings)"
+            ).fetchall()
+        }
         out = work / "report"
         if out.exists():
             shutil.rmtree(out)
@@ -259,6 +348,12 @@ def main() -> int:
         f"report: {len(res.files):,} files, {res.session_pages:,} session pages, {mb:,.1f} MB "
         f"in {res.seconds:.2f} s ({res.session_pages / res.seconds:,.0f} pages/s)"
     )
+    if loop_free:
+        lf = sum((out / p).stat().st_size for p in loop_free if (out / p).is_file())
+        print(
+            f"of which {len(loop_free):,} pages of sessions without findings (their whole conversation): "
+            f"{lf / 1e6:,.1f} MB; the rest {(res.bytes - lf) / 1e6:,.1f} MB"
+        )
     if pages:
         median = pages[len(pages) // 2].stat().st_size
         print(

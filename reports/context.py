@@ -43,6 +43,8 @@ class ReportSource(Protocol):
 
     def fingerprints(self) -> dict[str, str]: ...  # session id -> what its data is (empty: unknown, always rebuild)
 
+    def store_id(self) -> str: ...  # the store's id: a person's labels are kept in the browser under it
+
 
 @dataclass(frozen=True)
 class Chart:
@@ -93,6 +95,7 @@ class PageMeta:
     page_id: str = "index"  # the element id of the page (a section's id in a single-file report)
     current: str = ""  # the nav entry this page is
     charts: bool = True  # whether the page draws charts (loads plotly.js)
+    store_id: str = ""  # the store's id: the browser keeps the labels made on the report's pages under it
 
     @property
     def home(self) -> Link:
@@ -208,6 +211,9 @@ class Episode:
     more_conversation: int = 0  # calls of the span left out of the conversation
     why: str | None = None
     open: bool = True  # shown open; later cards start collapsed
+    finding_id: str = ""  # what a label of this card names (findings.finding_id)
+    first_seq: int | None = None  # its calls (calls.seq), which a label of another span must not contradict
+    last_seq: int | None = None
 
 
 @dataclass(frozen=True)
@@ -216,13 +222,17 @@ class SessionContext:
     session_id: str
     facts: list[tuple[str, str]]
     tokens_split: list[tuple[str, str]]
-    timeline: Chart
+    timeline: Chart | None  # None: the session made no tool call
     tokens: Chart | None
     episodes: list[Episode]
     episode_table: Table
     more_episodes: Table | None
     hidden_episodes: int
     guards: Table | None  # None: replay not computed
+    session_key: str = ""  # how the labels made on the page name the session (``evaluate.labels.session_key``)
+    calls: int = 0  # the session's calls: a label's span is checked against them
+    conversation: list[ConvItem] = ()  # type: ignore[assignment]  # the whole conversation (sessions without findings)
+    more_conversation: int = 0  # calls of the session left out of it
 
 
 @dataclass(frozen=True)
@@ -237,3 +247,19 @@ class CalibrationContext:
     sweep: Table | None
     presets: Table | None
     frontier_rows: Table | None = None  # the sweep's frontier rows, shown open; the whole sweep is collapsed
+
+
+@dataclass(frozen=True)
+class EvaluationContext:
+    """The findings and the guards measured on a person's labels (``analyze --labels``): ``loopscope eval``'s
+    tables."""
+
+    meta: PageMeta
+    labels: str  # the labels files and what was resolved of them
+    headline: str  # precision, recall and healthy-kept with the counts behind them
+    figures: Table
+    disagreements: Table | None  # None: none
+    unlabelled: Table | None  # stuck findings on no label in the labelled sessions (listed, not counted)
+    other_stuck: str  # stuck findings in sessions without labels, in words ("" for none)
+    guards: Table | None  # None: the guards were not replayed
+    notes: list[str]

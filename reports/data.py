@@ -30,6 +30,9 @@ from analyzer.store.connection import (
 from analyzer.store.connection import (
     columns as _columns,
 )
+from analyzer.store.connection import (
+    store_id as _store_id,
+)
 from analyzer.store.filters import SessionFilter
 
 FINDINGS_COLUMNS = (
@@ -61,6 +64,10 @@ repeats of every finding and a human line saying why it is a loop."""
 TEXT_CLIP = 8000
 """Characters of an argument, result or message read from the store; pages show fewer (episodes.SHOW_CHARS), and
 the margin lets a secret that straddles the shown part still be recognised whole by the redactor."""
+
+CONV_CLIP = 1500
+"""Characters of an argument, result or message read for the whole conversation of a session without findings: its
+page shows a few hundred of each (episodes.SESSION_MESSAGE, SESSION_RESULT), the rest is the redactor's margin."""
 
 
 @dataclass(frozen=True)
@@ -215,8 +222,9 @@ def ingest_errors(con: duckdb.DuckDBPyConnection, limit: int) -> tuple[int, pl.D
 
 
 def skipped_files(con: duckdb.DuckDBPyConnection, limit: int) -> tuple[int, pl.DataFrame]:
-    """Files found but not read (unknown format, binary, empty, read with another file), with the reason; like ingest
-    errors they belong to files, so no session filter applies."""
+    """Files found but not read (unknown format, binary, empty, not a transcript), with the reason; a file read with
+    another one (``files.status`` companion) is not among them. Like ingest errors they belong to files, so no session
+    filter applies."""
     row = one(con, "SELECT count(*) FROM files WHERE status = 'skipped'")
     n = int(row[0]) if row else 0
     return n, frame(con, f"SELECT path, reason FROM files WHERE status = 'skipped' ORDER BY path LIMIT {int(limit)}")
@@ -249,7 +257,9 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
     - ``findings``: the batch's findings;
     - ``episode_calls``: every call inside a finding's span (first to last call), with clipped args and result text;
     - ``conversation``: the user prompt and assistant messages around each finding;
-    - ``texts``: clipped text of the looping assistant messages of text findings, with their ``finding_id``.
+    - ``texts``: clipped text of the looping assistant messages of text findings, with their ``finding_id``;
+    - ``session_turns``, ``session_calls``: the whole conversation of the sessions without findings
+      (``whole_conversation``).
     """
     _ids_table(con, ids)
     out: dict[str, pl.DataFrame] = {}
@@ -326,6 +336,7 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
     else:
         looping = by_calls
     out["conversation"] = conversation(con)
+    out["session_turns"], out["session_calls"] = whole_conversation(con)
     out["texts"] = frame(
         con,
         f"""
@@ -336,6 +347,40 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
         ORDER BY t.session_id, t.turn_index""",
     )
     return out
+
+
+def whole_conversation(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The whole conversation of each session of the batch (``_r_batch``) that has no finding, whose page shows it
+    all (a page with findings shows the conversation around each episode instead): its user prompts and assistant
+    messages (those without text too: they place their calls), and every call with its arguments and result,
+    clipped (``CONV_CLIP``). An argument longer than the clip may lose the key that names what the call did (a file
+    written after its content), so those keys are read from it whole (``args_keys``, as ``calltext`` reads them)."""
+    from analyzer.calltext import _KEYS as ARG_KEYS  # the keys call_text reads, most telling first
+
+    loop_free = "SELECT session_id FROM _r_batch WHERE session_id NOT IN (SELECT session_id FROM _r_findings)"
+    paths = ", ".join(f"'$.{k}'" for k in ARG_KEYS)
+    turns = frame(
+        con,
+        f"""
+        SELECT t.session_id, t.turn_index, t.turn_id, t.role, left(t.text, {CONV_CLIP}) AS text,
+               length(t.text) AS text_len
+        FROM {BATCH_TURNS} t
+        WHERE t.session_id IN ({loop_free}) AND t.role IN ('user', 'assistant')
+        ORDER BY t.session_id, t.turn_index""",
+    )
+    calls = frame(
+        con,
+        f"""
+        SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.tool, c.call_key, c.result_key, c.is_error,
+               left(c.args, {CONV_CLIP}) AS args, length(c.args) AS args_len,
+               CASE WHEN length(c.args) > {CONV_CLIP} AND json_valid(c.args)
+                    THEN json_extract_string(c.args, [{paths}]) END AS args_keys,
+               left(c.result_text, {CONV_CLIP}) AS result_text, c.result_chars AS result_len
+        FROM {BATCH_CALLS} c
+        WHERE c.session_id IN ({loop_free})
+        ORDER BY c.session_id, c.seq""",
+    )
+    return turns, calls
 
 
 CONTEXT_MESSAGES = 2
@@ -618,3 +663,9 @@ class ReportData:
 
     def all_sessions(self) -> pl.DataFrame:
         return all_sessions(self.con, self.scope)
+
+    def store_id(self) -> str:
+        """The store's id (``loopscope_meta`` key ``store_id``): the report keeps a person's labels under it. A store
+        written before stores kept one (and a Parquet export, which has none) gets the id ``store.connection``
+        derives from its first transcript file without writing, the one its next write records."""
+        return _store_id(self.con)

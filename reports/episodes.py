@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from analyzer.calltext import _KEYS as ARG_KEYS  # the keys call_text reads, most telling first
 from analyzer.calltext import call_text
 from analyzer.detect.rules import LOOP_KINDS
 from reports.context import ArgDiff, Clip, ConvItem, DiffPart, Episode, Variant
@@ -36,6 +37,17 @@ MAX_CONV_CALLS = 16
 """Calls of one episode's span shown in its conversation: all of them up to this many; past it the first
 ``HEAD_CONV_CALLS`` and the last ``MAX_CONV_CALLS - HEAD_CONV_CALLS``, with the ones between counted."""
 HEAD_CONV_CALLS = 10
+SESSION_CALLS = 600
+"""Calls of a session's whole conversation (a session without findings) shown: all of them up to this many; past
+it the first ``SESSION_HEAD`` and the last ``SESSION_CALLS - SESSION_HEAD``, with the ones between counted (a label
+may still name them by number)."""
+SESSION_HEAD = 400
+SESSION_MESSAGE = (3, 300)
+"""Lines and characters of a message that reach the page in a session's whole conversation (of a result:
+``SESSION_RESULT``): with a page for every session, loop-free ones too, the report stays light; ``loopscope show``
+prints a whole result."""
+SESSION_RESULT = (2, 160)
+SAID_AGAIN = "(the same message again)"
 MAX_DIFFS = 4
 MAX_PATTERN_GROUPS = 24
 
@@ -168,6 +180,15 @@ def pattern(labels: list[str], period: int | None = None) -> str:
     return shown
 
 
+def _summary_args(c: dict[str, Any]) -> str | None:
+    """The arguments a call's summary line is made from: as read, or, where they were clipped before the key that
+    names what the call did (a file written after its content), those keys read whole (``args_keys``)."""
+    keys = c.get("args_keys")
+    if keys and any(keys):
+        return orjson.dumps({k: v for k, v in zip(ARG_KEYS, keys) if v}).decode()
+    return c.get("args")
+
+
 def _num(v: Any) -> str:
     return "—" if v is None else f"{int(v):,}"
 
@@ -253,26 +274,61 @@ class Episodes:
         """The user prompt of the episode's turn, the assistant messages before and inside it, and every call of its
         span with its result, in transcript order; calls past ``MAX_CONV_CALLS`` are counted, not shown."""
         lo, hi = f.get("first_seq"), f.get("last_seq")
-        in_loop = set(f.get("call_ids") or [])
         span = [c for c in calls if lo is not None and hi is not None and lo <= c["seq"] <= hi]
-        more = max(0, len(span) - MAX_CONV_CALLS)
-        shown_calls = (
-            span if not more else span[:HEAD_CONV_CALLS] + span[len(span) - (MAX_CONV_CALLS - HEAD_CONV_CALLS) :]
-        )
+        return self._steps(span, messages, anchors, set(f.get("call_ids") or []), MAX_CONV_CALLS, HEAD_CONV_CALLS)
+
+    def session(
+        self, calls: list[dict[str, Any]], messages: list[dict[str, Any]], anchors: CallAnchors
+    ) -> tuple[list[ConvItem], int]:
+        """A session's whole conversation (``data.whole_conversation``): every prompt, message and call, each cut
+        shorter than in an episode's conversation (``SESSION_MESSAGE``, ``SESSION_RESULT``); calls past
+        ``SESSION_CALLS`` are counted, and the messages among them left out too. A message said again is shown as
+        that, not hidden: repeated text may be the loop a person is looking for."""
+        return self._steps(calls, messages, anchors, set(), SESSION_CALLS, SESSION_HEAD, light=True)
+
+    def _steps(
+        self,
+        span: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        anchors: CallAnchors,
+        in_loop: set[str],
+        max_calls: int,
+        head_calls: int,
+        light: bool = False,
+    ) -> tuple[list[ConvItem], int]:
+        """The conversation of the calls ``span`` and the ``messages`` around them, in transcript order, the calls
+        past ``max_calls`` counted instead (the first ``head_calls`` and the last ones shown). ``light``: shorter
+        text, no arguments beyond the summary line, repeated messages said as such."""
+        more = max(0, len(span) - max_calls)
+        shown_calls = span if not more else span[:head_calls] + span[len(span) - (max_calls - head_calls) :]
         turn_at = {m["turn_id"]: m["turn_index"] for m in messages if m.get("turn_id") is not None}
         last = max([m["turn_index"] for m in messages], default=0)
+        cut = (-1, -1)
+        if more and light:  # the messages among the calls left out are left out with them
+            cut = (
+                turn_at.get(shown_calls[head_calls - 1].get("turn_id"), last),
+                turn_at.get(shown_calls[head_calls].get("turn_id"), last),
+            )
         keyed: list[tuple[tuple[int, int, int, int], ConvItem]] = []
         said: set[str] = set()
         for m in messages:
             text = (m.get("text") or "").strip()
-            if not text:
+            if not text or cut[0] < m["turn_index"] < cut[1]:
                 continue
             kind = "user" if m.get("role") == "user" else "assistant"
             norm = " ".join(text.split())
-            if kind == "assistant" and norm in said:  # said already in this episode: once is enough
-                continue
+            again = kind == "assistant" and norm in said
             said.add(norm)
-            body = self.short(m.get("text"), m.get("text_len"))
+            if again and not light:  # said already in this episode: once is enough
+                continue
+            if again and len(norm) > len(SAID_AGAIN):
+                body = Clip(SAID_AGAIN)
+            elif light:
+                lines, chars = SESSION_MESSAGE
+                short = self.short(m.get("text"), m.get("text_len"), lines, chars, show=chars)
+                body = Clip(short.head, "", len(short.rest) + short.omitted)
+            else:
+                body = self.short(m.get("text"), m.get("text_len"))
             keyed.append(((m["turn_index"], 0, 0, 0), ConvItem(kind, text=body)))
         # A repeat's arguments and result, when the same as an earlier call's, are said once: "same as #4".
         seen_args: dict[str, int] = {}
@@ -281,11 +337,11 @@ class Episodes:
             number = int(c["seq"]) + 1
             akey = c.get("call_key") or f"{c.get('tool')}|{c.get('args')}"
             rkey = c.get("result_key") or (None if c.get("result_text") is None else f"text|{c.get('result_text')}")
-            summary = self._summary(akey, c.get("args"))
+            summary = self._summary(akey, _summary_args(c))
             args = None
             if akey not in seen_args:
                 seen_args[akey] = number
-                args = self.short(pretty_args(c.get("args")), None, 2, 200)
+                args = None if light else self.short(pretty_args(c.get("args")), None, 2, 200)
             if c.get("result_text") is None:
                 result = None
             elif rkey in seen_result:
@@ -293,11 +349,12 @@ class Episodes:
             else:
                 seen_result[rkey] = number
                 # A few lines here; the distinct results are in full (up to the page's limit) under Results.
-                full = self.short(c.get("result_text"), c.get("result_len"), 3, 300, show=300)
+                lines, chars = SESSION_RESULT if light else (3, 300)
+                full = self.short(c.get("result_text"), c.get("result_len"), lines, chars, show=chars)
                 result = Clip(full.head, "", len(full.rest) + full.omitted)
             same = (
                 seen_args[akey]
-                if args is None
+                if seen_args[akey] != number
                 and rkey is not None
                 and seen_result.get(rkey) != number
                 and seen_result.get(rkey) == seen_args[akey]
@@ -318,7 +375,7 @@ class Episodes:
             )
             keyed.append(((turn_at.get(c.get("turn_id"), last), 1, number, 0), item))
         if more:  # the calls left out sit between the first ones and the last ones
-            c = shown_calls[HEAD_CONV_CALLS - 1]
+            c = shown_calls[head_calls - 1]
             keyed.append(((turn_at.get(c.get("turn_id"), last), 1, int(c["seq"]) + 1, 1), ConvItem("gap", number=more)))
         keyed.sort(key=lambda kv: kv[0])
         return [it for _, it in keyed], more
@@ -396,6 +453,9 @@ class Episodes:
             more_results=max(0, len(rkeys) - MAX_VARIANTS),
             texts=self._texts(texts) if f.get("kind") == "text" else [],
             diffs=diffs,
+            finding_id=str(f.get("finding_id") or ""),
+            first_seq=f.get("first_seq"),
+            last_seq=f.get("last_seq"),
         )
 
     @staticmethod

@@ -7,6 +7,7 @@ validator instead. The dicts reach the page as JSON (``tojson``) and are drawn b
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import polars as pl
@@ -497,6 +498,18 @@ def _setting_text(df: pl.DataFrame) -> list[str]:
     return [" · ".join(f"{c} {r[c]}" for c in cols if r[c] is not None) for r in rows]
 
 
+def percent_ticks(top: float, ticks: int = 6) -> dict[str, Any]:
+    """Axis ticks for a share from 0 to ``top`` (0.044 is 4.4%): about ``ticks`` of them, a step of 1, 2 or 5 times
+    a power of ten, and as many decimals as the step needs, so no two labels read the same (a 0-4% axis left to
+    plotly gets a 0.5% step, which ``.0%`` prints as 1%, 1%, 2%, 2%)."""
+    top = top if top > 0 else 0.01
+    raw = top / ticks
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw * (1 - 1e-9))
+    decimals = max(0, -math.floor(math.log10(step * 100) + 1e-9))
+    return {"tick0": 0, "dtick": round(step, 12), "tickformat": f".{decimals}%"}
+
+
 def frontier(sweep: pl.DataFrame, front: pl.DataFrame, rec: dict[str, Any] | None) -> Fig:
     """Every swept setting as a point (false-halt rate against tokens saved), the frontier as a line, the
     recommendation as a star: settings below the line are dominated."""
@@ -554,7 +567,7 @@ def frontier(sweep: pl.DataFrame, front: pl.DataFrame, rec: dict[str, Any] | Non
             margin={"t": 30, "r": 24},
             xaxis={
                 "title": {"text": "sessions with a false halt (%)", "font": {"size": 11, "color": MUTED}},
-                "tickformat": ".0%",
+                **percent_ticks(1.1 * xmax),
                 "range": [-0.06 * xmax, 1.1 * xmax],
             },
             yaxis={

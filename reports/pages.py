@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from analyzer.evaluate.labels import session_key
 from analyzer.results import Calibration, Recommendation, Totals
 from reports import figures
 from reports.context import (
@@ -16,6 +17,7 @@ from reports.context import (
     CalibrationContext,
     Chart,
     Episode,
+    EvaluationContext,
     IndexContext,
     Kpi,
     Link,
@@ -27,6 +29,9 @@ from reports.context import (
 from reports.episodes import CallAnchors, Episodes, Redactor
 from reports.fmt import compact, num, pct, project_label, share, usd, when
 from reports.paths import ALL_SESSIONS, Links, section_id
+
+if TYPE_CHECKING:
+    from analyzer.evaluate.evaluation import Evaluation
 
 WORST_SESSIONS = 25
 LISTED_SESSIONS = 2000
@@ -541,6 +546,13 @@ def session_page(
             )
         )
 
+    # A session without findings shows its whole conversation, where a person reads it for a loop the scan missed.
+    conversation, more_conversation = [], 0
+    if not findings and "session_calls" in frames:
+        conversation, more_conversation = builder.session(
+            frames["session_calls"].to_dicts(), frames["session_turns"].to_dicts(), call_anchors
+        )
+
     timeline_fig, timeline_note = figures.timeline(
         calls, findings, call_anchor=call_anchors.id(0)[:-1], linked=sorted(call_anchors.known)
     )
@@ -583,13 +595,21 @@ def session_page(
         session_id=redact(sid) or "",
         facts=facts,
         tokens_split=_tokens_split(s) if total else [],
-        timeline=Chart(f"{prefix}-timeline", "Call timeline", timeline_fig, note=timeline_note, wide=True),
+        timeline=(
+            Chart(f"{prefix}-timeline", "Call timeline", timeline_fig, note=timeline_note, wide=True)
+            if calls.height
+            else None  # a session without calls (its pages are every session's now) has nothing to draw
+        ),
         tokens=(Chart(f"{prefix}-tokens", "Cumulative tokens", tokens_fig, wide=True) if tokens_fig else None),
         episodes=episodes,
         episode_table=first,
         more_episodes=rest,
         hidden_episodes=len(findings) - len(chosen),
         guards=guards,
+        session_key=session_key(sid),
+        calls=calls.height,
+        conversation=conversation,
+        more_conversation=more_conversation,
     )
 
 
@@ -748,11 +768,12 @@ class ReportInputs:
     reads from ``data`` what it shows."""
 
     data: ReportSource
-    sessions: pl.DataFrame | None  # the sessions that get a page, worst first (None before a scan)
+    sessions: pl.DataFrame | None  # the sessions with findings, worst first (None before a scan)
     replay: pl.DataFrame | None  # the guard replay's rows in scope (None: replay not computed)
     calibration: Calibration | None  # None: not computed
     links: Links  # from a page at the report's root
     redact: Redactor
+    evaluation: Evaluation | None = None  # the findings and guards on a person's labels (``analyze --labels``)
 
 
 def index_context(meta: PageMeta, src: ReportInputs) -> IndexContext:
@@ -781,5 +802,125 @@ def calibration_context(meta: PageMeta, src: ReportInputs) -> CalibrationContext
 
 
 def all_sessions_context(meta: PageMeta, src: ReportInputs) -> AllSessionsContext:
-    has_page = set(src.sessions["session_id"].to_list()) if src.sessions is not None else set()
-    return all_sessions_page(meta, src.data.all_sessions(), has_page, src.links, src.redact)
+    # Once the store is scanned every session has a page (render._paged_sessions), loop-free ones too.
+    rows = src.data.all_sessions()
+    has_page = set(rows["session_id"].to_list()) if src.sessions is not None else set()
+    return all_sessions_page(meta, rows, has_page, src.links, src.redact)
+
+
+def evaluation_context(meta: PageMeta, src: ReportInputs) -> EvaluationContext:
+    assert src.evaluation is not None  # the page exists only with labels (``site.ReportPage.needs``)
+    return evaluation_page(meta, src.evaluation, src.links, src.redact)
+
+
+# ---- evaluation ----------------------------------------------------------------------------------------------------
+
+
+def _ratio(v: float | None) -> str:
+    return "–" if v is None else f"{v:.2f}"
+
+
+def evaluation_page(meta: PageMeta, ev: Evaluation, links: Links, redact: Redactor) -> EvaluationContext:
+    """``loopscope eval``'s tables: the figures per group, the disagreements (each linked to its session's page, with
+    the command that prints its first call), the unlabelled stuck findings, the guard scorecard. Ids, notes and
+    whys are redacted as everywhere in the report."""
+    figures_rows = [
+        (
+            r["group"] if r["group"] == "all" else f"{r['group']} = {r['value']}",
+            num(r["stuck_on_labels"]),
+            num(r["on_loop"]),
+            _ratio(r["precision"]),
+            num(r["loops"]),
+            num(r["found"]),
+            _ratio(r["recall"]),
+            num(r["healthy"]),
+            num(r["kept"]),
+            _ratio(r["healthy_kept"]),
+        )
+        for r in ev.figures.iter_rows(named=True)
+    ]
+    figures_table = Table(
+        (
+            "Group",
+            "Stuck findings on labels",
+            "On a loop",
+            "Precision",
+            "Loops",
+            "Found",
+            "Recall",
+            "Healthy labels",
+            "Kept",
+            "Healthy-kept",
+        ),
+        figures_rows,
+        frozenset(range(1, 10)),
+    )
+
+    def rows(df: pl.DataFrame, what: str) -> list[tuple[Any, ...]]:
+        return [
+            (
+                r["disagreement"],
+                Link(redact(r["session_id"]), links.session(r["session_id"])),
+                r["kind"] or "",
+                r["calls"] or (f"message {r['message_index']}" if r["message_index"] is not None else ""),
+                r["label"] or "",
+                redact(r[what] or ""),
+                redact(r["show"] or ""),
+            )
+            for r in df.iter_rows(named=True)
+        ]
+
+    d = ev.disagreements
+    unlabelled = d.filter(pl.col("disagreement") == "unlabelled")
+    shown = d.filter(pl.col("disagreement") != "unlabelled")
+    columns = ("Disagreement", "Session", "Kind", "Calls (seq)", "Label", "Note", "Read it")
+    disagreements = Table(columns, rows(shown, "note")) if shown.height else None
+    extra = Table((*columns[:5], "Why", columns[6]), rows(unlabelled, "why")) if unlabelled.height else None
+    n, s = ev.other_stuck
+    other = f"{num(n)} stuck findings in {num(s)} sessions without labels are not counted." if n else ""
+    guards = None
+    if ev.guards is not None:
+        guards = Table(
+            (
+                "Guard",
+                "Loops",
+                "Halted",
+                "Calls to halt",
+                "Healthy",
+                "Healthy halted",
+                "False halts",
+                "Other halts",
+                "Tokens saved",
+                "$ saved",
+                "Tokens cut",
+            ),
+            [
+                (
+                    r["policy"],
+                    num(r["loops"]),
+                    num(r["loops_halted"]),
+                    "–" if r["median_calls_to_halt"] is None else f"{r['median_calls_to_halt']:g}",
+                    num(r["healthy"]),
+                    num(r["healthy_halted"]),
+                    num(r["false_halts"]),
+                    num(r["other_halts"]),
+                    num(r["tokens_saved"]),
+                    usd(r["dollars_saved"]),
+                    num(r["tokens_cut"]),
+                )
+                for r in ev.guards.iter_rows(named=True)
+            ],
+            frozenset(range(1, 11)),
+        )
+    files = ", ".join(f.path.rsplit("/", 1)[-1] for f in ev.files)
+    return EvaluationContext(
+        meta,
+        f"{files}: {ev.labels.text()}",
+        ev.headline(),
+        figures_table,
+        disagreements,
+        extra,
+        other,
+        guards,
+        [redact(n) for n in ev.notes],
+    )

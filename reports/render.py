@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import polars as pl
@@ -40,7 +40,10 @@ from reports.context import Link, PageMeta, ReportSource
 from reports.paths import HOME, Links, inside, page_path, section_id, session_page_path
 from reports.redact import MARKER, identity
 from reports.redact import redact as redact_text
-from reports.site import NAV, PAGES
+from reports.site import NAV, ReportPage, nav_of, pages_of
+
+if TYPE_CHECKING:
+    from analyzer.evaluate.evaluation import Evaluation
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = ".loopscope-report.json"
@@ -207,8 +210,16 @@ def _scope_text(flt: Any, n: int) -> str:
     return f"{what}, {', '.join(parts)}" if parts else f"{what}, all in the store"
 
 
-def _scope_meta(generated_at: datetime, redact: bool, links: Links, scope: str) -> Callable[..., PageMeta]:
-    """The ``PageMeta`` factory of one report: every page shares the time, the redaction flag and the nav."""
+def _scope_meta(
+    generated_at: datetime,
+    redact: bool,
+    links: Links,
+    scope: str,
+    store_id: str = "",
+    nav: tuple[ReportPage, ...] = NAV,
+) -> Callable[..., PageMeta]:
+    """The ``PageMeta`` factory of one report: every page shares the time, the redaction flag, the nav and the
+    store's id (labels made on any page are kept under it)."""
 
     def meta(
         title: str, page_id: str, depth: int, current: str = "", charts: bool = True, scope_text: str = scope
@@ -220,10 +231,11 @@ def _scope_meta(generated_at: datetime, redact: bool, links: Links, scope: str) 
             version=__version__,
             scope=scope_text,
             redacted=redact,
-            nav=tuple(Link(p.nav, lk.page(p.id)) for p in NAV),
+            nav=tuple(Link(p.nav, lk.page(p.id)) for p in nav),
             page_id=page_id,
             current=current,
             charts=charts,
+            store_id=store_id,
         )
 
     return meta
@@ -241,6 +253,7 @@ class SessionJob:
     out: str = ""  # the report folder (multi-file)
     hrefs: dict[str, str] = field(default_factory=dict)  # asset links from sessions/*.html
     csp: str = ""
+    store_id: str = ""  # the store's id, which the labels made on the pages are kept under
 
 
 def _session_pages(
@@ -249,7 +262,7 @@ def _session_pages(
     """The pages of the sessions ``ids`` from one batch of frames (``ReportSource.session_batch``); ``replay_rows``:
     the batch's guard replay rows, None when replay was not computed."""
     redactor = redact_text if job.redact else identity
-    meta = _scope_meta(job.generated_at, job.redact, Links(job.single), "")
+    meta = _scope_meta(job.generated_at, job.redact, Links(job.single), "", job.store_id)
     parts = {k: _by_session(v) for k, v in frames.items()}
     rp = _by_session(replay_rows) if replay_rows is not None else {}
     for sid in ids:
@@ -292,11 +305,21 @@ def _warm() -> None:
         environment().get_template(name)
 
 
-def _paged_sessions(data: ReportSource, replay: Replay | None) -> tuple[pl.DataFrame | None, pl.DataFrame | None]:
-    """The sessions that get a page (worst first; None before a scan) and the replay rows in scope."""
+def _paged_sessions(
+    data: ReportSource, replay: Replay | None
+) -> tuple[pl.DataFrame | None, pl.DataFrame | None, list[str]]:
+    """The sessions with findings (worst first; None before a scan), the replay rows in scope, and the sessions that
+    get a page: once the store is scanned, every session in scope, those with findings first (worst first), then
+    the others by id. A loop-free session's page shows its whole conversation, where a person can read it and label
+    a loop the scan missed."""
     sessions = data.loop_sessions() if data.scope.has_findings else None
-    in_scope = replay.frame.join(data.session_ids(), on="session_id", how="semi") if replay is not None else None
-    return sessions, in_scope
+    every = data.session_ids()
+    in_scope = replay.frame.join(every, on="session_id", how="semi") if replay is not None else None
+    if sessions is None:
+        return None, in_scope, []
+    worst = sessions["session_id"].to_list()
+    found = set(worst)
+    return sessions, in_scope, worst + sorted(s for s in every["session_id"].to_list() if s not in found)
 
 
 def _aggregate_pages(
@@ -307,14 +330,26 @@ def _aggregate_pages(
     single: bool,
     redact: bool,
     generated_at: datetime,
+    evaluation: Evaluation | None = None,
 ) -> Iterator[Page]:
-    """The pages over the whole scope (``site.PAGES``), always rebuilt, each built when it is asked for; ``sessions``
-    and ``in_scope`` as ``_paged_sessions`` gives them."""
+    """The pages over the whole scope (``site.PAGES``; those that need ``evaluation`` only with it), always rebuilt,
+    each built when it is asked for; ``sessions`` and ``in_scope`` as ``_paged_sessions`` gives them. Their nav links
+    the optional pages this report has; a session page's links the pages every report has (``site.NAV``)."""
     links = Links(single)
-    inputs = pages.ReportInputs(data, sessions, in_scope, calibration, links, redact_text if redact else identity)
-    meta = _scope_meta(generated_at, redact, links, _scope_text(data.filter, data.scope.sessions))
-    for p in PAGES:
+    inputs = pages.ReportInputs(
+        data, sessions, in_scope, calibration, links, redact_text if redact else identity, evaluation
+    )
+    shown = _report_pages(evaluation)
+    meta = _scope_meta(
+        generated_at, redact, links, _scope_text(data.filter, data.scope.sessions), data.store_id(), nav_of(shown)
+    )
+    for p in shown:
         yield Page(p.path, p.template, p.context(meta(p.title, p.id, 0, p.nav, p.charts), inputs))
+
+
+def _report_pages(evaluation: Evaluation | None) -> tuple[ReportPage, ...]:
+    """The pages over the whole scope this report has."""
+    return pages_of({"evaluation"} if evaluation is not None else ())
 
 
 def _replay_of(in_scope: pl.DataFrame | None, ids: list[str]) -> pl.DataFrame | None:
@@ -350,10 +385,17 @@ def _code_digest() -> str:
     return h.hexdigest()
 
 
-def _folder_job(out: Path, assets: Assets, redact: bool, generated_at: datetime) -> SessionJob:
-    """What a folder report's session pages share: where they go, the options, the assets' links and policy."""
+def _folder_job(out: Path, assets: Assets, redact: bool, generated_at: datetime, store_id: str = "") -> SessionJob:
+    """What a folder report's session pages share: where they go, the options, the assets' links and policy, the
+    store's id."""
     return SessionJob(
-        redact, False, generated_at, str(out), {k: "../" + v for k, v in assets.names.items()}, assets.csp(single=False)
+        redact,
+        False,
+        generated_at,
+        str(out),
+        {k: "../" + v for k, v in assets.names.items()},
+        assets.csp(single=False),
+        store_id,
     )
 
 
@@ -516,9 +558,10 @@ def render_report(
     progress: Progress | None = None,
     workers: int | None = None,
     state: str | None = None,
+    evaluation: Evaluation | None = None,
 ) -> ReportResult:
     """Write the report of what ``data`` holds (``reports.data.ReportData``: the store's sessions that its
-    filter selects).
+    filter selects). With ``evaluation`` (``analyze --labels``), it has an Evaluation page too.
 
     ``out`` is a folder (``index.html`` and the other pages of ``site.PAGES``, ``sessions/*.html``, ``assets/``);
     with ``single_file`` it is the ``.html`` file to write, or a folder that gets one ``index.html``. ``replay`` and
@@ -541,13 +584,13 @@ def render_report(
     generated_at = generated_at or datetime.now(UTC).replace(microsecond=0)
     assets = Assets.load()
     result = ReportResult(index=out, has_findings=data.scope.has_findings, generated_at=generated_at)
-    sessions, in_scope = _paged_sessions(data, replay)
+    sessions, in_scope, ids = _paged_sessions(data, replay)
+    store_id = data.store_id()
 
     def aggregate() -> Iterator[Page]:
         cal = calibration() if callable(calibration) else calibration
-        return _aggregate_pages(data, sessions, in_scope, cal, single_file, redact, generated_at)
+        return _aggregate_pages(data, sessions, in_scope, cal, single_file, redact, generated_at, evaluation)
 
-    ids: list[str] = sessions["session_id"].to_list() if sessions is not None else []
     result.session_pages = len(ids)
     written: list[Path] = []
     if single_file:
@@ -556,7 +599,7 @@ def render_report(
         _mkdir(folder)
         inline = assets.inline()
         tpl = environment().get_template("single.html")
-        job = SessionJob(redact, True, generated_at)
+        job = SessionJob(redact, True, generated_at, store_id=store_id)
 
         def every_page() -> Iterator[Page]:
             yield from aggregate()
@@ -585,9 +628,9 @@ def render_report(
         _mkdir(out)
         names = assets.names
         csp = assets.csp(single=False)
-        rels = assets.write(out) + [p.path for p in PAGES]
+        rels = assets.write(out) + [p.path for p in _report_pages(evaluation)]
         (out / "sessions").mkdir(exist_ok=True)
-        job = _folder_job(out, assets, redact, generated_at)
+        job = _folder_job(out, assets, redact, generated_at, store_id)
         options = _options_key(job)
         old = _read_manifest(out)
         before = old.get("pages") if old.get("options") == options and isinstance(old.get("pages"), dict) else {}
@@ -598,8 +641,8 @@ def render_report(
         for sid in ids:
             rel = session_page_path(sid)
             fp = fingerprints.get(sid)
-            if fp is not None:
-                inputs[rel] = f"{fp}|{digests.get(sid, '')}"
+            if fp is not None:  # the store's id too: the page keeps its labels under it
+                inputs[rel] = f"{fp}|{digests.get(sid, '')}|{store_id}"
             if fp is None or before.get(rel) != inputs[rel] or not (out / rel).is_file():
                 todo.append(sid)
             rels.append(rel)

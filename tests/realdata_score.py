@@ -35,6 +35,7 @@ from realdata_labels import (  # noqa: E402
     source_of,
 )
 
+from analyzer.evaluate.found import message_key  # noqa: E402
 from analyzer.evaluate.score import Episode, Found, Score, by_fields, table  # noqa: E402
 from analyzer.evaluate.score import score as score_episodes  # noqa: E402
 
@@ -81,14 +82,7 @@ def corpus_paths(fetched: bool = False) -> list[Path]:
     return real + fixtures
 
 
-def _message_key(fmt: str, turn_id: str | None, line: int | None) -> int | None:
-    """The labels' ``message_index`` of a turn: the message's position in mini-swe-agent's ``messages`` / SWE-agent's
-    ``trajectory``, else the 0-based physical line of a JSON-lines file."""
-    if fmt in ("mini_swe_agent", "swe_agent"):
-        if turn_id and turn_id[:1] in "msh" and turn_id[1:].isdigit():
-            return int(turn_id[1:])
-        return None
-    return line - 1 if line is not None else None
+_message_key = message_key  # the labels' ``message_index`` of a turn, declared once with the scorer
 
 
 def _groups(file: str, fmt: str) -> dict[str, str]:

@@ -36,9 +36,14 @@ def test_analyze_prints_where_the_report_is(analyzed: tuple[Path, subprocess.Com
     for stage in ("ingest:", "scan:", "calibrate:", "report:"):
         assert stage in proc.stdout
     assert (work / "loopscope-report" / "calibration.html").exists()
-    # one page per session with findings, and the store in the working directory
-    sessions_with_loops = query(work / "loopscope.duckdb", "SELECT count(DISTINCT session_id) FROM findings")[0][0]
-    assert len(list((work / "loopscope-report" / "sessions").glob("*.html"))) == sessions_with_loops == 15
+    # one page per session (loop-free ones too), and the store in the working directory
+    db = work / "loopscope.duckdb"
+    assert query(db, "SELECT count(DISTINCT session_id) FROM findings")[0][0] == 15
+    assert (
+        len(list((work / "loopscope-report" / "sessions").glob("*.html")))
+        == query(db, "SELECT count(*) FROM sessions")[0][0]
+        == 25
+    )
     html = index.read_text()
     assert "Worst sessions" in html and "sessions/" in html
 
@@ -48,10 +53,12 @@ def test_running_it_again_is_incremental(analyzed: tuple[Path, subprocess.Comple
     assert first.returncode == 0, first.stderr
     proc = loopscope("analyze", str(SAMPLE_DATA), cwd=work)
     assert proc.returncode == 0, proc.stderr
-    # the transcripts (opencode's message and part files read with their session) and sample_data's docs and
-    # scripts, recorded as skipped (not read) the first time
+    # the transcripts, opencode's message and part files (read with their session) and sample_data's docs and
+    # scripts (recorded as skipped, not read, the first time)
     assert "0 files ingested, 79 unchanged" in proc.stdout
     assert "skipped" in first.stdout and "README.md: not read" in first.stdout
+    assert "24 files ingested (+50 companion files read with them)" in first.stdout
+    assert not [line for line in first.stdout.splitlines() if "skipped" in line and "/opencode/" in line]
     assert "0 sessions scanned (25 unchanged)" in proc.stdout
     # nothing changed, so the last calibration still holds
     assert "calibrate: kept the" in proc.stdout and "calibrate: kept the" not in first.stdout
@@ -181,7 +188,7 @@ def test_a_cold_analyze_replays_the_report_guards_in_the_calibration_jobs(
     assert replayed_by_report[-1] == 25
     footer = re.compile(r"generated \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC")  # the minute each was written
     pages = sorted((out / "sessions").glob("*.html"))
-    assert len(pages) == 15
+    assert len(pages) == 25  # every session has a page
     for page in pages:
         assert footer.sub("", page.read_text()) == footer.sub(
             "", (tmp_path / "r2" / "sessions" / page.name).read_text()

@@ -161,6 +161,26 @@ def test_a_benign_span_makes_halts_in_it_false(db: Path, tmp_path: Path) -> None
     assert row(res, 2, 5)["stuck_episodes"] == 1  # the label overlaps the streak's finding: it is set aside
 
 
+def test_a_loop_free_session_makes_every_halt_in_it_false(db: Path, tmp_path: Path) -> None:
+    """The one label format: a person read the cycle and found no loop. Its stuck finding is set aside and each halt
+    in it is a false halt; the streak stays stuck (an ``unsure`` label counts nowhere), and a label by seq span and
+    session key works as call ids do."""
+    from analyzer.evaluate.labels import session_key
+
+    labels = tmp_path / "loopscope-labels.json"
+    labels.write_text(
+        '{"loopscope_labels": 1, "labels": [{"session_id": "cycle", "label": "loop-free"},\n'
+        '{"session_id": "streak", "label": "unsure"},\n'
+        f'{{"session_key": "{session_key("poll")}", "label": "loop", "first_seq": 0, "last_seq": 5}}]}}'
+    )
+    res = run(db, labels=labels, verify=False)
+    # h = 5: the streak halts at seq 4 (stuck), the poll at seq 4 (a loop now), the cycle at seq 14 (benign)
+    r = row(res, 2, 5)
+    assert (r["halts_stuck"], r["halts_benign"], r["halts_progress"], r["false_halt_sessions"]) == (2, 1, 0, 1)
+    assert r["stuck_episodes"] == 2  # the streak's finding and the poll's label; the cycle's finding is set aside
+    assert res.labels is not None and (res.labels.rows, res.labels.used) == (3, 2)
+
+
 def test_exact_replay_agrees_with_the_sweep_for_open_codesign(db: Path) -> None:
     con = connection.connect(db, read_only=True)
     try:

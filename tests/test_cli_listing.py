@@ -128,3 +128,28 @@ def test_an_inexact_or_unknown_price_is_never_silent(sample_db: Path, tmp_path: 
     assert "1 session(s) priced as openai/gpt-5 by an inexact model match" in res.stderr
     rows = orjson.loads(run("sessions", "--db", str(db), "--json"))
     assert [r["cost_sources"] for r in rows if r["session_id"] == sid] == [["genai-prices~openai/gpt-5"]]
+
+
+@pytest.mark.parametrize("columns", [None, "300"])
+def test_policies_fit_100_columns_piped_and_carry_every_field(columns: str | None) -> None:
+    """`loopscope policies | cat` printed rows of 200 columns: the cards wrap their sentences to 100 columns (piped,
+    to a wide terminal, or not), every field still whole in them, and `--format json` carries every field as is."""
+    from analyzer.guards.policies import policies_frame, resolve
+
+    res = runner.invoke(app, ["policies"], env={"COLUMNS": columns})  # CliRunner's stdout is not a terminal
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    rows = orjson.loads(runner.invoke(app, ["policies", "--format", "json"], env={"COLUMNS": columns}).stdout)
+    expected = policies_frame(resolve(["all"], None)).to_dicts()
+    assert rows == expected and len(rows) >= 9
+    flat = " ".join(res.stdout.split())
+    for row in rows:
+        for field in ("description", "unit", "key", "window", "reset", "escalation", "thresholds", "source"):
+            assert " ".join(str(row[field]).split()) in flat, (row["policy"], field)
+    one = runner.invoke(app, ["policies", "--policy", "pi-anti-doom-loop"], env={"COLUMNS": columns})
+    assert one.exit_code == 0 and max(len(line) for line in one.stdout.splitlines()) <= 100, one.stdout
+    settings = orjson.loads(
+        runner.invoke(app, ["policies", "--policy", "pi-anti-doom-loop", "--format", "json"]).stdout
+    )
+    assert all("…" not in s["meaning"] for s in settings) and any(len(s["meaning"]) > 60 for s in settings)

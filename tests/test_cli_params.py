@@ -70,7 +70,7 @@ def test_a_bad_value_is_one_plain_line(tmp_path: Path, command: tuple[str, ...],
 
 def test_the_agent_argument_is_a_choice() -> None:
     res = runner.invoke(app, ["hook", "install", "nope"])
-    assert res.exit_code == 2 and "'nope' is not one of 'claude-code'." in res.output
+    assert res.exit_code == 2 and "'nope' is not one of 'claude-code', 'codex', 'gemini-cli'." in res.output
 
 
 @pytest.mark.parametrize(

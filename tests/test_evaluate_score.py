@@ -46,3 +46,12 @@ def test_text_labels_meet_on_the_message_and_groups_split_the_counts() -> None:
     scores = score([text], eps, by_fields("format", "kind"))
     assert scores["format=codex"].recall == 1.0 and scores["kind=text"].precision == 1.0
     assert "| format=codex | 1 | 1 | 1.00 | 1 | 1 | 1.00 | 0 | 0 | – |" in table(scores, ["format=codex"])
+
+
+def test_an_item_of_several_tools_counts_in_each_tool_group() -> None:
+    """A cycle of Read and Bash counts in tool=Read and tool=Bash; a label's tools are those of its calls."""
+    cycle = Found("a", "c", "cycle", 4, True, frozenset({1, 2, 3, 4}), groups={"tool": ("Read", "Bash")})
+    eps = [Episode("a", "loop", 1, 4, groups={"tool": ("Read", "Bash")}), Episode("a", "loop", 9, 9)]
+    scores = score([cycle], eps, by_fields("tool"))
+    assert scores["tool=Read"].precision == 1.0 and scores["tool=Bash"].recall == 1.0
+    assert (scores["all"].loops, scores["all"].loops_found, scores["tool=Bash"].loops) == (2, 1, 1)

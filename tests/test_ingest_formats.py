@@ -76,6 +76,7 @@ def test_hooks_are_picked_by_their_protocol() -> None:
         (base.HasDefaultRoots, "default_roots"),
         (base.ReadsNamedFiles, "reads_named"),
         (base.HasCompanions, "companion_state"),
+        (base.HasCompanionFiles, "companions_among"),
         (base.DescribesFiles, "describe_file"),
     ):
         assert formats.with_hook(proto) == tuple(m for m in formats.modules() if callable(getattr(m, hook, None)))

@@ -15,11 +15,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import pytest
 from ccusage import run_ccusage
 from helpers import OPENCODE_DDL, ingest_paths, query
 from typer.testing import CliRunner
 
 from analyzer.cli import app
+from analyzer.errors import NothingToIngestError
 from analyzer.ingest.formats import agent_names
 from analyzer.store.filters import parse_agent
 
@@ -262,13 +265,51 @@ def test_storage_tree(tmp_path: Path, db: Path) -> None:
         ("user", "thanks"),
         ("assistant", "Stopped."),
     ]
-    # every message and part file is accounted for: skipped, saying where it is read
-    reasons = {r[0] for r in query(db, "SELECT reason FROM files WHERE status = 'skipped'")}
-    assert reasons == {
-        "opencode message record: read with its session (storage/session/…/ses_*.json)",
-        "opencode part record: read with its session (storage/session/…/ses_*.json)",
-    }
-    assert query(db, "SELECT count(*) FROM files WHERE status = 'skipped'") == [(4 + 13,)]
+    # every message and part file is accounted for: read with its session file (a companion), none skipped
+    session_file = str(tmp_path / "opencode/storage/session" / PROJECT / f"{SID}.json")
+    assert query(db, "SELECT status, format, reason, count(*) FROM files WHERE status <> 'ingested' GROUP BY ALL") == [
+        ("companion", "opencode", f"read with {session_file}", 4 + 13)
+    ]
+    assert s.skipped == [] and (s.files_ingested, s.files_companion) == (1, 4 + 13)
+
+
+def test_companion_files_stay_out_of_the_skipped_ones_and_are_read_again_with_their_session(
+    tmp_path: Path, db: Path
+) -> None:
+    """The CLI summary names no message or part file as skipped; a rewritten part file re-reads its session and is
+    recorded again as read with it; a store that recorded them as skipped (an older loopscope) records them again as
+    companions without parsing anything; a message folder named alone is not read, and says so."""
+    root = tmp_path / "opencode"
+    write_tree(root)
+    res = CliRunner().invoke(app, ["ingest", str(root), "--db", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "files: 18 seen, 1 ingested (+17 companion files read with them), 0 unchanged, 0 skipped" in res.stdout
+    assert "skipped " not in res.stdout.replace("0 skipped", "")
+    # a rewritten message: its session is read again (the new text), the message file recorded again as a companion
+    mfile = root / "storage/message" / SID / "msg_a00000003.json"
+    pfile = root / "storage/part/msg_a00000003/prt_a00000010.json"
+    part = json.loads(pfile.read_text())
+    pfile.write_text(json.dumps({**part, "text": "thanks, that is all"}))
+    os.utime(pfile, ns=(time.time_ns(), time.time_ns() + 10**9))
+    again = ingest_paths(db, root)
+    assert (again.files_ingested, again.files_companion, again.skipped) == (1, 1, [])
+    assert ("user", "thanks, that is all") in query(db, "SELECT role, text FROM turns")
+    assert query(db, "SELECT status FROM files WHERE path = ?", [str(pfile)]) == [("companion",)]
+    # an older store recorded them as skipped: recorded again as read with their session, nothing parsed
+    with duckdb.connect(str(db)) as con:
+        con.execute(
+            "UPDATE files SET status = 'skipped', format = NULL, reason = 'opencode record' WHERE status = 'companion'"
+        )
+    upgraded = ingest_paths(db, root)
+    assert (upgraded.files_ingested, upgraded.files_companion, upgraded.skipped) == (0, 17, [])
+    assert query(db, "SELECT count(*) FROM files WHERE status = 'skipped'") == [(0,)]
+    assert ingest_paths(db, root).files_unchanged == 18
+    # the message folder alone: no session file found with it, so nothing reads these files
+    other = tmp_path / "other.duckdb"
+    with pytest.raises(NothingToIngestError, match="nothing could be read"):
+        ingest_paths(other, root / "storage/message")
+    assert query(other, "SELECT DISTINCT status FROM files") == [("skipped",)]
+    assert query(other, "SELECT count(*) FROM files WHERE path = ?", [str(mfile)]) == [(1,)]
 
 
 def test_database_gives_the_same_session(tmp_path: Path, db: Path) -> None:

@@ -43,9 +43,12 @@ def test_writes_index_calibration_session_pages_and_versioned_assets(corpus: Pat
     ticks: list[tuple[int, int]] = []
     res = render(corpus, tmp_path / "r", progress=lambda done, total: ticks.append((done, total)))
     out = tmp_path / "r"
-    assert res.index == out / "index.html" and res.session_pages == 3 and ticks == [(1, 3), (2, 3), (3, 3)]
+    # Every session has a page: the three with loops and the two without.
+    assert res.index == out / "index.html" and res.session_pages == 5 and ticks == [(i, 5) for i in range(1, 6)]
     pages = sorted(p.name for p in (out / "sessions").iterdir())
-    assert pages == sorted(f"{session_slug(s)}.html" for s in ("sess-loop", "../../x", "sess-window"))
+    assert pages == sorted(
+        f"{session_slug(s)}.html" for s in ("sess-loop", "../../x", "sess-window", "sess-clean", "sess-broken")
+    )
     from plotly.offline import get_plotlyjs_version
 
     assets = sorted(p.name for p in (out / "assets").iterdir())
@@ -238,7 +241,8 @@ def test_findings_with_unknown_calls_or_no_calls_still_render(corpus: Path, tmp_
     con.close()
     res = render(db, tmp_path / "r")
     html = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
-    assert res.session_pages == 1 and "The calls of this episode are not in the store." in html
+    # A page for each of the five sessions, none for the finding whose session is not in the store.
+    assert res.session_pages == 5 and "The calls of this episode are not in the store." in html
     assert "none (repeated text only)" in html and "<td>—</td>" in html
 
 
@@ -251,7 +255,7 @@ def test_cli_report_command(corpus: Path, tmp_path: Path) -> None:
         app, ["report", "--db", str(corpus), "--out", str(out), "--agent", "pi", "--project", "api"]
     )
     assert result.exit_code == 0, result.output
-    assert "1 session pages" in result.output and (out / "index.html").is_file()
+    assert "2 session pages" in result.output and (out / "index.html").is_file()  # one with loops, one without
     bad = CliRunner().invoke(app, ["report", "--db", str(corpus), "--out", str(out), "--since", "yesterday"])
     assert bad.exit_code == 2 and "--since: expected a date" in bad.output
     missing = CliRunner().invoke(app, ["report", "--db", str(tmp_path / "none.duckdb")])
@@ -284,9 +288,9 @@ def test_all_sessions_page_carries_every_session(corpus: Path, tmp_path: Path) -
     cols = data["columns"]
     ids = {r[cols.index("id")] for r in data["rows"]}
     assert len(ids) == 5 and {"sess-loop", "sess-window", "../../x", "sess-broken"} <= ids
-    # Sessions with loops link to their page; the others are listed without a link.
-    linked = {r[cols.index("id")] for r in data["rows"] if r[cols.index("href")]}
-    assert linked == {"sess-loop", "sess-window", "../../x"}
+    # Every session links to its page, with loops or without.
+    linked = {r[cols.index("id")]: r[cols.index("href")] for r in data["rows"] if r[cols.index("href")]}
+    assert set(linked) == ids and all((tmp_path / "r" / href).is_file() for href in linked.values())
     # The only scripts are the report's own (the data block is never executed).
     scripts = [m for m in re.findall(r"<script[^>]*>", html) if "application/json" not in m]
     assert scripts and all(re.fullmatch(r'<script src="assets/loopscope-[0-9a-f]+\.js" defer>', m) for m in scripts)
@@ -335,12 +339,12 @@ def test_pages_read_several_batches_at_a_time_are_the_pages_read_one_batch_at_a_
         reads.clear()
         render(corpus, tmp_path / f"g{group}", batch=1, workers=1)
         render(corpus, tmp_path / f"g{group}.html", batch=1, single_file=True)
-        assert [len(r) for r in reads] == ([1, 1, 1] if group == 1 else [2, 1]) * 2
+        assert [len(r) for r in reads] == ([1, 1, 1, 1, 1] if group == 1 else [2, 2, 1]) * 2
         pages[group] = {
             p.relative_to(tmp_path / f"g{group}"): p.read_bytes() for p in (tmp_path / f"g{group}").rglob("*.html")
         }
         pages[group]["single"] = (tmp_path / f"g{group}.html").read_bytes()
-    assert sum(1 for p in pages[1] if str(p).startswith("sessions/")) >= 3 and pages[1] == pages[2]
+    assert sum(1 for p in pages[1] if str(p).startswith("sessions/")) == 5 and pages[1] == pages[2]
 
 
 def test_a_share_meter_carries_four_decimals_so_equal_figures_write_equal_pages() -> None:
@@ -368,3 +372,100 @@ def test_the_pages_over_the_scope_are_one_table_and_the_nav_begins_at_home() -> 
     assert len(set(ids)) == len(ids) and {HOME, ALL_SESSIONS} <= set(ids)
     assert all((HERE / "templates" / p.template).is_file() for p in PAGES)
     assert NAV[0].id == HOME and len({p.nav for p in NAV}) == len(NAV)
+
+
+def test_a_session_without_findings_has_a_page_with_its_whole_conversation(corpus: Path, tmp_path: Path) -> None:
+    """Every session has a page once the store is scanned: one without findings shows its whole conversation (the
+    prompt, each call with its result), each call carrying its seq for a label, and says no episode was found."""
+    from analyzer.evaluate.labels import session_key
+
+    render(corpus, tmp_path / "r", replay=sample_replay())
+    html = (tmp_path / "r" / "sessions" / f"{session_slug('sess-clean')}.html").read_text()
+    assert "None found in this session." in html and "<h2>Conversation</h2>" in html
+    conv = html[html.index("<h2>Conversation</h2>") :]
+    assert '<li class="u">hello</li>' in conv
+    assert '<li id="call-1" data-seq="0"><a href="#call-1">#1</a> <code>read</code> <b>README.md</b>' in conv
+    assert "<pre># readme</pre>" in conv
+    # The timeline links the call to its row, and the page names the session for labels by key, the store by id.
+    assert '"linked":[1]' in html.replace(" ", "") or 'href="#call-1"' in html
+    assert f'data-session-key="{session_key("sess-clean")}" data-calls="1"' in html
+    con = connection.connect(corpus, read_only=True)
+    try:
+        store_id = connection.store_id(con)
+    finally:
+        con.close()
+    assert f'data-store="{store_id}"' in html
+    # A page with findings shows its episodes' conversations, not the whole one.
+    loop = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
+    assert "<h2>Conversation</h2>" not in loop and 'class="conv whole"' not in loop
+
+
+def test_each_finding_card_names_its_finding_for_the_label_controls(corpus: Path, tmp_path: Path) -> None:
+    """Each episode card names its finding and the finding's calls, from which the report's script makes the label
+    controls (loop, not a loop, unsure, a note; tests/test_report_labels_browser.py clicks them); hidden where the
+    script does not run. Every call row carries its seq, which a label of a span names."""
+    render(corpus, tmp_path / "r")
+    html = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
+    boxes = re.findall(
+        r'<div class="label-box finding-label" data-finding="([^"]*)" data-first-seq="([^"]*)" '
+        r'data-last-seq="([^"]*)" hidden></div>',
+        html,
+    )
+    assert sorted(boxes) == [("f0", "0", "5"), ("f1", "6", "9"), ("f2", "12", "17"), ("f3", "18", "20")]
+    assert re.search(
+        r'<div class="card session-labels" data-session-key="k_[0-9a-f]{16}" data-calls="21" '
+        r"data-episodes hidden></div>",
+        html,
+    )
+    rows = re.findall(r'<li class="conv-call[^"]*" id="call-(\d+)" data-seq="(\d+)"', html)
+    assert rows and all(int(number) == int(seq) + 1 for number, seq in rows)
+
+
+def test_a_session_id_holding_a_secret_reaches_labels_only_as_its_key(tmp_path: Path) -> None:
+    """A session whose id holds a token: its page shows the id redacted and names it, for the labels exported from
+    it, by its key; the token is nowhere in the report."""
+    from helpers import ingest_paths
+    from test_report_corpus import PiSession
+
+    from analyzer.evaluate.labels import session_key
+
+    sid = f"run-{SECRETS['github']}"
+    s = PiSession(sid, "/srv/app")
+    s.user("look")
+    s.call("read", {"path": "a.txt"}, "a")
+    s.write(tmp_path / "t")
+    db = tmp_path / "s.duckdb"
+    ingest_paths(db, tmp_path / "t")
+    add_findings(db, [])
+    render(db, tmp_path / "r")
+    assert SECRETS["github"] not in all_text(tmp_path / "r")
+    pages = list((tmp_path / "r" / "sessions").glob("*.html"))
+    assert len(pages) == 1 and f'data-session-key="{session_key(sid)}"' in pages[0].read_text()
+
+
+def test_a_long_session_without_findings_shows_its_first_and_last_calls(tmp_path: Path) -> None:
+    """A loop-free page stays light: past ``SESSION_CALLS`` calls it shows the first and the last ones, says how many
+    it left out, and a label may still name those by number."""
+    from helpers import ingest_paths
+    from test_report_corpus import PiSession
+
+    from reports.episodes import SESSION_CALLS, SESSION_HEAD
+
+    n = SESSION_CALLS + 100
+    s = PiSession("long-clean", "/srv/app")
+    s.user("read them all")
+    for i in range(n):
+        s.call("read", {"path": f"src/m{i}.py"}, f"module {i}\n" * 20, text=f"Reading module {i}.")
+    s.write(tmp_path / "t")
+    db = tmp_path / "s.duckdb"
+    ingest_paths(db, tmp_path / "t")
+    add_findings(db, [])
+    render(db, tmp_path / "r")
+    html = (tmp_path / "r" / "sessions" / f"{session_slug('long-clean')}.html").read_text()
+    conv = html[html.index('<ol class="conv whole">') :]
+    seqs = [int(x) for x in re.findall(r'data-seq="(\d+)"', conv)]
+    assert seqs == list(range(SESSION_HEAD)) + list(range(SESSION_HEAD + 100, n))
+    assert "… 100 more calls of this session, not shown …" in conv and "100 calls in the middle are not shown" in conv
+    # The messages among the calls left out are left out with them.
+    assert "Reading module 399." in conv and "Reading module 450." not in conv and "Reading module 500." in conv
+    assert f'data-calls="{n}"' in html

@@ -3,6 +3,7 @@ rather than dumped, and the episode text helpers cut, diff and summarise as a re
 
 from __future__ import annotations
 
+import math
 from datetime import date
 from typing import Any
 
@@ -133,6 +134,29 @@ def test_a_timeline_with_dozens_of_tools_folds_the_rarest_into_one_row() -> None
     rows = fig["layout"]["yaxis"]["categoryarray"]
     assert len(rows) == figures.TIMELINE_TOOLS and rows[-1] == "bash" and rows[0] == figures.OTHER_TOOLS
     assert sum(len(t["x"]) for t in fig["data"]) == len(tools)
+
+
+def _tick_labels(axis: dict[str, Any]) -> list[str]:
+    """The labels plotly draws on a linear axis with ``tick0``/``dtick`` set: every multiple of the step inside the
+    range, printed with the axis's d3 percent format (``.N%``)."""
+    lo, hi = axis["range"]
+    step, decimals = axis["dtick"], int(axis["tickformat"][1:-1])
+    first = math.ceil((lo - axis["tick0"]) / step - 1e-9)
+    values = [axis["tick0"] + k * step for k in range(first, math.floor((hi - axis["tick0"]) / step + 1e-9) + 1)]
+    return [f"{v * 100:.{decimals}f}%" for v in values]
+
+
+@pytest.mark.parametrize("top", [0.04, 0.0, 0.003, 0.012, 0.07, 0.25, 0.6, 1.0])
+def test_frontier_x_axis_never_repeats_a_tick_label(top: float) -> None:
+    """A 0-4% false-halt axis read 0%, 1%, 1%, 2%, 2%, ... (a 0.5% step printed without decimals): the step now
+    follows the range and the labels carry the decimals it needs, on any range."""
+    sweep = pl.DataFrame(
+        {"warn": [2, 3, 4], "halt": [4, 5, 6], "tokens_saved": [10, 30, 20], "false_halt_rate": [0.0, top / 2, top]}
+    )
+    fig = valid(figures.frontier(sweep, pareto(sweep), None))
+    labels = _tick_labels(fig["layout"]["xaxis"])
+    assert len(labels) >= 3 and len(set(labels)) == len(labels), labels
+    assert "0%" in labels[0] and float(labels[-1][:-1]) >= 100 * top * 0.7
 
 
 def test_pareto_frontier_keeps_only_undominated_settings() -> None:

@@ -26,6 +26,7 @@ def normalise(html: str, tmp: Path) -> str:
 
     html = html.replace(str(tmp), "<tmp>")
     html = re.sub(r"loopscope-[0-9a-f]{10}\.(css|js)", r"loopscope-<hash>.\1", html)
+    html = re.sub(r'data-store="[^"]*"', 'data-store="<store id>"', html)  # derived from the temp folder's path
     html = html.replace(f"plotly-{get_plotlyjs_version()}.min.js", "plotly-<version>.min.js")
     return html.replace(f"loopscope {__version__}", "loopscope <version>")
 

@@ -130,6 +130,29 @@ def test_non_transcripts_add_nothing(store: Path) -> None:
     for rel in EXPECTED["other_files"]:
         path = str((SAMPLE_DATA / rel).resolve())
         rows = query(store, "SELECT status, sessions, errors FROM files WHERE path = ?", [path])
-        # not read at all (docs, code, hidden files), or read and found to hold no session (subagent metadata)
-        assert rows in ([], [("skipped", 0, 0)], [("ingested", 0, 0)]), rel
+        # not read at all (docs, code, hidden files), read and found to hold no session (subagent metadata), or read
+        # with their session file (opencode's message and part files)
+        assert rows in ([], [("skipped", 0, 0)], [("ingested", 0, 0)], [("companion", 0, 0)]), rel
         assert query(store, "SELECT count(*) FROM ingest_errors WHERE path = ?", [path]) == [(0,)], rel
+
+
+def test_opencode_message_and_part_files_are_read_with_their_session_not_skipped(store: Path) -> None:
+    """They are read through their session file: the files table says so, and the report's list of files not read
+    (``reports.data.skipped_files``) leaves them out."""
+    import duckdb
+
+    from reports.data import skipped_files
+
+    storage = SAMPLE_DATA.resolve() / "opencode" / "storage"
+    parts = sorted(str(p) for sub in ("message", "part") for p in (storage / sub).rglob("*.json"))
+    assert len(parts) > 20
+    rows = query(
+        store, "SELECT path, status, format, reason FROM files WHERE starts_with(path, ?) ORDER BY path", [str(storage)]
+    )
+    sessions = {str(p) for p in (storage / "session").rglob("ses_*.json")}
+    assert {r[0] for r in rows} == set(parts) | sessions
+    assert {(r[1], r[2]) for r in rows if r[0] in parts} == {("companion", "opencode")}
+    assert {r[3].removeprefix("read with ") for r in rows if r[0] in parts} == sessions
+    with duckdb.connect(str(store), read_only=True) as con:
+        n, listed = skipped_files(con, 1000)
+    assert n == len(listed) and not [p for p in listed["path"].to_list() if "/opencode/" in p]

@@ -44,6 +44,17 @@ def analyze(
     quiet: QuietOpt = False,
     force: ForceOpt = False,
     full_results: FullResultsOpt = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            "--labels",
+            help="A labels file (the report's Export labels, or your own): the calibration takes its truth from "
+            "it, and the report gets an Evaluation page (the findings and the guards measured on it, as `loopscope "
+            "eval` prints them).",
+            show_default=False,
+            metavar="FILE",
+        ),
+    ] = None,
 ) -> None:
     """Ingest, scan, calibrate and report in one go, then print where the report is.
 
@@ -66,6 +77,7 @@ def analyze(
                 full_results=full_results,
                 stage_progress=bars.stage if bars else None,
                 on_stage=None if quiet else _print_stage(bars),
+                labels=labels,
             )
     finally:
         if bars:

@@ -69,8 +69,9 @@ def calibrate(
         Path | None,
         typer.Option(
             "--labels",
-            help="CSV or JSON labels (session_id, label stuck|benign, optional first_call_id/last_call_id "
-            "or finding_id) that override the scan's stuck/progress proxy.",
+            help="A labels file (the report's Export labels, or your own; README, \"Measuring it on your own "
+            "sessions\"): loop spans are stuck, not_loop spans and loop-free sessions healthy, overriding the scan's "
+            "stuck/progress proxy; unsure labels are left out.",
             show_default=False,
         ),
     ] = None,
@@ -123,7 +124,8 @@ def calibrate(
         typer.Option(
             "--write-settings",
             help="Write the recommended setting to the hook's settings file, which `loopscope hook "
-            "claude-code` then runs (~/.config/loopscope/hook-settings.json).",
+            "claude-code|codex|gemini-cli` then runs (~/.config/loopscope/hook-settings.json); with --agent "
+            "claude-code|codex|gemini-cli, that agent's section, calibrated on that agent's sessions.",
         ),
     ] = False,
     workers: Annotated[
@@ -172,10 +174,14 @@ def calibrate(
             err.print(f"note: {note}", soft_wrap=True)
     _write(res, listing)
     if write_settings:
-        _write_settings(res)
+        _write_settings(res, HOOK_AGENTS.get(listing.filter.agent or ""))
 
 
-def _write_settings(res: CalibrationResult) -> None:
+# the store's format -> the hook's agent (its section of the hook settings file)
+HOOK_AGENTS = {"claude_code": "claude-code", "codex": "codex", "gemini_cli": "gemini-cli"}
+
+
+def _write_settings(res: CalibrationResult, agent: str | None = None) -> None:
     """The recommended thresholds into the hook's settings file (nothing without a recommendation)."""
     from analyzer.calibrate.recommend import base_policy
     from analyzer.hook.settings import write_settings
@@ -190,10 +196,12 @@ def _write_settings(res: CalibrationResult) -> None:
         pol.name,
         settings,
         f"loopscope calibrate --policy {pol.name} (target false-halt rate "
-        f"{res.target:.2%}, {res.sessions:,} sessions{within})",
+        f"{res.target:.2%}, {res.sessions:,} {agent + ' ' if agent else ''}sessions{within})",
+        agent=agent,
     )
     shown = ", ".join(f"{k} {v}" for k, v in settings.items())
-    err.print(f"hook settings written to {path}: {pol.name}, {shown}", soft_wrap=True, markup=False)
+    part = f" ({agent}'s section)" if agent else ""
+    err.print(f"hook settings written to {path}{part}: {pol.name}, {shown}", soft_wrap=True, markup=False)
 
 
 def _write(res: CalibrationResult, listing: Listing) -> None:

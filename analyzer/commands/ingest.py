@@ -60,7 +60,7 @@ def ingest(
 
 def print_ingest_summary(s: Any) -> None:
     out.print(
-        f"files: {s.files_seen} seen, {s.files_ingested} ingested, {s.files_unchanged} unchanged, "
+        f"files: {s.files_seen} seen, {s.files_ingested} ingested{s.companion_text()}, {s.files_unchanged} unchanged, "
         f"{len(s.skipped)} skipped\n"
         f"sessions: {s.sessions:,}  calls: {s.calls:,}  tokens: {s.tokens:,}  "
         f"errors: {s.errors:,}  ({s.bytes / 1e6:,.1f} MB in {s.seconds:.2f} s)",

@@ -96,13 +96,19 @@ def policies(
         write_frame(df, format, output, title="policies")
 
 
+CARD_WIDTH = 100
+"""The policy cards' width at most, on a terminal or not (piped, rich would be told 200): their values are sentences,
+wrapped to it."""
+
+
 def _print_cards(df: pl.DataFrame, output: Path | None) -> None:
-    """One card per policy: the descriptions are sentences, too long for the columns of one table."""
+    """One card per policy: the descriptions are sentences, too long for the columns of one table. Every field is
+    there whole, wrapped to fit ``CARD_WIDTH`` (or a narrower terminal)."""
     from rich.table import Table
 
     from analyzer.guards.policies import POLICY_TABLE_COLUMNS
 
-    with _console(output) as console:
+    with _console(output, max_width=CARD_WIDTH) as console:
         for row in df.to_dicts():
             card = Table(title=f"{row['policy']}", title_justify="left", show_header=False, box=None, padding=(0, 2))
             card.add_column(style="bold", no_wrap=True)
@@ -189,13 +195,17 @@ def replay(
 
 
 @contextmanager
-def _console(output: Path | None) -> Iterator[Console]:
-    """A console on stdout or the --output file; wide when not a terminal (rich assumes 80 columns there)."""
+def _console(output: Path | None, max_width: int | None = None) -> Iterator[Console]:
+    """A console on stdout or the --output file; wide when not a terminal (rich assumes 80 columns there), but never
+    wider than ``max_width``."""
     from rich.console import Console
 
     fh = open(output, "w", encoding="utf-8") if output else None
     try:
-        yield Console(file=fh, width=table_width(output), highlight=False)
+        console = Console(file=fh, width=table_width(output), highlight=False)
+        if max_width is not None and console.width > max_width:
+            console.width = max_width
+        yield console
     finally:
         if fh:
             fh.close()

@@ -38,7 +38,7 @@ class Episode:
     last: int | None = None
     message: int | None = None
     kind: str = ""
-    groups: Mapping[str, str] = field(default_factory=dict)
+    groups: Mapping[str, Any] = field(default_factory=dict)
     record: Any = None  # the label as read, for listing it back
 
     def __post_init__(self) -> None:
@@ -57,7 +57,7 @@ class Found:
     stuck: bool
     seqs: frozenset[int] = frozenset()
     messages: frozenset[int] = frozenset()
-    groups: Mapping[str, str] = field(default_factory=dict)
+    groups: Mapping[str, Any] = field(default_factory=dict)
     why: str = ""
 
     @property
@@ -104,20 +104,23 @@ class Score:
         return self.healthy_kept / self.healthy if self.healthy else None
 
 
-GroupBy = Callable[[Mapping[str, str], str], Iterable[str]]
+GroupBy = Callable[[Mapping[str, Any], str], Iterable[str]]
 """Given an item's groups and its kind, the keys of the groups the item counts in."""
 
 
 def by_fields(*names: str) -> GroupBy:
     """Count each item in ``"all"`` and in the group of each named field (``"format=claude_code"``); ``kind`` is the
-    finding's kind for precision and the label's kind for recall."""
+    finding's kind for precision and the label's kind for recall. A field whose value is a tuple (the tools of a
+    span) puts the item in the group of each of its values."""
 
-    def keys(groups: Mapping[str, str], kind: str) -> Iterable[str]:
+    def keys(groups: Mapping[str, Any], kind: str) -> Iterable[str]:
         yield "all"
         for n in names:
             value = kind if n == "kind" else groups.get(n)
-            if value is not None:
-                yield f"{n}={value}"
+            if value is None:
+                continue
+            for v in value if isinstance(value, tuple) else (value,):
+                yield f"{n}={v}"
 
     return keys
 

@@ -10,7 +10,7 @@ on disk: docs/formats.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -135,6 +135,15 @@ class HasCompanions(Protocol):
     so re-ingest notices when a companion changes; None for a file that has none."""
 
     def companion_state(self, path: str, size: int, mtime_ns: int, /) -> tuple[int, int] | None: ...
+
+
+@runtime_checkable
+class HasCompanionFiles(Protocol):
+    """Of the files discovery found, those read as part of another one found with them (opencode's message and part
+    files, read by their storage session file): companion path -> that file's path. Discovery records them as read
+    with it (``files.status`` ``companion``) and never parses them alone. From the paths alone: no file is opened."""
+
+    def companions_among(self, paths: Sequence[str], /) -> dict[str, str]: ...
 
 
 @runtime_checkable

@@ -275,18 +275,18 @@ def _refresh_totals(con: duckdb.DuckDBPyConnection) -> None:
 RETRY_REASONS = ("cannot open", "cannot read")
 
 
-def file_states(con: duckdb.DuckDBPyConnection, full_results: bool) -> dict[str, tuple[int, int, int, str | None]]:
-    """path -> (file_id, size, mtime_ns, content_hash) of every file the store has seen. A file skipped because it
-    could not be read, or ingested with results stored otherwise than ``full_results`` asks, has size -1, so it never
-    looks unchanged."""
+def file_states(con: duckdb.DuckDBPyConnection, full_results: bool) -> dict[str, tuple[int, int, int, str | None, str]]:
+    """path -> (file_id, size, mtime_ns, content_hash, status) of every file the store has seen. A file skipped
+    because it could not be read, or ingested with results stored otherwise than ``full_results`` asks, has size -1,
+    so it never looks unchanged."""
     retry = " OR ".join(f"starts_with(coalesce(reason, ''), '{r}')" for r in RETRY_REASONS)
     rows = con.execute(
         f"SELECT path, file_id, CASE WHEN status = 'skipped' AND ({retry}) THEN -1 "
         "WHEN status = 'ingested' AND full_results IS DISTINCT FROM $full THEN -1 ELSE size END, "
-        "mtime_ns, content_hash FROM files",
+        "mtime_ns, content_hash, status FROM files",
         {"full": full_results},
     ).fetchall()
-    return {r[0]: (r[1], r[2], r[3], r[4]) for r in rows}
+    return {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in rows}
 
 
 def next_file_id(con: duckdb.DuckDBPyConnection) -> int:

@@ -45,7 +45,7 @@ class FileOutcome:
     path: str
     size: int
     mtime_ns: int
-    status: str = "ingested"  # or "skipped"
+    status: str = "ingested"  # or "skipped" (``pipeline.companion_outcome`` writes "companion" rows)
     format: str | None = None
     reason: str | None = None
     content_hash: str | None = None

@@ -9,7 +9,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +22,7 @@ from analyzer.ingest.rows import display_path
 from analyzer.ingest.worker import init_worker, parse_chunk
 from analyzer.machine import cores
 from analyzer.store import connection
-from analyzer.store.schema import KEYS_VERSION
+from analyzer.store.schema import KEYS_VERSION, old_keys
 
 FULL_RESULTS = "full_results"  # the store's setting (loopscope_meta): results stored whole, "true" or "false"
 
@@ -40,6 +40,7 @@ CHUNKS_PER_WORKER = 4
 CHUNK_FILES = 1024
 IN_PROCESS_BYTES = 8 << 20  # below this, a worker pool costs more than it saves
 SKIPPED_LISTED = 20  # skipped files the ingest summary names one by one
+COMPANION = "companion"  # ``files.status`` of a file read as part of another one (``Found.read_with``)
 
 
 # Files in a walked folder with these suffixes are documentation, code or media, never a transcript: they are not
@@ -86,6 +87,10 @@ class Found:
     mtime_ns: int
     composite: bool = False  # size/mtime stand for the file and its companions (``composite_state``)
     ignored: str | None = None  # why the file is not read at all (its suffix); recorded as skipped, never opened
+    # the file that reads this one (an opencode session file, for its message and part files), and its format: this
+    # file is recorded as read with it (``companion_outcome``), never parsed alone
+    read_with: str | None = None
+    read_format: str | None = None
 
 
 def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
@@ -95,7 +100,9 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
     corpus is mostly this walk. Skips the store itself and its companions (``exclude``, its ``.wal`` and spool
     folders), so ``loopscope ingest .`` next to ``loopscope.duckdb`` does not ingest the store, and files whose suffix
     says they are not transcripts (``NOT_TRANSCRIPTS``): those are listed with ``ignored`` set, so they are recorded as
-    skipped with that reason rather than vanish."""
+    skipped with that reason rather than vanish. A file another one found here reads as its own part
+    (``formats.companions_among``: opencode's message and part files, read with their session file) has ``read_with``
+    set: it is recorded as read with that file, not parsed alone."""
     own = str(Path(exclude).resolve()) if exclude is not None else None
     found: dict[str, Found] = {}
     homes = formats.agent_home_dirs()
@@ -148,7 +155,28 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
             walk(str(root.resolve()))
         else:
             raise UsageError(f"{display_path(str(root))} is {_kind(st.st_mode)}, not a transcript file or folder")
+    for p, (fmt, reader) in formats.companions_among(list(found)).items():
+        c = found[p]
+        if c.ignored is None and not c.composite and p != reader:
+            found[p] = replace(c, read_with=reader, read_format=fmt)
     return [found[k] for k in sorted(found)]
+
+
+def companion_outcome(file_id: int, f: Found) -> FileOutcome:
+    """The ``files`` row of a file read as part of another (``f.read_with``): status ``companion``, the format of
+    the file that reads it, and that file's path as the reason. Nothing else: its rows are that file's."""
+    from analyzer.ingest.parse import FileOutcome
+
+    assert f.read_with is not None
+    return FileOutcome(
+        file_id,
+        display_path(f.path),
+        f.size,
+        f.mtime_ns,
+        status=COMPANION,
+        format=f.read_format,
+        reason=f"read with {display_path(f.read_with)}",
+    )
 
 
 def _kind(mode: int) -> str:
@@ -167,6 +195,7 @@ def _kind(mode: int) -> str:
 class IngestSummary:
     files_seen: int = 0
     files_ingested: int = 0
+    files_companion: int = 0  # read as part of another file (``files.status`` companion), not parsed alone
     files_unchanged: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     sessions: int = 0
@@ -180,6 +209,11 @@ class IngestSummary:
     @property
     def anything_read(self) -> bool:
         return self.files_ingested > 0 or self.files_unchanged > 0
+
+    def companion_text(self) -> str:
+        """What follows the count of files ingested when some were read with them: `` (+N companion files read with
+        them)``; empty otherwise."""
+        return f" (+{self.files_companion:,} companion files read with them)" if self.files_companion else ""
 
     def skipped_lines(self, limit: int = SKIPPED_LISTED) -> list[str]:
         """Every file this run skipped, as ``path: reason`` (the first ``limit``, by path), then how many more and
@@ -266,7 +300,7 @@ def ingest(
     con = connection.connect(db, rebuild_old=True)
     if old is not None and old < KEYS_VERSION:
         summary.notes.append(
-            f"{display_path(str(db))} was written by an older loopscope (store schema v{old}, MD5 keys): it was "
+            f"{display_path(str(db))} was written by an older loopscope (store schema v{old}, {old_keys(old)}): it was "
             f"emptied and rebuilt from the transcripts read now (files it held from other folders need ingesting "
             f"again)"
         )
@@ -309,18 +343,24 @@ def _ingest_files(
     }
     next_id = land.next_file_id(con)
     tasks: list[FileTask] = []
-    ignored: list[FileOutcome] = []
+    unparsed: list[FileOutcome] = []  # skipped for their suffix, or read with another file: never opened
     touched: list[tuple[int, int, int]] = []
     for f in files:
         old = known.get(display_path(f.path))
         if old is not None:
-            fid, size, mtime, chash = old
+            fid, size, mtime, chash, status = old
             # (a file last recorded as not read for its suffix is looked at again when it is now to be read: named on
-            # the command line)
-            if size == f.size and mtime == f.mtime_ns and (f.ignored is not None or f.path not in ignored_before):
+            # the command line; one recorded otherwise, skipped by an older loopscope, that is now read with another
+            # file is recorded again as such)
+            if (
+                size == f.size
+                and mtime == f.mtime_ns
+                and (f.ignored is not None or f.path not in ignored_before)
+                and (f.read_with is None or status == COMPANION)
+            ):
                 summary.files_unchanged += 1
                 continue
-            if size == f.size and not f.composite and _same_content(f.path, chash):
+            if size == f.size and not f.composite and f.read_with is None and _same_content(f.path, chash):
                 touched.append((fid, f.size, f.mtime_ns))
                 summary.files_unchanged += 1
                 continue
@@ -330,12 +370,14 @@ def _ingest_files(
         from analyzer.ingest.parse import FileOutcome, FileTask
 
         if f.ignored is not None:
-            ignored.append(FileOutcome(fid, f.path, f.size, f.mtime_ns, status="skipped", reason=f.ignored))
+            unparsed.append(FileOutcome(fid, f.path, f.size, f.mtime_ns, status="skipped", reason=f.ignored))
+        elif f.read_with is not None:
+            unparsed.append(companion_outcome(fid, f))
         else:
             tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
     land.touch_files(con, touched)
-    if ignored:
-        _land(con, ignored, {}, summary)
+    if unparsed:
+        _land(con, unparsed, {}, summary)
     if not tasks:
         return
 
@@ -415,6 +457,8 @@ def _land(
     for o in outcomes:
         if o.status == "skipped":
             summary.skipped.append((o.path, o.reason or "skipped"))
+        elif o.status == COMPANION:
+            summary.files_companion += 1
         else:
             summary.files_ingested += 1
         summary.errors += o.error_count

@@ -25,15 +25,19 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 PARSED = {t.name: table_cols(t) for t in (FILES, INGEST_ERRORS, SESSIONS, TURNS, CALLS)}
-# ``ignored``: why discovery will not read the file (its suffix), as the store records it; null for a file to parse.
+# ``ignored``: why discovery will not read the file (its suffix), as the store records it; ``read_with`` and
+# ``read_format``: the file that reads this one as its part, and its format (``pipeline.Found``); all null for a file
+# to parse.
 TASK_COLS = [
     ("file_id", "INTEGER"),
     ("path", "VARCHAR"),
     ("size", "BIGINT"),
     ("mtime_ns", "BIGINT"),
     ("ignored", "VARCHAR"),
+    ("read_with", "VARCHAR"),
+    ("read_format", "VARCHAR"),
 ]
-Task = tuple[int, str, int, int, "str | None"]
+Task = tuple[int, str, int, int, "str | None", "str | None", "str | None"]
 
 
 CHUNK_FILES = 64  # files landed together in a task: one DuckDB pass per chunk, not per file
@@ -45,12 +49,19 @@ def parse_chunk(tasks: list[Task], con: duckdb.DuckDBPyConnection) -> dict[str, 
     ``files`` rows and ingest errors), exactly as ``load_chunk`` would land them: the store's ``parse_chunk`` writes
     the spool, the store's ``landed_sql`` turns it into rows."""
     from analyzer.ingest.parse import FileOutcome, FileTask
+    from analyzer.ingest.pipeline import Found, companion_outcome
     from analyzer.ingest.pipeline import parse_chunk as parse_to_spool
 
     tmp = tempfile.mkdtemp(prefix="loopscope-spark-")
     try:
-        outcomes, spool = parse_to_spool([FileTask(*t[:4]) for t in tasks if t[4] is None], tmp, "spark")
+        to_parse = [FileTask(*t[:4]) for t in tasks if t[4] is None and t[5] is None]
+        outcomes, spool = parse_to_spool(to_parse, tmp, "spark")
         outcomes += [FileOutcome(*t[:4], status="skipped", reason=t[4]) for t in tasks if t[4] is not None]
+        outcomes += [
+            companion_outcome(t[0], Found(*t[1:4], read_with=t[5], read_format=t[6]))
+            for t in tasks
+            if t[4] is None and t[5] is not None
+        ]
         out = outcome_rows(outcomes)
         for table in ("sessions", "turns", "calls"):
             out[table] = con.sql(landed_sql(table, spool_source(spool, table))).to_arrow_table()
@@ -66,7 +77,7 @@ def _chunks(rows: list[dict]) -> Iterator[list[Task]]:
         if cur and (len(cur) >= CHUNK_FILES or size + r["size"] > CHUNK_BYTES):
             yield cur
             cur, size = [], 0
-        cur.append((r["file_id"], r["path"], r["size"], r["mtime_ns"], r["ignored"]))
+        cur.append((r["file_id"], r["path"], r["size"], r["mtime_ns"], r["ignored"], r["read_with"], r["read_format"]))
         size += r["size"]
     if cur:
         yield cur

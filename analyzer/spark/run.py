@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.errors import NothingToIngestError
+from analyzer.errors import NothingToIngestError, UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -58,7 +58,12 @@ def run(
     keep_stage: bool = False,
 ) -> SparkSummary:
     """Ingest and scan the transcripts under ``paths`` on Spark; write the tables under ``out`` (a local folder or
-    any URL Spark writes, e.g. ``s3a://bucket/prefix``)."""
+    any URL Spark writes, e.g. ``s3a://bucket/prefix``). Without pyspark or Java (and no ``spark`` given), a
+    ``UsageError`` naming what to install, before anything imports pyspark."""
+    from analyzer.spark.session import missing
+
+    if spark is None and (why := missing()):
+        raise UsageError(why)
     from pyspark.sql import functions as F
 
     from analyzer.detect.stream.calls import Config
@@ -81,7 +86,9 @@ def run(
     log = TaskLog(spark)
 
     # -- ingest: one task call per file, biggest files first, spread round-robin over the slices
-    tasks = [(i, f.path, f.size, f.mtime_ns, f.ignored) for i, f in enumerate(found, start=1)]
+    tasks = [
+        (i, f.path, f.size, f.mtime_ns, f.ignored, f.read_with, f.read_format) for i, f in enumerate(found, start=1)
+    ]
     slices = max(1, min(len(tasks), sc.defaultParallelism * 2))
     order = sorted(tasks, key=lambda t: -t[2])
     rdd = sc.parallelize([order[i::slices] for i in range(slices)], slices).flatMap(lambda x: x)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, TypeVar
 import duckdb
 
 from analyzer.errors import StoreError, StoreInUseError
-from analyzer.store.schema import ALL_TABLES, DERIVED_TABLES, KEYS_VERSION, SCHEMA_VERSION
+from analyzer.store.schema import ALL_TABLES, DERIVED_TABLES, KEYS_VERSION, SCHEMA_VERSION, old_keys
 
 if TYPE_CHECKING:
     import polars as pl
@@ -161,7 +162,7 @@ def _probe(con: duckdb.DuckDBPyConnection) -> None:
 def old_store_message(path: str | Path, version: int) -> str:
     """The one line that refuses a store whose keys this loopscope cannot mix with its own."""
     return (
-        f"{path} was written by an older loopscope (store schema v{version}, MD5 keys): rebuild it from the "
+        f"{path} was written by an older loopscope (store schema v{version}, {old_keys(version)}): rebuild it from the "
         f"transcripts with `loopscope ingest PATHS --db {path}` (or `loopscope analyze PATHS --db {path}`)"
     )
 
@@ -203,6 +204,33 @@ def set_setting(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
         con.execute("INSERT INTO loopscope_meta VALUES (?, ?)", [key, value])
 
 
+STORE_ID = "store_id"
+"""The ``loopscope_meta`` key of the store's id: what a person's labels are kept under (the report's local storage,
+the labels file's header), so that labels made on one store are not shown as another's."""
+
+
+def derived_store_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The id of a store that has transcripts but was written before stores kept an id: a UUID derived from its first
+    ``files`` row (``file_id`` and path, which no later ingest changes or removes), so that it is the same however
+    often the store is read without being written, wherever the file is copied, and the id its next write records.
+    None for a store without files."""
+    if not has_table(con, "files"):
+        return None
+    row = one(con, "SELECT file_id, path FROM files ORDER BY file_id LIMIT 1")
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"loopscope-store:{row[0]}:{row[1]}")) if row else None
+
+
+def store_id(con: duckdb.DuckDBPyConnection) -> str:
+    """The store's id (``loopscope_meta`` key ``store_id``, a UUID recorded at the first write once the store holds
+    files). Reading it never writes: a store without one yet gets ``derived_store_id`` (the one its next write
+    keeps, and the one a Parquet export of it derives), and an empty store the nil UUID."""
+    if has_table(con, "loopscope_meta"):
+        row = one(con, "SELECT value FROM loopscope_meta WHERE key = ?", [STORE_ID])
+        if row is not None and row[0]:
+            return str(row[0])
+    return derived_store_id(con) or str(uuid.UUID(int=0))
+
+
 def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("CREATE TABLE IF NOT EXISTS loopscope_meta (key VARCHAR, value VARCHAR)")
     row = one(con, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'")
@@ -210,10 +238,10 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
         raise StoreError(f"store schema v{row[0]} is newer than this loopscope (v{SCHEMA_VERSION}); upgrade loopscope")
     with transaction(con):
         if row is not None and int(row[0]) < SCHEMA_VERSION:
-            # An older store. Before KEYS_VERSION its keys are another hash's: every table goes (``connect`` only
-            # lets the ingest get here, and it reads the transcripts again). Otherwise the ingested tables are
-            # unchanged; the derived ones are dropped and rebuilt by the next scan and calibrate (their rows were
-            # computed by older rules anyway).
+            # An older store. Before KEYS_VERSION its keys are not ours (another hash, no action keys): every
+            # table goes (``connect`` only lets the ingest get here, and it reads the transcripts again). Otherwise
+            # the ingested tables are unchanged; the derived ones are dropped and rebuilt by the next scan and
+            # calibrate (their rows were computed by older rules anyway).
             old = int(row[0]) < KEYS_VERSION
             for table in ALL_TABLES if old else DERIVED_TABLES:
                 con.execute(f"DROP TABLE IF EXISTS {table.name}")
@@ -222,6 +250,11 @@ def ensure_schema(con: duckdb.DuckDBPyConnection) -> None:
             con.execute(table.ddl())
         if row is None:
             con.execute("INSERT INTO loopscope_meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+        # The id is the one derived from the store's first file, recorded once the store has one: a report drawn from
+        # the store's Parquet export (which has the files, not loopscope_meta's id) then derives the same id.
+        derived = derived_store_id(con)
+        if derived is not None and one(con, "SELECT value FROM loopscope_meta WHERE key = ?", [STORE_ID]) is None:
+            con.execute("INSERT INTO loopscope_meta VALUES (?, ?)", [STORE_ID, derived])
 
 
 def one(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] | None = None) -> tuple | None:

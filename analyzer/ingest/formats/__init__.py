@@ -3,20 +3,23 @@ a format is adding a module (and its tests).
 
 What a format module provides is written once, in ``analyzer.ingest.base``: ``Format`` (its names, sniffing rank and
 parser), at least one recognition protocol (``SniffsRecords``, ``SniffsDocuments``, ``SniffsFiles``) and, optionally,
-the discovery hooks (``HasDefaultRoots``, ``ReadsNamedFiles``, ``HasCompanions``, ``DescribesFiles``). The registry
-checks every module against it the first time it lists them, and picks the modules of a hook by its protocol.
+the discovery hooks (``HasDefaultRoots``, ``ReadsNamedFiles``, ``HasCompanions``, ``HasCompanionFiles``,
+``DescribesFiles``). The registry checks every module against it the first time it lists them, and picks the modules
+of a hook by its protocol.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 
 from analyzer.ingest.base import (
     DescribesFiles,
+    HasCompanionFiles,
     HasCompanions,
     HasDefaultRoots,
     ReadsNamedFiles,
@@ -96,6 +99,15 @@ def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | No
         if state is not None:
             return state
     return None
+
+
+def companions_among(paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Of ``paths``, those read as part of another of them: companion path -> (format, the path that reads it)."""
+    out: dict[str, tuple[str, str]] = {}
+    for m in with_hook(HasCompanionFiles):
+        for path, reader in m.companions_among(paths).items():
+            out.setdefault(path, (m.FORMAT, reader))
+    return out
 
 
 def has_companions(path: str) -> bool:

@@ -3,9 +3,10 @@
 The storage tree spreads one session over many files: ``storage/session/<projectID>/<ses>.json`` (the session),
 ``storage/message/<ses>/<msg>.json`` (its messages) and ``storage/part/<msg>/<prt>.json`` (their parts). The session
 file is the unit of ingest: this adapter claims it and reads its messages and parts from the sibling folders, so a
-session is built once and whole. A message or part file met alone is skipped ("read with its session", see
-``parse.describe_document``). ``pipeline.discover`` gives a session file the newest mtime and the total size of its
-message and part files, so adding or rewriting a message re-ingests the session.
+session is built once and whole. Its message and part files found with it are recorded as read with it
+(``companions_among``; ``files.status`` ``companion``), never parsed alone; one met without its session file is skipped
+("read with its session", see ``parse.describe_document``). ``pipeline.discover`` gives a session file the newest
+mtime and the total size of its message and part files, so adding or rewriting a message re-ingests the session.
 
 ``opencode.db`` (and ``opencode-<channel>.db``) keeps the same records in tables ``session``, ``message`` and
 ``part`` (``data`` holds the JSON without the ids); the whole database is one file of ingest, read read-only, in
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -104,6 +105,31 @@ def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | No
     for mid in scan(storage / "message" / Path(path).stem):
         scan(storage / "part" / mid)
     return total, newest
+
+
+def companions_among(paths: Sequence[str]) -> dict[str, str]:
+    """The message and part files among ``paths`` whose storage session file is among them too (the files
+    ``companion_state`` counts: ``message/<ses>/*.json``, ``part/<msg>/*.json``) -> that session file. A message or
+    part file whose session file was not found is left out (skipped when parsed alone)."""
+    # [storage, kind, folder, name]: session/<projectID>/<ses>.json, message/<ses>/<msg>.json, part/<msg>/<prt>.json
+    split = [p.rsplit(os.sep, 3) for p in paths if p.endswith(".json")]
+    sessions = {  # (storage folder, session id) -> session file
+        (s[0], s[3][:-5]): os.sep.join(s)
+        for s in split
+        if len(s) == 4 and s[1] == "session" and s[3].startswith("ses_")
+    }
+    if not sessions:
+        return {}
+    out: dict[str, str] = {}
+    messages: dict[tuple[str, str], str] = {}  # (storage folder, message id) -> session file
+    for s in split:
+        if len(s) == 4 and s[1] == "message" and (session := sessions.get((s[0], s[2]))) is not None:
+            out[os.sep.join(s)] = session
+            messages[(s[0], s[3][:-5])] = session
+    for s in split:
+        if len(s) == 4 and s[1] == "part" and (session := messages.get((s[0], s[2]))) is not None:
+            out[os.sep.join(s)] = session
+    return out
 
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
