@@ -197,7 +197,8 @@ def test_store_id_is_recorded_once_and_read_without_writing(tmp_path: Path) -> N
     with Store.open(db, write=True) as store:  # another write keeps it
         store.scan()
         assert store.store_id == first
-    # A store from before ids were kept: reading it derives one and writes nothing; its next write records that one.
+    # A store from before ids were kept: reading it derives the same id (the recorded one is derived from the store's
+    # first file, so a Parquet export of it derives it too) and writes nothing; its next write records that one.
     con = duckdb.connect(str(db))
     con.execute("DELETE FROM loopscope_meta WHERE key = 'store_id'")
     con.close()
@@ -206,7 +207,7 @@ def test_store_id_is_recorded_once_and_read_without_writing(tmp_path: Path) -> N
     before = (db.stat().st_size, db.stat().st_mtime_ns)
     with Store.open(db) as store:
         derived = store.store_id
-    assert derived != first and (db.stat().st_size, db.stat().st_mtime_ns) == before
+    assert derived == first and (db.stat().st_size, db.stat().st_mtime_ns) == before
     with Store.open(copy) as store:
         assert store.store_id == derived  # derived from the store's content, not its place
     con = connection.connect(db)  # the next write
