@@ -84,6 +84,26 @@ def handle(payload: dict[str, Any], st: State, policy: Policy) -> dict[str, Any]
 
 
 # -- events -----------------------------------------------------------------------------------------------------------
+def make_call(st: State, tid: str, tool: str, args: Any) -> Call:
+    """The guard's call, keyed exactly as the store keys the transcript's call (``detect.keys``)."""
+    canon = canonical_json(args)
+    return Call(
+        st.n,
+        st.n,
+        tid,
+        st.turn,
+        st.user_turn,
+        tool,
+        canon[:ARGS_LIMIT],
+        call_key(tool, canon),
+        call_key(tool, ordered_json(args)),
+        call_key(tool, shallow_sorted_json(args)),
+        None,
+        None,
+        None,
+    )
+
+
 def _pre(payload: dict[str, Any], st: State, policy: Policy) -> dict[str, Any] | None:
     tool = payload.get("tool_name")
     if not isinstance(tool, str) or not tool:
@@ -106,22 +126,7 @@ def _pre(payload: dict[str, Any], st: State, policy: Policy) -> dict[str, Any] |
         v = st.guard.on_message(st.msg_obj)
         if v is not None:
             verdicts.append(v)
-    canon = canonical_json(args)
-    call = Call(
-        st.n,
-        st.n,
-        tid,
-        st.turn,
-        st.user_turn,
-        tool,
-        canon[:ARGS_LIMIT],
-        call_key(tool, canon),
-        call_key(tool, ordered_json(args)),
-        call_key(tool, shallow_sorted_json(args)),
-        None,
-        None,
-        None,
-    )
+    call = make_call(st, tid, tool, args)
     st.n += 1
     if st.msg_obj is not None:
         st.msg_obj.calls.append(call)

@@ -31,11 +31,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
-from analyzer.guards.base import HALT, WARN, Call, Message, Verdict
+from analyzer.detect.keys import canonical_json, result_key
+from analyzer.guards.base import HALT, WARN, Message, Verdict
 from analyzer.guards.policies import Policy
 from analyzer.hook.agents import CODEX, GEMINI, codex_result, gemini_result, stored_call
-from analyzer.hook.claude_code import ARGS_LIMIT, PENDING_KEPT, SUFFIX, State, _end_message, signature
+from analyzer.hook.claude_code import PENDING_KEPT, SUFFIX, State, _end_message, make_call, signature
 
 EVENTS = {
     CODEX: {"PreToolUse": "call", "PostToolUse": "result", "UserPromptSubmit": "user"},
@@ -74,26 +74,6 @@ def handle(agent: str, payload: dict[str, Any], st: LiveState, policy: Policy) -
         st.notes.clear()
         st.batch_open = False
     return None, None
-
-
-def make_call(st: State, tid: str, tool: str, args: Any) -> Call:
-    """The guard's call, keyed exactly as the store keys the transcript's call (``detect.keys``)."""
-    canon = canonical_json(args)
-    return Call(
-        st.n,
-        st.n,
-        tid,
-        st.turn,
-        st.user_turn,
-        tool,
-        canon[:ARGS_LIMIT],
-        call_key(tool, canon),
-        call_key(tool, ordered_json(args)),
-        call_key(tool, shallow_sorted_json(args)),
-        None,
-        None,
-        None,
-    )
 
 
 def _call(agent: str, payload: dict[str, Any], st: LiveState, policy: Policy) -> tuple[dict[str, Any] | None, Any]:
