@@ -6,6 +6,7 @@ held-out and tuning sources apart, per format and per source, with the false fin
     python benchmarks/bench_realdata.py --tuning   # the tuning sources only: what to read while rules change
     python benchmarks/bench_realdata.py --committed  # only the files the repository holds (what CI scores)
     python benchmarks/bench_realdata.py --figures  # the tables alone, no finding or label listed
+    python benchmarks/bench_realdata.py --loso     # also each part's figures with each one source left out
 
 Sources without a licence are committed as manifests (tests/realdata/sources/*.tsv): restore their files first with
 `python tests/realdata/tools/fetch_manifest.py` (from git mirrors of the repositories); without them the figures
@@ -30,7 +31,7 @@ def main() -> None:
     parts = (TUNING,) if "--tuning" in sys.argv else (HELD_OUT, TUNING)
     t0 = time.perf_counter()
     scores = run(verbose=False, fetched="--committed" not in sys.argv, parts=parts)
-    print(render(scores, parts, details="--figures" not in sys.argv))
+    print(render(scores, parts, details="--figures" not in sys.argv, loso="--loso" in sys.argv))
     print(f"\n(ingest + scan + score of the labelled corpus: {time.perf_counter() - t0:.1f} s)")
 
 

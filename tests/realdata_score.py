@@ -201,7 +201,9 @@ def run(verbose: bool = True, fetched: bool = True, parts: tuple[str, ...] = (HE
     return scores
 
 
-def render(scores: dict[str, Score], parts: tuple[str, ...] = (HELD_OUT, TUNING), details: bool = True) -> str:
+def render(
+    scores: dict[str, Score], parts: tuple[str, ...] = (HELD_OUT, TUNING), details: bool = True, loso: bool = False
+) -> str:
     """The headline (held-out and tuning sources), per part and format, per source; then what went wrong, for
     ``parts`` only (while rules change, the held-out part's misses are not looked at: pass ``(TUNING,)``)."""
     heads = [f"part={p}" for p in parts] + (["all"] if len(parts) > 1 else [])
@@ -224,6 +226,9 @@ def render(scores: dict[str, Score], parts: tuple[str, ...] = (HELD_OUT, TUNING)
         "",
         table(scores, [k for p in parts for k in srcs if part_of_source(k.split("=", 1)[1]) == p], "source"),
     ]
+    if loso:
+        out += ["", "Leave one source out (each part's figures without each of its sources):", ""]
+        out.append(leave_one_source_out(scores, parts))
     if details:
         merged = Score()
         for p in parts:
@@ -251,6 +256,32 @@ def render(scores: dict[str, Score], parts: tuple[str, ...] = (HELD_OUT, TUNING)
                 for f in merged.unlabelled
             ]
     return "\n".join(out)
+
+
+COUNTS = ("on_loop", "on_labels", "loops", "loops_found", "healthy", "healthy_kept")
+
+
+def without(total: Score, left_out: Score) -> Score:
+    """The figures of ``total`` with one group's counts taken out (the counts behind the ratios add up by source)."""
+    return Score(**{c: getattr(total, c) - getattr(left_out, c) for c in COUNTS})
+
+
+def leave_one_source_out(scores: dict[str, Score], parts: tuple[str, ...] = (HELD_OUT, TUNING)) -> str:
+    """For each source, the figures of its part without it: how far the part's figures lean on any one source (a
+    rule that fits one source's habits shows as a part whose figures fall when that source is left out)."""
+    out = []
+    for p in parts:
+        total = scores.get(f"part={p}", Score())
+        srcs = sorted((k for k in scores if k.startswith("source=") and part_of_source(k[7:]) == p), key=str.lower)
+        rest = {f"{p} without {k[7:]}": without(total, scores[k]) for k in srcs}
+        rows = [k for k in rest if any(getattr(scores[f"source={k.split(' without ', 1)[1]}"], c) for c in COUNTS)]
+        out.append(table(rest, rows, "part without source"))
+        for name, value in (("precision", "precision"), ("recall", "recall"), ("healthy-kept", "healthy_kept_rate")):
+            vals = [v for v in (getattr(rest[k], value) for k in rows) if v is not None]
+            if vals:
+                out.append(f"{p}: {name} with one source left out ranges {min(vals):.2f}-{max(vals):.2f}")
+        out.append("")
+    return "\n".join(out).rstrip()
 
 
 def _span(seqs: frozenset[int]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import duckdb
 import pytest
 from realdata_labels import HELD_OUT, TUNING
-from realdata_score import build_store, render, score
+from realdata_score import COUNTS, build_store, leave_one_source_out, render, score, without
 
 from analyzer.ingest import formats
 
@@ -50,3 +50,27 @@ def test_every_source_is_scored_in_one_part(scores) -> None:
     assert sum(s.loops for s in sources) == scores["all"].loops
     assert sum(s.healthy for s in sources) == scores["all"].healthy
     assert scores[f"part={HELD_OUT}"].loops + scores[f"part={TUNING}"].loops == scores["all"].loops
+
+
+def test_leaving_a_source_out_takes_exactly_its_labels_and_findings_out(scores) -> None:
+    """A leave-one-source-out row is its part minus that source, count for count: the table shows each source with
+    labels, and the part's figures without it."""
+    from realdata_labels import part_of_source
+
+    text = leave_one_source_out(scores)
+    for k, own in scores.items():
+        if not k.startswith("source=") or not any(getattr(own, c) for c in COUNTS):
+            continue
+        part = part_of_source(k[7:])
+        rest = without(scores[f"part={part}"], own)
+        row = next(line for line in text.splitlines() if line.startswith(f"| {part} without {k[7:]} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert [int(cells[i]) for i in (1, 2, 4, 5, 7, 8)] == [
+            rest.on_labels,
+            rest.on_loop,
+            rest.loops,
+            rest.loops_found,
+            rest.healthy,
+            rest.healthy_kept,
+        ]
+        assert rest.loops + own.loops == scores[f"part={part}"].loops
