@@ -310,7 +310,7 @@ def session_batch(con: duckdb.DuckDBPyConnection, ids: Sequence[str]) -> dict[st
         WITH wanted AS (
             SELECT DISTINCT f.session_id, unnest(range(f.first_seq, f.last_seq + 1)) AS seq
             FROM _r_findings f JOIN _r_batch USING (session_id) WHERE f.first_seq IS NOT NULL)
-        SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.tool, c.call_key, c.result_key, c.is_error,
+        SELECT c.session_id, c.seq, c.call_id, c.turn_id, c.tool, c.call_key, c.action_key, c.result_key, c.is_error,
                left(c.args, {TEXT_CLIP}) AS args, length(c.args) AS args_len,
                left(c.result_text, {TEXT_CLIP}) AS result_text, c.result_chars AS result_len
         FROM (SELECT DISTINCT * FROM wanted) w JOIN {BATCH_CALLS} c ON c.session_id = w.session_id AND c.seq = w.seq

@@ -64,6 +64,14 @@ def letters(i: int) -> str:
     return s
 
 
+def _variant_key(c: dict[str, Any], kind: str) -> str:
+    """What makes two calls of an episode the same variant: their action (``calls.action_key``, the key the detectors
+    compare), so calls that differ only in commentary such as a Bash ``description`` are one variant, as the finding
+    counts them. A drift's variants are its full arguments: what drifted (a ``sleep``, a timeout) is the point."""
+    key = None if kind == "drift" else c.get("action_key")
+    return key or c.get("call_key") or f"{c.get('tool')}|{c.get('args')}"
+
+
 def pretty_args(args: str | None) -> str:
     """Arguments as a person reads them: one ``key: value`` line per top-level key, strings unquoted (a multi-line
     command stays multi-line). Clipped or odd JSON is shown as stored."""
@@ -399,14 +407,15 @@ class Episodes:
         first: dict[str, dict[str, Any]] = {}
         counts: dict[str, int] = {}
         seq_labels: list[str] = []
+        kind = str(f.get("kind") or "")
         for c in ep_calls:
-            key = c.get("call_key") or f"{c.get('tool')}|{c.get('args')}"
+            key = _variant_key(c, kind)
             if key not in keys:
                 keys[key] = letters(len(keys))
                 first[key] = c
             counts[key] = counts.get(key, 0) + 1
             seq_labels.append(keys[key])
-        diffs = self._diffs(ep_calls, keys, first)
+        diffs = self._diffs(ep_calls, keys, first, kind)
         # Drifting calls differ by a word each: the first call and the diffs say it all, without repeating each
         # near-copy in full.
         shown = 1 if f.get("kind") == "drift" and diffs else MAX_VARIANTS
@@ -442,7 +451,7 @@ class Episodes:
             why=self.redact(f.get("why")) if f.get("why") else None,
             open=open,
             anchor=anchor,
-            kind=str(f.get("kind") or ""),
+            kind=kind,
             title=self._title(f, ep_calls),
             facts=self._facts(f, len(ep_calls)),
             stuck=f.get("stuck"),
@@ -507,14 +516,14 @@ class Episodes:
         return out
 
     def _diffs(
-        self, calls: list[dict[str, Any]], keys: dict[str, str], first: dict[str, dict[str, Any]]
+        self, calls: list[dict[str, Any]], keys: dict[str, str], first: dict[str, dict[str, Any]], kind: str
     ) -> list[ArgDiff]:
         """Diffs between consecutive different calls of one tool: what drifted from one attempt to the next."""
         out: list[ArgDiff] = []
         seen: set[frozenset[str]] = set()
         prev_key: str | None = None
         for c in calls:
-            key = c.get("call_key") or f"{c.get('tool')}|{c.get('args')}"
+            key = _variant_key(c, kind)
             if prev_key is not None and key != prev_key and first[prev_key].get("tool") == c.get("tool"):
                 pair = frozenset((prev_key, key))
                 if pair not in seen:

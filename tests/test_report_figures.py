@@ -223,3 +223,29 @@ def test_diff_of_unrelated_edits_stays_readable() -> None:
     assert len(parts) <= 8
     word = diff_parts("grep -n handler src/app.js | head -20", "grep -n handler src/app.js | head -30")
     assert [(p.op, p.text) for p in word if p.op != "equal"] == [("delete", "20"), ("insert", "30")]
+
+
+def test_calls_that_differ_only_in_commentary_are_one_variant_of_the_episode() -> None:
+    """A streak of one Bash command whose `description` the model rewrote each time is one action repeated (the
+    finding counts it so): the card shows one variant `A ×3` and no diff of descriptions; a different command is a
+    second variant."""
+    calls = [
+        {
+            "call_id": f"c{i}",
+            "seq": i,
+            "tool": "Bash",
+            "args": f'{{"command": "{cmd}", "description": "{desc}"}}',
+            "call_key": f"Bash|{cmd}|{desc}",
+            "action_key": f"Bash|{cmd}",
+            "result_key": "r1",
+            "result_text": "psql: FATAL: password authentication failed",
+        }
+        for i, (cmd, desc) in enumerate(
+            [("psql -c 1", "check db"), ("psql -c 1", "retry db check"), ("psql -c 1", "db again"), ("ls", "list")]
+        )
+    ]
+    f = {"kind": "streak", "call_ids": [c["call_id"] for c in calls], "first_seq": 0, "last_seq": 3, "stuck": True}
+    ep = Episodes(redact).build(f, calls, [], "e1")
+    assert [(v.label, v.count) for v in ep.calls] == [("A", 3), ("B", 1)]
+    assert ep.pattern.startswith("A") and "B" in ep.pattern
+    assert [(d.before, d.after) for d in ep.diffs] == [("A", "B")]
