@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
+from analyzer.detect.rules import WAITING
 from analyzer.results import Totals
 from analyzer.store.connection import (
     base_tables,
@@ -133,22 +134,24 @@ def totals(con: duckdb.DuckDBPyConnection, scope: ReportScope) -> Totals:
     loops = (0, 0, 0, 0.0, 0)
     if scope.has_findings:
         # Calls count once even if two episodes share them. Tokens and dollars: each finding's own, unless the
-        # findings name their turns, in which case a turn shared by two findings counts once.
+        # findings name their turns, in which case a turn shared by two findings counts once. A wait (polls of a
+        # process that still runs) is no loop: its findings count in none of these totals.
         row = one(
             con,
-            """
-            WITH dedup AS (
+            f"""
+            WITH loops AS (SELECT * FROM _r_findings WHERE kind IS DISTINCT FROM '{WAITING}'),
+            dedup AS (
                 SELECT sum(t.total_tokens) AS tokens, sum(coalesce(t.cost_usd, 0)) AS cost
-                FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM _r_findings) u
+                FROM (SELECT DISTINCT session_id, unnest(turn_ids) AS turn_id FROM loops) u
                 JOIN turns t ON t.session_id = u.session_id AND t.turn_id = u.turn_id AND t.usage_counted)
             SELECT count(DISTINCT session_id),
-                   (SELECT count(*) FROM (SELECT DISTINCT session_id, unnest(call_ids) FROM _r_findings)),
+                   (SELECT count(*) FROM (SELECT DISTINCT session_id, unnest(call_ids) FROM loops)),
                    CASE WHEN count(turn_ids) = count(*) AND count(*) > 0 THEN (SELECT coalesce(tokens, 0) FROM dedup)
                         ELSE coalesce(sum(wasted_tokens), 0) END,
                    CASE WHEN count(turn_ids) = count(*) AND count(*) > 0 THEN (SELECT coalesce(cost, 0) FROM dedup)
                         ELSE coalesce(sum(cost_usd), 0) END,
                    coalesce(sum(estimated_tokens) FILTER (WHERE coalesce(wasted_tokens, 0) = 0), 0)
-            FROM _r_findings""",
+            FROM loops""",
         )
         assert row is not None
         loops = row

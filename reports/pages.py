@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from analyzer.detect.rules import WAITING
 from analyzer.evaluate.labels import session_key
 from analyzer.results import Calibration, Recommendation, Totals
 from reports import figures
@@ -253,8 +254,10 @@ def index_page(
     worst = other = None
     estimated_note = None
     if has_findings and fdf is not None and fdf.height:
-        charts, unit = loop_charts(fdf, redact)
-        charts.append(repeat_chart(fdf, calibration.recommendation if calibration else None))
+        loops = fdf.filter(pl.col("kind").ne_missing(WAITING))  # a wait is no loop: not in the loops' charts
+        if loops.height:
+            charts, unit = loop_charts(loops, redact)
+            charts.append(repeat_chart(loops, calibration.recommendation if calibration else None))
         assert sessions is not None
         worst, other = session_tables(sessions, links, redact)
         if totals.estimated_tokens:

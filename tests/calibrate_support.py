@@ -4,7 +4,7 @@ Every assistant message costs 100 tokens and $0.01, so "tokens saved" is 100 x t
 its run. Each session opens with one user prompt; all but ``repeat`` end with a text-only message.
 
   streak  8 identical failing `pytest` calls (seq 0-7)              stuck finding 0-7
-  poll    6 identical `gh run view` calls, the status changing       progressing finding 0-5
+  poll    6 identical `gh run view` calls, the status changing       waiting finding 0-5 (never stuck)
   cycle   (read, failing edit, failing pytest) x 5 (seq 0-14)        stuck finding 0-14
   repeat  the user asks three times for the same test run            no finding
 

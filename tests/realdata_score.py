@@ -56,8 +56,13 @@ NOT_TRANSCRIPTS = ("labels", "sources", "tools", "fetched")
 
 
 def _rel(path: str) -> str:
+    p = Path(path).resolve()
     try:
-        return str(Path(path).resolve().relative_to(ROOT))
+        return str(p.relative_to(ROOT))
+    except ValueError:
+        pass
+    try:  # a worktree whose fetched/ is a symlink to another checkout's: the file as this checkout names it
+        return str((FETCHED / p.relative_to(FETCHED.resolve())).relative_to(ROOT))
     except ValueError:
         return path
 

@@ -99,6 +99,22 @@ def test_warnings_count_episodes_caught_and_false_warnings(db: Path) -> None:
     assert row(res, 2, 15)["sessions_warned"] == 3  # streak, poll, cycle; never the user's repeated request
 
 
+def test_a_halt_on_a_waiting_finding_is_a_false_halt(db: Path) -> None:
+    # the poll session's `gh run view` calls poll a run still in progress: a wait, never a loop to catch
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        found = con.execute(
+            "SELECT kind, stuck, first_seq, last_seq FROM findings WHERE session_id = 'poll'"
+        ).fetchall()
+    finally:
+        con.close()
+    assert found == [("waiting", False, 0, 5)]
+    r = row(run(db, verify=False), 2, 3)
+    # halting at 3 hits the streak and the cycle (stuck) and the wait: the wait's halt is a false halt
+    assert (r["halts"], r["halts_stuck"], r["halts_progress"], r["false_halt_sessions"]) == (3, 2, 1, 1)
+    assert r["stuck_episodes"] == 2  # the wait is no episode to catch
+
+
 def test_repeated_user_requests_never_warn_or_halt(db: Path) -> None:
     con = connection.connect(db, read_only=True)
     try:

@@ -197,9 +197,27 @@ def _failures(commands: list[str], n: int) -> tuple:
     )
 
 
+# Polls of a background task (running, then done) and a check that fails the same way and then works: waiting and
+# the stuck run before a success.
+POLL_RESULTS = [
+    ("<status>running</status>", False),
+    ("<status>running</status>", False),
+    ("<status>completed</status><exit_code>0</exit_code>", False),
+    ("Error: connection refused\nexit code 7", True),
+    ("ok", False),
+]
+
+
+def _polls(tool_args: tuple[str, dict[str, Any]], results: list[int]) -> tuple:
+    return ("block", [("", [(tool_args[0], tool_args[1], POLL_RESULTS[r])], 40, 0.1) for r in results], 1)
+
+
+POLL_CALLS = [("BashOutput", {"bash_id": "b1"}), ("bash", {"command": "sleep 9 && curl -s http://ci/api/status"})]
+
 session_st = st.lists(
     st.one_of(
         st.just(("user",)),
+        st.builds(_polls, st.sampled_from(POLL_CALLS), st.lists(st.integers(0, 4), min_size=2, max_size=7)),
         st.builds(_drift, st.sampled_from(DRIFTS), st.integers(2, 5), st.sampled_from(RESULTS), st.sampled_from(TEXTS)),
         st.builds(_failures, st.sampled_from(FAILING), st.integers(2, 5)),
         message_item_st.map(lambda m: ("msg", m, 1)),
@@ -456,4 +474,4 @@ def test_findings_of_every_kind_are_generated() -> None:
         kinds.update(f[2] for f in reference(build(sessions), Config())[2])
 
     collect()
-    assert kinds >= {"streak", "cycle", "drift", "failure", "text", "nested"}
+    assert kinds >= {"streak", "cycle", "drift", "failure", "text", "nested", "waiting"}

@@ -55,3 +55,25 @@ def test_an_item_of_several_tools_counts_in_each_tool_group() -> None:
     scores = score([cycle], eps, by_fields("tool"))
     assert scores["tool=Read"].precision == 1.0 and scores["tool=Bash"].recall == 1.0
     assert (scores["all"].loops, scores["all"].loops_found, scores["tool=Bash"].loops) == (2, 1, 1)
+
+
+def test_a_waiting_finding_is_never_a_stuck_finding() -> None:
+    # polls of a running process: not a loop, so not counted even when a store marked it stuck
+    eps = [Episode("a", "not_loop", 1, 5, kind="waiting", groups={"format": "pi"})]
+    s = score([found("a", {1, 2, 3}, stuck=False, kind="waiting"), found("a", {4, 5}, kind="waiting")], eps)["all"]
+    assert (s.on_labels, s.healthy, s.healthy_kept) == (0, 1, 1) and not s.unlabelled
+
+
+def test_a_loop_label_of_kind_waiting_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from analyzer.errors import UsageError
+    from analyzer.evaluate.labels import read_labels
+
+    ok = tmp_path / "ok.json"
+    ok.write_text('[{"session_id": "s", "label": "not_loop", "kind": "waiting", "first_seq": 0, "last_seq": 3}]')
+    assert read_labels(ok)[0].kind == "waiting"
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"session_id": "s", "label": "loop", "kind": "waiting", "first_seq": 0, "last_seq": 3}]')
+    with pytest.raises(UsageError, match="a wait is not a loop"):
+        read_labels(bad)

@@ -79,7 +79,12 @@ def test_a_poll_whose_output_changes_is_not_stuck() -> None:
     calls = [tool("write_stdin", {"session_id": 7, "chars": ""}, "Process running with session ID 7") for _ in range(5)]
     calls.append(tool("write_stdin", {"session_id": 7, "chars": ""}, "Process exited with code 0\nbuild ok"))
     [j] = judged("streak", calls)
-    assert not j.stuck and "progress" in j.why
+    # polls of a running session, up to the one that says it exited: a wait, never stuck
+    assert not j.stuck and j.kind == "waiting" and "still running" in j.why and len(j.positions) == 6
+    # a command whose result changed is progress, as before
+    calls = [tool("bash", {"command": "make"}, f"step {s} of the build") for s in ("a", "b", "c")]
+    [j] = judged("streak", calls)
+    assert not j.stuck and j.kind is None and "progress" in j.why
 
 
 def test_the_same_message_answered_with_the_same_request_in_other_words_is_stuck() -> None:

@@ -469,3 +469,27 @@ def test_a_long_session_without_findings_shows_its_first_and_last_calls(tmp_path
     # The messages among the calls left out are left out with them.
     assert "Reading module 399." in conv and "Reading module 450." not in conv and "Reading module 500." in conv
     assert f'data-calls="{n}"' in html
+
+
+def test_a_waiting_finding_shows_under_its_kind_and_stays_out_of_the_loop_totals(corpus: Path, tmp_path: Path) -> None:
+    db = tmp_path / "copy.duckdb"
+    db.write_bytes(corpus.read_bytes())
+    add_findings(
+        db,
+        [
+            {"session_id": "sess-loop", "kind": "waiting", "seqs": [0, 1, 2], "stuck": False},
+            {"session_id": "sess-window", "kind": "streak", "seqs": [0, 1, 2]},
+        ],
+    )
+    con = connection.connect(db, read_only=True)
+    try:
+        data = ReportData(con, SessionFilter())
+        t = data.totals()
+    finally:
+        con.close()
+    assert t.loop_sessions == 1  # the wait is no loop: only the streak's session has one
+    render(db, tmp_path / "r")
+    page = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
+    assert "Waiting on a running process" in page and "<script>waiting" not in page
+    listing = all_text(tmp_path / "r")
+    assert "Waiting on a running process" in listing

@@ -143,10 +143,15 @@ def test_a_poll_with_changing_results_is_not_stuck(tmp_path: Path) -> None:
     assert (f["kind"], f["repeats"], f["stuck"]) == ("streak", 4, False)
 
 
-def test_a_poll_that_never_changes_is_stuck(tmp_path: Path) -> None:
+def test_a_poll_of_a_run_still_queued_is_waiting_and_of_a_run_that_ended_is_stuck(tmp_path: Path) -> None:
+    # the status never changes, but the run has not started: waiting, never stuck (docs/detectors.md, "Waiting")
     pi = Pi().user().each(*[bash("gh run view 42 --json status", "queued") for _ in range(4)])
     (f,) = scanned(tmp_path, pi)
-    assert f["stuck"] is True
+    assert (f["kind"], f["stuck"], f["wasted_tokens"]) == ("waiting", False, 0) and f["repeat_tokens"] > 0
+    # the run is over and the agent keeps looking: nothing left to wait for, a stuck loop
+    done = Pi("done").user().each(*[bash("gh run view 42 --json status", "completed") for _ in range(4)])
+    (f,) = scanned(tmp_path / "done", done)
+    assert (f["kind"], f["stuck"]) == ("streak", True)
 
 
 def test_an_edit_build_cycle_whose_edits_differ_is_no_finding(tmp_path: Path) -> None:
@@ -219,7 +224,7 @@ def test_a_sleep_wrapper_does_not_change_the_action_so_its_repeats_are_a_streak(
     pi = (
         Pi()
         .user()
-        .each(*[bash(f"sleep {s} && curl -s http://ci/api/status", "status: pending") for s in (30, 60, 90, 120)])
+        .each(*[bash(f"sleep {s} && curl -s http://ci/api/build", '{"build": 17}') for s in (30, 60, 90, 120)])
     )
     (f,) = scanned(tmp_path, pi)
     assert (f["kind"], f["repeats"], f["stuck"]) == ("streak", 4, True)

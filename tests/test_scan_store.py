@@ -256,3 +256,19 @@ def test_a_store_with_argument_words_scans_the_same(tmp_path: Path) -> None:
         rows = [query(d, f"SELECT * FROM {table} ORDER BY {order}") for d in dbs]
         assert rows[0] == rows[1] and rows[0]
     assert query(dbs[1], "SELECT count(*) FROM findings WHERE kind = 'drift'") == [(6,)]
+
+
+def test_summary_shows_waiting_cost_apart_from_waste(tmp_path: Path, db: Path) -> None:
+    # four polls of a CI run still in progress (a wait, 1000 tokens a message), then a stuck loop of four failures
+    polls = [bash(f"sleep {30 * (i + 1)} && gh run view 42", "* main CI · 42 in progress", False) for i in range(4)]
+    pi = Pi("waits").user().each(*polls).user().each(*[bash("make test", "1 failed", True) for _ in range(4)])
+    ingest_paths(db, pi.write(tmp_path / "t"))
+    scan(db)
+    kinds = query(db, "SELECT kind, stuck, wasted_tokens, repeat_tokens FROM findings ORDER BY first_seq")
+    assert kinds == [("waiting", False, 0, 3000), ("streak", True, 3000, 3000)]
+    t = orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)["totals"]
+    assert (t["loops"], t["stuck_loops"], t["waits"]) == (2, 1, 1)
+    assert t["wasted_tokens"] == 3000  # the wait is never waste
+    assert t["waiting_tokens"] == 3000 and t["progress_repeat_tokens"] == 0  # nor progress: its own figure
+    by_kind = {k["kind"]: k for k in orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)["by_kind"]}
+    assert (by_kind["waiting"]["wasted_tokens"], by_kind["waiting"]["waiting_tokens"]) == (0, 3000)

@@ -50,12 +50,14 @@ last assistant message).
 
 **What a halt hits** (``cls``): the halting call (for gitagent, the call that ends the stopping batch) lies in a
 ``stuck`` label span -> stuck; a ``benign`` label span -> benign; otherwise, as the replay's ``halt_on``, in a stuck
-finding -> stuck, only in findings that made progress -> progress, in none -> none. Labels win where they overlap
-findings. A session has a false halt when one of its halts is not ``stuck``.
+finding -> stuck, only in findings that made progress or in a ``waiting`` finding (polls of a process that still runs:
+a guard that halts a wait breaks the session) -> progress, in none -> none. Labels win where they overlap findings. A
+session has a false halt when one of its halts is not ``stuck``.
 
-**Episodes**: the stuck findings that carry calls, except those a label span overlaps (the labels replace them there),
-plus the ``stuck`` label spans. An episode is *caught* when the guard's first action inside it (a warning, or the halt
-itself for guards without one) comes no later than its run's halt; *calls until detection* is that call's ``seq`` minus
+**Episodes**: the stuck findings that carry calls (never a ``waiting`` one: a wait is no loop to catch), except those
+a label span overlaps (the labels replace them there), plus the ``stuck`` label spans. An episode is *caught* when
+the guard's first action inside it (a warning, or the halt itself for guards without one) comes no later than its
+run's halt; *calls until detection* is that call's ``seq`` minus
 the episode's ``first_seq``, plus one. A *false warning* is the guard's first action in a run on a call that is not
 stuck, before the run stops (a warning blocks the call in open-codesign and pi): ``false_warn_sessions``.
 """
@@ -294,7 +296,7 @@ m1 AS (SELECT session_id, turn_id, user_turn, min(turn_index) AS ti FROM amsg GR
 m2 AS (SELECT session_id, turn_id, min(turn_index) AS ti FROM amsg GROUP BY ALL),
 mlast AS (SELECT session_id, user_turn, max(turn_index) AS ti FROM amsg GROUP BY ALL),
 fs AS (
-    SELECT g.session_id, g.seq, bool_or(coalesce(f.stuck, false)) AS f_stuck
+    SELECT g.session_id, g.seq, bool_or(coalesce(f.stuck, false) AND f.kind <> 'waiting') AS f_stuck
     FROM signals g JOIN findings f
       ON f.session_id = g.session_id AND g.seq BETWEEN f.first_seq AND coalesce(f.last_seq, f.first_seq)
     WHERE g.session_id IN (SELECT session_id FROM _cal_scope) AND f.first_seq IS NOT NULL
@@ -350,7 +352,7 @@ ORDER BY x.session_id, x.turn_index
 _EPISODES_SQL = """
 SELECT session_id, first_seq::BIGINT AS first_seq, coalesce(last_seq, first_seq)::BIGINT AS last_seq
 FROM findings f
-WHERE stuck AND first_seq IS NOT NULL AND session_id IN (SELECT session_id FROM _cal_scope)
+WHERE stuck AND kind <> 'waiting' AND first_seq IS NOT NULL AND session_id IN (SELECT session_id FROM _cal_scope)
   AND NOT EXISTS (SELECT 1 FROM _cal_labels l WHERE l.session_id = f.session_id
                   AND l.first_seq <= coalesce(f.last_seq, f.first_seq) AND l.last_seq >= f.first_seq)
 UNION ALL

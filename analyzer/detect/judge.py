@@ -43,7 +43,7 @@ from analyzer.detect.rules import (
     WINDOW,
     is_mutating,
 )
-from analyzer.detect.semantics import action_args, shell_words
+from analyzer.detect.semantics import action_args, is_poll, is_wait, poll_status, shell_words
 
 # The judgement reads the same few calls again and again (every link, gap and round of a candidate compares them):
 # its pure functions of a result or a call are memoised, bounded by this many entries (results are heads of at most
@@ -64,11 +64,13 @@ class CallView:
 
 @dataclass(frozen=True, slots=True)
 class Judged:
-    """A kept episode: its calls (positions), whether it was stuck, and why, in one line a person reads."""
+    """A kept episode: its calls (positions), whether it was stuck, and why, in one line a person reads. ``kind``:
+    the kind it is reported as when the judgement found another than the candidate's (``waiting``), else None."""
 
     positions: list[int]
     stuck: bool
     why: str
+    kind: str | None = None
 
 
 # -- what a call is about ----------------------------------------------------------------------------------------------
@@ -706,20 +708,133 @@ CallJudge = Callable[[Sequence[int], int | None, View, Between], list[Judged]]
 def judge_calls(kind: str, positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
     """The episodes a candidate of ``kind`` (a kind of call episode: ``CALL_JUDGES``) really holds: none, one, or
     (a failure run whose object changes, a window with a fix between its occurrences) several. ``view(p)`` gives a
-    call; ``between(a, b)`` the top-level positions strictly between two of the candidate's calls in its user turn."""
+    call; ``between(a, b)`` the top-level positions strictly between two of the candidate's calls in its user turn.
+    A candidate that starts by polling a process that still runs is first a ``waiting`` episode (``_waiting``); what
+    follows the wait is judged as its kind."""
+    if kind in WAITING_FROM:
+        waited = _waiting(kind, positions, period, view)
+        if waited is not None:
+            judged, rest = waited
+            block = period if kind == "cycle" and period else 1
+            more = CALL_JUDGES[kind](rest, period, view, between) if len(rest) // block >= MIN_REPEATS else []
+            return [judged, *more]
     return CALL_JUDGES[kind](positions, period, view, between)
 
 
+# -- waiting -------------------------------------------------------------------------------------------------------
+
+# The kinds of candidate a wait is found in: polls of one process repeat identically (streak), between other calls
+# (window), with a lengthened wait or a drifting flag (drift), or alternating with a bare ``sleep`` (cycle).
+WAITING_FROM = frozenset({"streak", "window", "drift", "cycle"})
+
+
+@lru_cache(maxsize=_RESULTS)
+def poll_state(c: CallView) -> str | None:
+    """``running`` / ``ended`` for a poll (``semantics.POLLS``) whose result says the process still runs / has
+    ended, ``wait`` for a call that only waits (``sleep 30``), None for any other call (a poll whose result says
+    neither included)."""
+    cmd = command_text(c.args)
+    if is_wait(cmd):
+        return "wait"
+    if not is_poll(c.tool, _args(c.args), cmd):
+        return None
+    return poll_status(c.result)
+
+
+def _waiting(kind: str, positions: Sequence[int], period: int | None, view: View) -> tuple[Judged, list[int]] | None:
+    """The wait a candidate starts with, and the positions after it. A wait: polls of a process that still runs
+    (``poll_state`` ``running``; bare waits between them), up to and including the poll that says it ended, at
+    least ``MIN_REPEATS`` polls (rounds, for a cycle). Waiting is not a loop: the process, not the agent, decides
+    when it ends, and the agent cannot do better than look again (lengthening its wait or not). Polls of a process
+    that has ended (the same "done" or "failed" again) are no wait: they are judged as their kind."""
+    block = period if kind == "cycle" and period else 1
+    calls = [view(p) for p in positions]
+    n, ended = 0, False
+    for i, c in enumerate(calls):
+        state = poll_state(c)
+        if state in ("running", "wait"):
+            continue
+        n, ended = (i + 1, True) if state == "ended" else (i, False)
+        break
+    else:
+        n = len(calls)
+    n = -(-n // block) * block if ended else n // block * block
+    polls = [c for c in calls[:n] if poll_state(c) in ("running", "ended")]
+    if (
+        n // block < MIN_REPEATS
+        or len(polls) < MIN_REPEATS
+        or any(all(poll_state(c) == "wait" for c in calls[r : r + block]) for r in range(0, n, block))
+    ):
+        return None
+    running = sum(1 for c in polls if poll_state(c) == "running")
+    why = (
+        f"waited on {_label(polls[0])}: {running} poll{'s' if running != 1 else ''} while it was still running"
+        + (", then it ended" if ended else "")
+        + "; waiting, not a loop (its cost is shown, never counted as waste)"
+    )
+    return Judged(list(positions[:n]), False, why, "waiting"), list(positions[n:])
+
+
+# -- the kinds of call episode -------------------------------------------------------------------------------------
+
+
 def _judge_streak(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
-    return [_repeated_call(positions, view, "in a row")]
+    return _with_stuck_runs(positions, view, "in a row", _counts)
 
 
 def _judge_window(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
     """A recurring call, split where a fix came between two of its occurrences (``_unfixed_pieces``)."""
-    return [
-        _repeated_call(piece, view, "within a few calls, with no change in between")
-        for piece in _unfixed_pieces(positions, view, between)
-    ]
+    spread = "within a few calls, with no change in between"
+    return [j for piece in _unfixed_pieces(positions, view, between) for j in _with_stuck_runs(piece, view, spread)]
+
+
+def _counts(piece: Sequence[int]) -> bool:
+    return len(piece) >= MIN_REPEATS
+
+
+def _dense(piece: Sequence[int]) -> bool:
+    """At least ``MIN_REPEATS`` occurrences, that many of them within one window of ``WINDOW`` calls."""
+    return len(piece) >= MIN_REPEATS and any(
+        piece[x + MIN_REPEATS - 1] - piece[x] <= WINDOW for x in range(len(piece) - MIN_REPEATS + 1)
+    )
+
+
+def _with_stuck_runs(
+    positions: Sequence[int], view: View, spread: str, keep: Callable[[Sequence[int]], bool] = _dense
+) -> list[Judged]:
+    """One call repeated (a streak, a piece of a window). When its results changed (progress as a whole), a run of
+    ``MIN_REPEATS``+ repeats failing the same way that ends in a repeat that worked was still stuck: the failing run
+    is a stuck episode that ends before the success (its repeats and waste counted up to there), and the repeats
+    around it are judged apart (``keep``: which of them still count as an episode)."""
+    whole = _repeated_call(positions, view, spread)
+    if whole.stuck:
+        return [whole]
+    calls = [view(p) for p in positions]
+    runs, start = [], 0
+    for i in range(1, len(calls) + 1):
+        if i < len(calls) and failed(calls[i]) and failed(calls[i - 1]) and alike(calls[i - 1], calls[i]):
+            continue
+        if i < len(calls) and keep(positions[start:i]) and failed(calls[start]) and not failed(calls[i]):
+            runs.append((start, i))
+        start = i
+    if not runs:
+        return [whole]
+    out, prev = [], 0
+    for s, e in runs:
+        if s > prev and keep(positions[prev:s]):
+            out.append(_repeated_call(positions[prev:s], view, spread))
+        out.append(
+            Judged(
+                list(positions[s:e]),
+                True,
+                f"{_label(calls[s])} failed {e - s}× {spread} with the same error, no fix in between, before it "
+                "worked again",
+            )
+        )
+        prev = e
+    if prev < len(positions) and keep(positions[prev:]):
+        out.append(_repeated_call(positions[prev:], view, spread))
+    return out
 
 
 def _repeated_call(positions: Sequence[int], view: View, spread: str) -> Judged:
@@ -791,12 +906,7 @@ def _unfixed_pieces(positions: Sequence[int], view: View, between: Between) -> l
             cur = []
         cur.append(b)
     pieces.append(cur)
-    return [
-        p
-        for p in pieces
-        if len(p) >= MIN_REPEATS
-        and any(p[x + MIN_REPEATS - 1] - p[x] <= WINDOW for x in range(len(p) - MIN_REPEATS + 1))
-    ]
+    return [p for p in pieces if _dense(p)]
 
 
 def _stuck(calls: list[CallView], block: int) -> bool:

@@ -244,7 +244,20 @@ LOOP_KINDS: tuple[Kind, ...] = (
         f"sentence {MIN_REPEATS}+ times or a {CHUNK}-char chunk {MIN_CHUNKS}+ times",
     ),
     Kind("nested", "Repeats inside a script", "#9c755f", None, f"a call repeated inside one script, {MIN_NESTED}+"),
+    # Not a loop: the process, not the agent, decides when a wait ends. Found in the streak, window, drift and cycle
+    # candidates it would otherwise be (so it claims their calls in their rank); never stuck, so its cost is shown
+    # (``repeat_tokens``) and never counted as waste, and a guard that halts it is a false halt.
+    Kind(
+        "waiting",
+        "Waiting on a running process",
+        "#76b7b2",
+        None,
+        f"{MIN_REPEATS}+ polls of a process that is still running (a background shell, a CI run, a session, a "
+        "spawned agent), up to the poll that says it ended; never stuck, never waste",
+    ),
 )
+# The kind that is never a loop: never stuck, never waste, never a loop a guard should catch (a halt on it is false).
+WAITING = "waiting"
 KINDS: tuple[str, ...] = tuple(k.name for k in LOOP_KINDS)  # the values of findings.kind
 # The kinds that claim calls, in their claim order.
 CLAIMS: tuple[str, ...] = tuple(
@@ -267,6 +280,8 @@ def kinds_table() -> str:
     rows = ["| kind | what it is | claims calls | report title | colour |", "|---|---|---|---|---|"]
     for k in LOOP_KINDS:
         claim = f"{k.claim}{_ORDINALS.get(k.claim, 'th')}" if k.claim is not None else "no"
+        if k.name == WAITING:
+            claim = "as the kind it is found in"
         rows.append(f"| `{k.name}` | {k.doc} | {claim} | {k.title} | `{k.color}` |")
     return "\n".join(rows)
 
@@ -319,7 +334,12 @@ FINDINGS = table(
     ("finding_id", "VARCHAR", "Stable id: a hash of session, kind and where the episode starts."),
     ("session_id", "VARCHAR", "`sessions.session_id`."),
     ("kind", "VARCHAR", ", ".join(f"`{k.name}` ({k.doc})" for k in LOOP_KINDS) + "."),
-    ("period", "INTEGER", "Cycle length: the block size for `cycle`, 1 for `streak`, NULL for the other kinds."),
+    (
+        "period",
+        "INTEGER",
+        "Cycle length: the block size for `cycle`, 1 for `streak`, NULL for the other kinds; for `waiting`, that of "
+        "the candidate it was found in (1 for identical polls, the block size for polls alternating with a wait).",
+    ),
     ("tools", "VARCHAR[]", "Tools of the episode's calls, in order of first use."),
     (
         "call_ids",

@@ -515,3 +515,133 @@ def semantics_table() -> str:
             f"{cell(t.commentary)} | {cell(t.tuning)} | {cell(t.shell)} |"
         )
     return "\n".join(rows)
+
+
+# -- polls: a look at a process that may still be running --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PollShape:
+    """A call that looks at a process started earlier, to see whether it is done (docs/detectors.md, "Waiting"):
+    repeated while the process still runs, it is waiting, not a loop. ``tools``: the tools of the shape; ``args``:
+    which calls of them poll (None: every call); ``shell``: the shell command decides instead (a status view, or a
+    command after a wait: ``is_poll``); ``doc``: the shape in words."""
+
+    tools: tuple[str, ...]
+    formats: tuple[str, ...]
+    doc: str
+    args: Any = None  # a predicate on the arguments (a dict), or None
+    shell: bool = False
+
+
+def _no_chars(a: dict[str, Any]) -> bool:
+    return not a.get("chars")
+
+
+def _empty_command(a: dict[str, Any]) -> bool:
+    return a.get("command") in ("", None) or bool(a.get("is_input")) and not str(a.get("command") or "").strip()
+
+
+# A shell command that looks at a run's status: the GitHub CLI's run/check views, a rollout's status.
+STATUS_COMMAND = re.compile(
+    r"^(?:cd\s+\S+\s*&&\s*)?(?:gh\s+(?:run\s+(?:watch|view|list)|pr\s+checks|workflow\s+view)|"
+    r"kubectl\s+rollout\s+status|glab\s+ci\s+(?:status|view))\b"
+)
+# A wait before a look: ``sleep N && <command>`` (or ``sleep N; <command>``).
+WAIT_PREFIX = re.compile(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)?sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*\S")
+# A call that only waits (``sleep 30``): between two polls, part of the wait.
+WAIT_ONLY = re.compile(r"^\s*sleep\s+\d+(?:\.\d+)?[smhd]?\s*$")
+
+POLLS: tuple[PollShape, ...] = (
+    PollShape(("BashOutput", "TaskOutput"), _CC, "the output and status of a background shell or task"),
+    PollShape(("write_stdin",), _CODEX, "empty `chars` to a running session: read what it printed since", _no_chars),
+    PollShape(("wait_agent", "wait"), _CODEX, "wait for a spawned agent"),
+    PollShape(
+        ("execute_bash", "run"), _OH, "an empty `command`: more output of the command still running", _empty_command
+    ),
+    PollShape(
+        ("Bash", "exec_command", "shell", "shell_command", "run_shell_command", "bash", "execute_bash", "run"),
+        ("claude_code", "codex", "gemini_cli", "pi", "opencode", "openhands", "mini_swe_agent", "swe_agent"),
+        "a shell command that is a status view (`gh run watch|view|list`, `gh pr checks`, `kubectl rollout status`, "
+        "`glab ci status`), or any command after a wait (`sleep N && …`)",
+        shell=True,
+    ),
+)
+_POLL_BY_TOOL: dict[str, list[PollShape]] = {}
+for _p in POLLS:
+    for _name in _p.tools:
+        _POLL_BY_TOOL.setdefault(_name, []).append(_p)
+
+
+@dataclass(frozen=True, slots=True)
+class PollStatus:
+    """What a poll's result says of the process: a status word that means it still runs, or one that means it ended.
+    Structured statuses (``<status>running</status>``, ``"status": "in_progress"``, Codex's ``Process running with
+    session ID`` / ``Process exited with code``) decide first; then words of a status view."""
+
+    name: str
+    pattern: str
+    doc: str
+
+
+# A status value that means "not done yet".
+RUNNING_VALUES = frozenset(
+    {"running", "pending", "in_progress", "inprogress", "queued", "waiting", "requested", "started", "timeout"}
+)
+_STRUCTURED = re.compile(
+    r"<(?:status|retrieval_status)>\s*([A-Za-z_ -]+?)\s*</(?:status|retrieval_status)>|"
+    r"\"status\"\s*:\s*\"([A-Za-z_ -]+)\"|(Process running with session ID)|(Process exited with code)",
+)
+_RUNNING_WORDS = re.compile(
+    r"\b(?:in[ _]progress|still running|is running|pending|queued|waiting for|not (?:yet )?(?:finished|complete|"
+    r"ready)|Refreshing run status)\b",
+    re.I,
+)
+# Without a structured status, the words of a status view that say the run is over.
+_ENDED_WORDS = re.compile(
+    r"\b(?:completed|succeeded|success|failed|failure|cancelled|canceled|finished|exited)\b", re.I
+)
+
+
+def is_poll(tool: str, args: Any, command: str | None) -> bool:
+    """Whether a call is a poll as ``POLLS`` declares them (``command``: the shell command it runs, if any)."""
+    shapes = _POLL_BY_TOOL.get(tool)
+    if not shapes:
+        return False
+    if not any(s.shell for s in shapes):
+        return any(s.args is None or (isinstance(args, dict) and s.args(args)) for s in shapes)
+    if any(not s.shell and (s.args is None or (isinstance(args, dict) and s.args(args))) for s in shapes):
+        return True
+    if command is None:
+        return False
+    cmd = unwrap_shell(command).strip() if command.lstrip()[:2] in _SHELL_STARTS else command.strip()
+    return bool(WAIT_PREFIX.match(cmd) or STATUS_COMMAND.match(shell_action(cmd)))
+
+
+def is_wait(command: str | None) -> bool:
+    """A shell command that only waits (``sleep 30``)."""
+    return command is not None and bool(WAIT_ONLY.match(command))
+
+
+def poll_status(result: str | None) -> str | None:
+    """``running`` when a poll's result says the process is not done yet (a structured status among
+    ``RUNNING_VALUES``, or, without one, words of a status view: "in progress", "pending", "queued", "still running"),
+    ``ended`` when a structured status says it is (completed, failed, exited) or, without one, words of a status view
+    do ("completed", "success", "failed", "cancelled"), None when it says neither."""
+    if not result:
+        return None
+    head = result[:4000]
+    values = []
+    for m in _STRUCTURED.finditer(head):
+        if m.group(3):
+            values.append("running")
+        elif m.group(4):
+            values.append("ended")
+        else:
+            v = (m.group(1) or m.group(2) or "").strip().lower().replace(" ", "_").replace("-", "_")
+            values.append("running" if v in RUNNING_VALUES else "ended")
+    if values:
+        return "running" if "running" in values else "ended"
+    if _RUNNING_WORDS.search(head):
+        return "running"
+    return "ended" if _ENDED_WORDS.search(head) else None

@@ -17,7 +17,10 @@ project's realdata records (tests/realdata/labels/*.json) are label objects too.
   ``last_seq`` (``calls.seq``, inclusive; the realdata records' ``first_call_index``/``last_call_index``); or
   ``message_index`` (``message_key``), which a text label may give beside the seqs of the calls its messages issued.
   A missing end is the session's first or last call; no span is the whole session.
-- ``note`` (free text), and the realdata records' ``kind``, ``why``, ``origin``, ``format``: kept, not needed.
+- ``kind``: the kind of pattern, a kind of finding (``rules.KINDS``) where it is one: it groups the figures
+  (``--by kind``). ``waiting`` (polls of a process that still runs) is never a loop: a ``loop`` label of kind
+  ``waiting`` is an error (label it ``not_loop``, or ``unsure``).
+- ``note`` (free text), and the realdata records' ``why``, ``origin``, ``format``: kept, not needed.
 
 Validation: any other field is an error (a misspelt ``first_seq`` would otherwise label the whole session); a bad row
 is rejected with its file and line; a row naming a session or file the store does not hold is skipped and counted (a
@@ -40,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from analyzer.detect.rules import WAITING
 from analyzer.errors import UsageError
 from analyzer.evaluate.score import LOOP, NOT_LOOP, UNSURE
 
@@ -353,6 +357,8 @@ def _row(path: Path, line: int, row: Any) -> Label:
         raise _err(path, line, f"give either {' or '.join(ways)}, not both: one span per label")
     if got["message_index"] is not None and ways and ways[0] != "first_seq/last_seq":
         raise _err(path, line, f"give either {ways[0]} or message_index, not both")
+    if label == LOOP and (got["kind"] or "").strip().lower() == WAITING:
+        raise _err(path, line, "a wait is not a loop: label a waiting pattern not_loop (or unsure)")
     if label == LOOP_FREE and (ways or got["message_index"] is not None):
         raise _err(path, line, "a loop-free label is about the whole session: it takes no span")
     a, b = got["first_seq"], got["last_seq"]

@@ -7,7 +7,8 @@ when they share a call (``seq``) or, for text, a message.
 
 The definitions (docs/detectors.md, "Measuring findings"):
 
-- a **stuck finding** is a finding with ``stuck`` and at least ``MIN_REPEATS`` repeats;
+- a **stuck finding** is a finding with ``stuck`` and at least ``MIN_REPEATS`` repeats, never a ``waiting`` one
+  (polls of a process that still runs: not a loop);
 - **precision** = stuck findings on a ``loop`` label / stuck findings on a ``loop`` or ``not_loop`` label (a stuck
   finding on no label is listed as unlabelled, not counted; one on ``unsure`` labels only counts nowhere);
 - **recall** = ``loop`` episodes overlapped by a stuck finding / ``loop`` episodes;
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.detect.rules import MIN_REPEATS
+from analyzer.detect.rules import MIN_REPEATS, WAITING
 
 LOOP, NOT_LOOP, UNSURE = "loop", "not_loop", "unsure"
 LABELS = (LOOP, NOT_LOOP, UNSURE)
@@ -62,8 +63,9 @@ class Found:
 
     @property
     def counts(self) -> bool:
-        """A stuck finding in the sense of the definitions: stuck, with at least ``MIN_REPEATS`` repeats."""
-        return self.stuck and self.repeats >= MIN_REPEATS
+        """A stuck finding in the sense of the definitions: stuck, with at least ``MIN_REPEATS`` repeats, and not a
+        wait (a ``waiting`` finding is never stuck; a store written otherwise does not make it one)."""
+        return self.stuck and self.repeats >= MIN_REPEATS and self.kind != WAITING
 
 
 def overlaps(found: Found, episode: Episode) -> bool:

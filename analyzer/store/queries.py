@@ -5,7 +5,7 @@ from __future__ import annotations
 import duckdb
 import polars as pl
 
-from analyzer.detect.rules import FINDINGS, KINDS
+from analyzer.detect.rules import FINDINGS, KINDS, WAITING
 from analyzer.errors import UsageError
 from analyzer.store.connection import frame, has_table
 from analyzer.store.filters import SessionFilter
@@ -22,7 +22,8 @@ SESSION_LOOP_COLUMNS = {
     "wasted_tokens": "Tokens of the turns that repeated a stuck loop (each turn once across the session's findings).",
     "wasted_usd": "Cost of those turns: the money stuck loops wasted.",
     "progress_repeat_tokens": "Tokens of the turns that repeated a loop that made progress (a poll whose result "
-    "changed, edits that succeeded): repeats, not waste.",
+    "changed, edits that succeeded): repeats, not waste. Waiting on a running process is neither (`summary`'s "
+    "`waiting_tokens`).",
     "loop_estimated_tokens": "Sum of the stuck findings' estimated_tokens (for transcripts without usage).",
 }
 
@@ -63,15 +64,18 @@ def _main_loops(labels: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _wasted_turns(source: str, group: str | None, stuck: bool = True) -> str:
+def _wasted_turns(source: str, group: str | None, stuck: bool = True, waiting: bool = False) -> str:
     """SQL: the counted usage of the distinct repeat turns of the stuck findings in ``source`` (``stuck=False``: of
-    the findings that made progress, less the turns a stuck finding already counts), per ``group`` column (or in
-    all). Findings can share a turn (two loops issued from one message); summing their tokens would count it
-    twice."""
+    the findings that made progress, less the turns a stuck finding already counts; ``waiting``: of the ``waiting``
+    findings, less those turns too), per ``group`` column (or in all). Findings can share a turn (two loops issued
+    from one message); summing their tokens would count it twice. Waiting is neither waste nor progress: its own
+    figure."""
     g = f"{group}, " if group and group != "session_id" else ""
-    turns = (
-        f"SELECT DISTINCT {g}session_id, unnest(turn_ids) AS turn_id FROM {source} WHERE {'' if stuck else 'NOT '}stuck"
-    )
+    if waiting:
+        stuck, which = False, f"kind = '{WAITING}'"
+    else:
+        which = "stuck" if stuck else f"NOT stuck AND kind <> '{WAITING}'"
+    turns = f"SELECT DISTINCT {g}session_id, unnest(turn_ids) AS turn_id FROM {source} WHERE {which}"
     if not stuck:
         turns = (
             f"SELECT * FROM ({turns}) p WHERE NOT EXISTS (SELECT 1 FROM (SELECT session_id, unnest(turn_ids) "
@@ -257,16 +261,19 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
             f"""
             WITH w AS ({_wasted_turns("_sum_f", None)}),
             pr AS ({_wasted_turns("_sum_f", None, stuck=False)}),
+            wt AS ({_wasted_turns("_sum_f", None, waiting=True)}),
             s AS (SELECT count(*) AS sessions, count(*) FILTER (WHERE scanned) AS scanned_sessions,
                          coalesce(sum(total_tokens), 0) AS total_tokens, coalesce(sum(cost_usd), 0) AS total_cost
                   FROM _sum_s),
             f AS (SELECT count(DISTINCT session_id) AS with_loops, count(*) AS loops,
                          count(*) FILTER (WHERE stuck) AS stuck_loops,
+                         count(*) FILTER (WHERE kind = '{WAITING}') AS waits,
                          coalesce(sum(len(call_ids)), 0) AS loop_calls,
                          coalesce(sum(estimated_tokens) FILTER (WHERE stuck), 0) AS est FROM _sum_f)
             SELECT s.sessions::BIGINT AS sessions, s.scanned_sessions::BIGINT AS scanned_sessions,
                    f.with_loops::BIGINT AS sessions_with_loops, f.loops::BIGINT AS loops,
-                   f.stuck_loops::BIGINT AS stuck_loops, f.loop_calls::BIGINT AS loop_calls,
+                   f.stuck_loops::BIGINT AS stuck_loops, f.waits::BIGINT AS waits,
+                   f.loop_calls::BIGINT AS loop_calls,
                    s.total_tokens::BIGINT AS total_tokens,
                    coalesce((SELECT tokens FROM w), 0)::BIGINT AS wasted_tokens,
                    coalesce((SELECT tokens FROM w), 0) / nullif(s.total_tokens, 0) AS wasted_token_share,
@@ -275,6 +282,8 @@ def summary(con: duckdb.DuckDBPyConnection, flt: SessionFilter = SessionFilter()
                    coalesce((SELECT cost FROM w), 0)::DOUBLE AS wasted_usd,
                    coalesce((SELECT cost FROM w), 0) / nullif(s.total_cost, 0) AS wasted_cost_share,
                    coalesce((SELECT cost FROM pr), 0)::DOUBLE AS progress_repeat_cost_usd,
+                   coalesce((SELECT tokens FROM wt), 0)::BIGINT AS waiting_tokens,
+                   coalesce((SELECT cost FROM wt), 0)::DOUBLE AS waiting_cost_usd,
                    f.est::BIGINT AS estimated_tokens
             FROM s, f
         """,
@@ -295,11 +304,13 @@ def _grouped(con: duckdb.DuckDBPyConnection, source: str, col: str) -> pl.DataFr
     return frame(
         con,
         f"""
-        WITH w AS ({_wasted_turns(source, col)}), pr AS ({_wasted_turns(source, col, stuck=False)})
+        WITH w AS ({_wasted_turns(source, col)}), pr AS ({_wasted_turns(source, col, stuck=False)}),
+        wt AS ({_wasted_turns(source, col, waiting=True)})
         SELECT g.{col}, g.loops::BIGINT AS loops, g.stuck_loops::BIGINT AS stuck_loops,
                g.sessions::BIGINT AS sessions, g.loop_calls::BIGINT AS loop_calls,
                coalesce(w.tokens, 0)::BIGINT AS wasted_tokens, coalesce(w.cost, 0)::DOUBLE AS wasted_usd,
                coalesce(pr.tokens, 0)::BIGINT AS progress_repeat_tokens,
+               coalesce(wt.tokens, 0)::BIGINT AS waiting_tokens, coalesce(wt.cost, 0)::DOUBLE AS waiting_usd,
                g.est::BIGINT AS estimated_tokens
         FROM (SELECT {col}, count(*) AS loops, count(*) FILTER (WHERE stuck) AS stuck_loops,
                      count(DISTINCT session_id) AS sessions, sum(len(call_ids)) AS loop_calls,
@@ -307,6 +318,7 @@ def _grouped(con: duckdb.DuckDBPyConnection, source: str, col: str) -> pl.DataFr
               FROM {source} GROUP BY {col}) g
         LEFT JOIN w ON w.{col} = g.{col}
         LEFT JOIN pr ON pr.{col} = g.{col}
+        LEFT JOIN wt ON wt.{col} = g.{col}
         ORDER BY wasted_tokens DESC, loops DESC, g.{col}
     """,
     )

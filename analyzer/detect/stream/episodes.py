@@ -210,7 +210,14 @@ class _Builder:
             pos = j.positions
             n = len(pos) // period if kind == "cycle" and period else len(pos)
             self._emit(
-                kind, pos, n_first, n, period, j.stuck, j.why, label if label is not None and pos == calls else None
+                j.kind or kind,
+                pos,
+                n_first,
+                n,
+                period,
+                j.stuck,
+                j.why,
+                label if label is not None and pos == calls else None,
             )
             kept.extend(pos)
         return kept
@@ -234,7 +241,7 @@ class _Builder:
         if label is None:
             label = (
                 " → ".join(self._label_call(i, 60) for i in calls[:period])
-                if kind == "cycle" and period
+                if period and period > 1
                 else self._label_call(calls[0])
             )
         self.out.append(

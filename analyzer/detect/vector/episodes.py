@@ -191,11 +191,11 @@ def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.Da
             need.update(range(min(rows), max(rows) + 1))
     views = _Views(c, heads, need)
 
-    def judge(seg: int, kind: str, period: int | None, positions: list[int]) -> list[tuple[list[int], bool, str]]:
+    def judge(seg: int, kind: str, period: int | None, positions: list[int]) -> list[tuple[list[int], bool, str, str]]:
         rows = [where(seg, j) for j in positions]
         back = {r: j for r, j in zip(rows, positions)}
         return [
-            ([back[r] for r in v.positions], v.stuck, v.why)
+            ([back[r] for r in v.positions], v.stuck, v.why, v.kind or kind)
             for v in judge_calls(kind, rows, period, views.view, views.between)
         ]
 
@@ -321,7 +321,7 @@ def _window_candidates(top: pl.DataFrame) -> dict[int, list[list[tuple[int, int,
     return out
 
 
-JudgeFn = Callable[[int, str, "int | None", list[int]], list[tuple[list[int], bool, str]]]
+JudgeFn = Callable[[int, str, "int | None", list[int]], list[tuple[list[int], bool, str, str]]]
 
 
 def _claim(
@@ -354,9 +354,9 @@ def _claim(
                         continue  # identical calls only: a streak, not a drift
                 else:
                     continue
-                for pos, stuck, why in judge(seg, kind_name, per, list(range(s, e + 1))):
+                for pos, stuck, why, found in judge(seg, kind_name, per, list(range(s, e + 1))):
                     n = len(pos) // period if period else len(pos)
-                    out.append((seg, kind_name, per, n_first, n, pos, stuck, why))
+                    out.append((seg, found, per, n_first, n, pos, stuck, why))
                     for q in pos:
                         claimed[q] = 1
         for occurrences in windows.get(seg, ()):
@@ -364,8 +364,8 @@ def _claim(
             if len(free) < MIN_REPEATS:
                 continue
             for chain in _window_chains(free):
-                for pos, stuck, why in judge(seg, "window", None, chain):
-                    out.append((seg, "window", None, 1, len(pos), pos, stuck, why))
+                for pos, stuck, why, found in judge(seg, "window", None, chain):
+                    out.append((seg, found, None, 1, len(pos), pos, stuck, why))
                     for q in pos:
                         claimed[q] = 1
     return out
@@ -451,7 +451,7 @@ def _judged(
         views = _Views(c, heads, {r for cl in nested for r in cl})
         for cluster in nested:
             for v in judge_calls("nested", cluster, None, views.view, views.between):
-                out.append(("nested", None, 1, len(v.positions), v.positions, v.stuck, v.why))
+                out.append((v.kind or "nested", None, 1, len(v.positions), v.positions, v.stuck, v.why))
     return out
 
 
@@ -644,7 +644,7 @@ def _call_findings(
     for kind, period, sid, seq, tools, args in per.select(
         "kind", "period", "session_id", "first_seq", "_tools5", "_args5"
     ).iter_rows():
-        if kind == "cycle":
+        if period and period > 1:
             labels.append(" → ".join(_label(t, a, 60) for t, a in zip(tools[:period], args[:period])))
         else:
             labels.append(_label(tools[0], args[0]))

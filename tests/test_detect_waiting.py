@@ -1,0 +1,124 @@
+"""Waiting (polls of a process that still runs) and the stuck run before a success, in both engines: a constructed
+session per rule, the reference (``detect.stream``) and the scan (``detect.vector``) held to the same rows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_detect_vector import build, reference, vectorised
+
+from analyzer.detect.judge import CallView, poll_state
+from analyzer.detect.rules import FINDINGS, KINDS, WAITING
+from analyzer.detect.stream.calls import Config
+
+KIND, STUCK, REPEATS, WASTED, REPEAT_TOKENS = (
+    FINDINGS.names.index(c) for c in ("kind", "stuck", "repeats", "wasted_tokens", "repeat_tokens")
+)
+FIRST, LAST = FINDINGS.names.index("first_seq"), FINDINGS.names.index("last_seq")
+
+
+def _session(calls: list[tuple[str, dict[str, Any], tuple[str, bool]]]) -> list[list[tuple]]:
+    """One session, one call per assistant message (100 tokens each)."""
+    return [[("block", [("", [c], 100, 0.1) for c in calls], 1)]]
+
+
+def _found(calls: list[tuple[str, dict[str, Any], tuple[str, bool]]]) -> list[tuple]:
+    data = build(_session(calls))
+    _, _, ref = reference(data, Config())
+    _, _, vec = vectorised(data, Config())
+    assert ref == vec  # both engines, the same rows
+    return sorted(ref, key=lambda f: f[FIRST])
+
+
+RUNNING = "<retrieval_status>timeout</retrieval_status><task_id>b1</task_id><status>running</status>"
+DONE = "<retrieval_status>success</retrieval_status><task_id>b1</task_id><status>completed</status><exit_code>0"
+
+
+def test_waiting_is_declared_once_as_a_kind():
+    assert WAITING in KINDS
+
+
+def test_polls_of_a_running_task_are_waiting_not_stuck():
+    calls = [("TaskOutput", {"task_id": "b1", "timeout": 30000 * (i + 1)}, (RUNNING, False)) for i in range(5)]
+    calls.append(("TaskOutput", {"task_id": "b1", "timeout": 600000}, (DONE, False)))
+    (f,) = _found(calls)
+    assert f[KIND] == WAITING and f[STUCK] is False
+    assert f[REPEATS] == 6 and (f[FIRST], f[LAST]) == (0, 5)  # up to the poll that says it ended
+    assert f[WASTED] == 0 and f[REPEAT_TOKENS] == 500  # its cost shown, never waste
+
+
+def test_a_lengthened_sleep_before_a_status_view_is_still_waiting():
+    calls = [
+        (
+            "Bash",
+            {"command": f"sleep {n} && gh run view 123", "description": f"wait {n}s"},
+            ("* main CI · 123 in progress", False),
+        )
+        for n in (30, 60, 120, 240)
+    ]
+    (f,) = _found(calls)
+    assert f[KIND] == WAITING and not f[STUCK] and f[REPEATS] == 4
+
+
+def test_codex_empty_write_stdin_on_a_running_session_is_waiting():
+    out = "Chunk ID: {i}\nWall time: {i}.0 seconds\nProcess running with session ID 7\nOriginal token count: 3\n"
+    calls = [
+        ("write_stdin", {"session_id": 7, "chars": "", "yield_time_ms": 1000 * (i + 1)}, (out.format(i=i), False))
+        for i in range(4)
+    ]
+    (f,) = _found(calls)
+    assert f[KIND] == WAITING and not f[STUCK]
+
+
+def test_polling_a_process_that_has_ended_is_stuck():
+    # the wait ended at the first poll that said so; the same "completed" again and again is a stuck loop
+    calls = [("BashOutput", {"bash_id": "b1"}, ("<status>running</status>", False)) for _ in range(3)]
+    calls += [("BashOutput", {"bash_id": "b1"}, ("<status>completed</status><exit_code>0</exit_code>", False))] * 4
+    wait, stuck = _found(calls)
+    assert wait[KIND] == WAITING and (wait[FIRST], wait[LAST]) == (0, 3)
+    assert stuck[KIND] == "streak" and stuck[STUCK] and (stuck[FIRST], stuck[LAST]) == (4, 6)
+    only_ended = [("BashOutput", {"bash_id": "b1"}, ("<status>failed</status><exit_code>1", False))] * 4
+    (f,) = _found(only_ended)
+    assert f[KIND] == "streak" and f[STUCK]
+
+
+def test_a_command_that_is_no_poll_stays_stuck():
+    calls = [("Bash", {"command": "pytest -q"}, ("1 failed, still running the others: pending", False))] * 4
+    (f,) = _found(calls)
+    assert f[KIND] == "streak" and f[STUCK]
+
+
+def test_poll_state():
+    assert poll_state(CallView("BashOutput", '{"bash_id":"1"}', "<status>running</status>", False)) == "running"
+    assert poll_state(CallView("Bash", '{"command":"sleep 30"}', "", False)) == "wait"
+    assert poll_state(CallView("Bash", '{"command":"make"}', "in progress", False)) is None
+    assert poll_state(CallView("write_stdin", '{"chars":"y\\n","session_id":1}', "Process running", False)) is None
+
+
+ERR = ("Error: connect ECONNREFUSED 127.0.0.1:8080\nexit code 7", True)
+
+
+def test_the_stuck_run_before_a_success_is_a_stuck_finding_that_ends_before_it():
+    curl = ("Bash", {"command": "curl -s localhost:8080/health"})
+    calls = [(*curl, ERR)] * 4 + [(*curl, ('{"ok": true}', False))]
+    (f,) = _found(calls)
+    assert f[KIND] == "streak" and f[STUCK] and f[REPEATS] == 4
+    assert (f[FIRST], f[LAST]) == (0, 3)  # the success is not in it
+    assert f[WASTED] == f[REPEAT_TOKENS] == 300  # waste counted up to there
+
+
+def test_a_short_failing_run_before_a_success_stays_progress():
+    curl = ("Bash", {"command": "curl -s localhost:8080/health"})
+    (f,) = _found([(*curl, ERR)] * 2 + [(*curl, ('{"ok": true}', False))])
+    assert f[KIND] == "streak" and not f[STUCK] and f[REPEATS] == 3
+
+
+def test_the_stuck_run_before_a_success_in_a_window():
+    curl = ("Bash", {"command": "curl -s localhost:8080/health"})
+    other = [("Read", {"file_path": f"/a/{i}.py"}, (f"text {i}", False)) for i in range(6)]
+    calls = []
+    for i in range(4):
+        calls += [(*curl, ERR), other[i]]
+    calls += [(*curl, ('{"ok": true}', False))]
+    (f,) = _found(calls)
+    assert f[KIND] == "window" and f[STUCK] and f[REPEATS] == 4 and f[LAST] == 6
