@@ -119,6 +119,23 @@ def test_poll_whose_output_changes_is_never_stopped(env: dict[str, str]) -> None
     assert outs == [None] * 12
 
 
+def test_a_wait_on_a_running_process_runs_on_and_an_ended_one_is_stopped(env: dict[str, str]) -> None:
+    """The same poll with the same "in progress" answer is a wait (the run decides when it ends): never warned or
+    denied, however long the agent sleeps first. Once the answer says the run ended, the same poll again is stuck."""
+    outs = []
+    for i in range(8):
+        cmd = f"sleep {10 * (i + 1)} && gh run view 42"
+        outs.append(run(["claude-code"], orjson.dumps(pre("wait", f"w{i}", cmd))))
+        run(["claude-code"], orjson.dumps(post("wait", f"w{i}", cmd, "status: in_progress")))
+    assert outs == [None] * 8
+    outs = []
+    for i in range(6):
+        outs.append(run(["claude-code"], orjson.dumps(pre("ended", f"e{i}", "gh run view 42"))))
+        run(["claude-code"], orjson.dumps(post("ended", f"e{i}", "gh run view 42", "status: completed (failure)")))
+    assert outs[:2] == [None, None]
+    assert any(o and o["hookSpecificOutput"].get("permissionDecision") == "deny" for o in outs)
+
+
 def test_user_prompt_resets_the_counters(env: dict[str, str]) -> None:
     def loop(sid: str, n: int, start: int) -> list[Any]:
         got = []

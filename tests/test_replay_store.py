@@ -204,3 +204,30 @@ def test_filters_and_custom_policy(corpus_db: Path) -> None:
     assert rows["streak"]["halt_seq"] == 6 and rows["poll"]["halts"] == 0
     v = res.verdicts.filter(res.verdicts["session_id"] == "streak")
     assert v["level"].to_list() == ["warn"] * 4 + ["halt", "halt"] and v["seq"].to_list() == [2, 3, 4, 5, 6, 7]
+
+
+def test_the_loopscope_guard_lets_a_wait_on_a_running_process_run_on(tmp_path: Path) -> None:
+    """Six identical `gh run view` polls whose status says the run is still in progress are a wait, not a loop: the
+    loopscope guard never warns or halts them. The same six polls of a run that has ended, unchanged, are stuck: it
+    warns and halts as on any streak. (The replay reads only the polls' results, from the store.)"""
+    poll = "gh run view 42 --json status"
+    sessions = {
+        "wait": [U] + [C("bash", {"command": poll}, result="status: in_progress")] * 6 + [T("Done.")],
+        "ended": [U] + [C("bash", {"command": poll}, result="status: completed, conclusion: failure")] * 6 + [T("x")],
+        "slept": [U]
+        + [C("bash", {"command": f"sleep {30 * (i + 1)} && {poll}"}, result="status: queued") for i in range(6)]
+        + [T("Still queued.")],
+    }
+    db = tmp_path / "store.duckdb"
+    ingest_paths(db, *[pi_session(tmp_path / f"{sid}.jsonl", sid, ev) for sid, ev in sessions.items()])
+    con = connection.connect(db, read_only=True)
+    try:
+        corpus = load_corpus(con)
+        r = replay_store(con, [PRESETS["loopscope"]], workers=1, verdicts=True)
+    finally:
+        con.close()
+    waiting = {s.session_id: [c.waiting for c in s.calls] for s in corpus.sessions}
+    assert waiting == {"wait": [True] * 6, "ended": [False] * 6, "slept": [True] * 6}
+    levels = {sid: sorted(r.verdicts.filter(r.verdicts["session_id"] == sid)["level"].to_list()) for sid in sessions}
+    assert levels["wait"] == [] and levels["slept"] == []
+    assert "halt" in levels["ended"] and "warn" in levels["ended"]

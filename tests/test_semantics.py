@@ -319,3 +319,39 @@ def test_a_store_without_action_keys_is_rebuilt_by_ingest_and_refused_by_the_res
     assert query(db, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert len({k for (k,) in query(db, "SELECT action_key FROM calls")}) == 1
     assert cli("scan").returncode == 0
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "gh run watch 123",
+        "gh run view 42 --json status",
+        "gh run list --limit 1",
+        "gh pr checks 7",
+        "gh workflow view ci.yml",
+        "kubectl rollout status deploy/web",
+        "glab ci status",
+        "glab ci view",
+        "cd app && gh run view 1",
+        "sleep 30 && curl -s localhost:8080/health",
+        "sleep 2.5; tail -n 5 build.log",
+        "bash -lc 'sleep 10 && gh run view 1'",
+    ],
+)
+def test_every_shell_poll_holds_a_poll_word_so_a_bulk_read_keeps_its_result(command: str) -> None:
+    """The replay reads the results of shell calls whose arguments hold one of POLL_WORDS only: a poll without one
+    would never be seen as a wait."""
+    from analyzer.detect.semantics import POLL_WORDS, SHELL_POLL_TOOLS, is_poll
+
+    assert is_poll("Bash", {"command": command}, command) and "Bash" in SHELL_POLL_TOOLS
+    assert re.search("|".join(POLL_WORDS), orjson.dumps({"command": command}).decode())
+
+
+def test_running_poll_reads_the_status_a_poll_returns() -> None:
+    from analyzer.detect.semantics import running_poll
+
+    assert running_poll("Bash", {"command": "gh run view 1"}, "status: in_progress")
+    assert not running_poll("Bash", {"command": "gh run view 1"}, "status: completed")
+    assert not running_poll("Bash", {"command": "npm test"}, "tests pending")  # not a poll
+    assert running_poll("write_stdin", {"session_id": 3, "chars": ""}, "Process running with session ID 3")
+    assert not running_poll("write_stdin", {"session_id": 3, "chars": "y\n"}, "Process running with session ID 3")

@@ -43,7 +43,7 @@ from analyzer.detect.rules import (
     WINDOW,
     is_mutating,
 )
-from analyzer.detect.semantics import action_args, is_poll, is_wait, poll_status, shell_words
+from analyzer.detect.semantics import action_args, is_poll, is_wait, poll_status, shell_command, shell_words
 
 # The judgement reads the same few calls again and again (every link, gap and round of a candidate compares them):
 # its pure functions of a result or a call are memoised, bounded by this many entries (results are heads of at most
@@ -75,7 +75,6 @@ class Judged:
 
 # -- what a call is about ----------------------------------------------------------------------------------------------
 
-_SHELL_KEYS = ("command", "cmd", "script")
 _CODE_KEYS = ("code",)
 
 
@@ -223,21 +222,8 @@ def _args(args: str | None) -> Any:
 
 @lru_cache(maxsize=_COMMANDS)
 def command_text(args: str | None) -> str | None:
-    """The shell command a call runs, when its arguments hold one (``command``/``cmd``/``script``; Codex's argv
-    lists ``["bash", "-lc", "…"]`` give their last element). A one-word ``command`` beside a path is an editor's
-    sub-command (``str_replace_editor`` ``view``/``str_replace``), not a shell command."""
-    a = _args(args)
-    if not isinstance(a, dict):
-        return None
-    for k in _SHELL_KEYS:
-        v = a.get(k)
-        if isinstance(v, str):
-            if k == "command" and " " not in v.strip() and any(x in a for x in ("path", "file_path", "file")):
-                return None
-            return v
-        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-            return v[-1] if len(v) >= 3 and v[1] in ("-lc", "-c") else " ".join(v)
-    return None
+    """The shell command a call runs, when its arguments hold one (``semantics.shell_command``)."""
+    return shell_command(_args(args))
 
 
 def _words(text: str) -> frozenset[str]:

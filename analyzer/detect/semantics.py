@@ -603,6 +603,9 @@ _ENDED_WORDS = re.compile(
 )
 
 
+POLL_RESULT_CHARS = 4000  # how much of a poll's result its status is read from
+
+
 def is_poll(tool: str, args: Any, command: str | None) -> bool:
     """Whether a call is a poll as ``POLLS`` declares them (``command``: the shell command it runs, if any)."""
     shapes = _POLL_BY_TOOL.get(tool)
@@ -618,6 +621,41 @@ def is_poll(tool: str, args: Any, command: str | None) -> bool:
     return bool(WAIT_PREFIX.match(cmd) or STATUS_COMMAND.match(shell_action(cmd)))
 
 
+# Words one of which every shell poll's arguments hold (``WAIT_PREFIX``, ``STATUS_COMMAND``): a bulk read may keep the
+# results of only the calls whose arguments hold one, and still see every poll (tests/test_semantics.py checks it).
+POLL_WORDS = ("sleep", "gh", "kubectl", "glab")
+# The tools a poll can be made with whatever their arguments say (``POLLS`` shapes that are not shell commands), and
+# those whose polls are shell commands (which hold one of ``POLL_WORDS``).
+POLL_TOOLS = tuple(sorted(t for t, shapes in _POLL_BY_TOOL.items() if any(not p.shell for p in shapes)))
+SHELL_POLL_TOOLS = tuple(sorted(t for t, shapes in _POLL_BY_TOOL.items() if any(p.shell for p in shapes)))
+SHELL_KEYS = ("command", "cmd", "script")  # where a call's arguments hold the shell command it runs
+
+
+def shell_command(a: Any) -> str | None:
+    """The shell command a call runs, when its arguments (a dict) hold one (``command``/``cmd``/``script``; Codex's
+    argv lists ``["bash", "-lc", "…"]`` give their last element). A one-word ``command`` beside a path is an editor's
+    sub-command (``str_replace_editor`` ``view``/``str_replace``), not a shell command."""
+    if not isinstance(a, dict):
+        return None
+    for k in SHELL_KEYS:
+        v = a.get(k)
+        if isinstance(v, str):
+            if k == "command" and " " not in v.strip() and any(x in a for x in ("path", "file_path", "file")):
+                return None
+            return v
+        if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+            return v[-1] if len(v) >= 3 and v[1] in ("-lc", "-c") else " ".join(v)
+    return None
+
+
+def running_poll(tool: str, args: Any, result: str | None) -> bool:
+    """A poll (``POLLS``) whose result says the process still runs: waiting, which the live guard lets run on (the
+    process, not the agent, decides when it ends). ``args``: the call's arguments as a dict."""
+    if tool not in _POLL_BY_TOOL or not result:
+        return False
+    return is_poll(tool, args, shell_command(args)) and poll_status(result) == "running"
+
+
 def is_wait(command: str | None) -> bool:
     """A shell command that only waits (``sleep 30``)."""
     return command is not None and bool(WAIT_ONLY.match(command))
@@ -630,7 +668,7 @@ def poll_status(result: str | None) -> str | None:
     do ("completed", "success", "failed", "cancelled"), None when it says neither."""
     if not result:
         return None
-    head = result[:4000]
+    head = result[:POLL_RESULT_CHARS]
     values = []
     for m in _STRUCTURED.finditer(head):
         if m.group(3):

@@ -54,6 +54,8 @@ class Call:
     # arguments (None: equal to ``args``); None when the caller did not give them (computed from ``args`` then).
     action: str | None = None
     action_args: str | None = None
+    # A poll whose result says the process still runs (``semantics.running_poll``): waiting, not a repeat to count.
+    waiting: bool = False
 
     @property
     def has_result(self) -> bool:

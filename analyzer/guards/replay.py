@@ -44,8 +44,16 @@ from sys import intern
 from typing import Any
 
 import duckdb
+import orjson
 import polars as pl
 
+from analyzer.detect.semantics import (
+    POLL_RESULT_CHARS,
+    POLL_TOOLS,
+    POLL_WORDS,
+    SHELL_POLL_TOOLS,
+    running_poll,
+)
 from analyzer.guards import HALT, LEVELS, WARN, Call, Guard, Message, Step, UserPrompt, Verdict
 from analyzer.guards.policies import Policy
 from analyzer.machine import cores
@@ -53,6 +61,13 @@ from analyzer.store.connection import frame, has_table, rows_of
 from analyzer.store.filters import SessionFilter
 
 ARGS_LIMIT = 100_000  # characters of arguments kept per call (pi identity-caps payloads at 100 KB)
+
+
+def _loads(args: str | None) -> Any:
+    try:
+        return orjson.loads(args or "{}")
+    except orjson.JSONDecodeError:
+        return None
 
 
 # -- the corpus --------------------------------------------------------------------------------------------------------
@@ -96,8 +111,22 @@ _CALL_COLS = (
     "parent_call_id",
     "action_key",
     "action_args",
+    "poll_result",
 )
 _TURN_COLS = ("session_id", "turn_index", "turn_id", "role", "text", "user_turn", "tokens", "cost")
+
+
+def _sql_list(names: Sequence[str]) -> str:
+    return ", ".join("'" + n.replace("'", "''") + "'" for n in names)
+
+
+# The result of a call that may be a poll (``semantics.POLLS``): only those calls' results are read, since a poll is
+# told from its result (``running_poll``); a shell poll's arguments hold one of ``POLL_WORDS``.
+POLL_RESULT = (
+    f"CASE WHEN tool IN ({_sql_list(POLL_TOOLS)}) OR (tool IN ({_sql_list(SHELL_POLL_TOOLS)}) "
+    f"AND regexp_matches(args, '{'|'.join(POLL_WORDS)}')) THEN left(result_text, {POLL_RESULT_CHARS}) END "
+    "AS poll_result"
+)
 
 
 @dataclass(frozen=True)
@@ -138,7 +167,7 @@ def read_corpus(
         f"""
         SELECT session_id, seq, call_id, turn_id, user_turn, tool, left(args, {ARGS_LIMIT}) AS args, call_key,
                call_key_ordered, call_key_shallow, result_key, is_error, parent_call_id, action_key,
-               left(action_args, {ARGS_LIMIT}) AS action_args
+               left(action_args, {ARGS_LIMIT}) AS action_args, {POLL_RESULT}
         FROM calls WHERE {rows("calls")} ORDER BY session_id, seq""",
         params,
     )
@@ -188,7 +217,7 @@ def _build(sid: str, t: list[list[Any]], c: list[list[Any]]) -> Session:
         first_by_id.setdefault(turn_ids[pos], msg)
         last_msg_of_user[t_user[pos]] = msg
     calls: list[Call] = []
-    _, seqs, cids, c_turn, c_user, tools, args, k, ko, ks, rk, err, parent, ka, aargs = c
+    _, seqs, cids, c_turn, c_user, tools, args, k, ko, ks, rk, err, parent, ka, aargs, polls = c
     synthetic: dict[int, Message] = {}
     prev: Message | None = None
     for i in range(len(seqs)):
@@ -218,6 +247,7 @@ def _build(sid: str, t: list[list[Any]], c: list[list[Any]]) -> Session:
             parent[i],
             action=ka[i],
             action_args=aargs[i],
+            waiting=polls[i] is not None and running_poll(tools[i], _loads(args[i]), polls[i]),
         )
         calls.append(call)
         msg.calls.append(call)

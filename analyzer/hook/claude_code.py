@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from analyzer.detect.keys import call_key, canonical_json, ordered_json, result_key, shallow_sorted_json
+from analyzer.detect.semantics import POLL_RESULT_CHARS, POLL_TOOLS, SHELL_POLL_TOOLS, running_poll
 from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Verdict
 from analyzer.guards.policies import Policy
 
@@ -104,6 +105,19 @@ def make_call(st: State, tid: str, tool: str, args: Any) -> Call:
     )
 
 
+def record_result(call: Call, text: str, is_error: bool) -> None:
+    """A live result on the guard's call, as the store records the transcript's: its key, its error flag, and whether
+    it is a poll of a process that still runs (read from the same first characters the store keeps)."""
+    call.result_key = result_key(text, is_error)
+    call.is_error = is_error
+    if call.tool in POLL_TOOLS or call.tool in SHELL_POLL_TOOLS:
+        try:
+            args = orjson.loads(call.args)
+        except orjson.JSONDecodeError:
+            args = None
+        call.waiting = running_poll(call.tool, args, text[:POLL_RESULT_CHARS])
+
+
 def _pre(payload: dict[str, Any], st: State, policy: Policy) -> dict[str, Any] | None:
     tool = payload.get("tool_name")
     if not isinstance(tool, str) or not tool:
@@ -169,8 +183,7 @@ def _post(payload: dict[str, Any], st: State, event: str) -> dict[str, Any] | No
         text, is_error = (err if isinstance(err, str) else _text(err)), True
     else:
         text, is_error = _text(payload.get("tool_response")), False
-    call.result_key = result_key(text, is_error)
-    call.is_error = is_error
+    record_result(call, text, is_error)
     v = st.guard.on_result(call)
     if v is None:
         return None

@@ -31,11 +31,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.detect.keys import canonical_json, result_key
+from analyzer.detect.keys import canonical_json
 from analyzer.guards.base import HALT, WARN, Message, Verdict
 from analyzer.guards.policies import Policy
 from analyzer.hook.agents import CODEX, GEMINI, codex_result, gemini_result, stored_call
-from analyzer.hook.claude_code import PENDING_KEPT, SUFFIX, State, _end_message, make_call, signature
+from analyzer.hook.claude_code import (
+    PENDING_KEPT,
+    SUFFIX,
+    State,
+    _end_message,
+    make_call,
+    record_result,
+    signature,
+)
 
 EVENTS = {
     CODEX: {"PreToolUse": "call", "PostToolUse": "result", "UserPromptSubmit": "user"},
@@ -150,8 +158,7 @@ def _result(agent: str, payload: dict[str, Any], st: LiveState) -> dict[str, Any
             text, is_error = codex_result(call.tool, payload.get("tool_response"))
         else:
             text, is_error = gemini_result(payload.get("tool_response"))
-        call.result_key = result_key(text, is_error)
-        call.is_error = is_error
+        record_result(call, text, is_error)
         v = st.guard.on_result(call)
     if v is not None:
         note = (note + "\n" if note else "") + f"loopscope: {v.reason}" + (f"; {SUFFIX}." if v.level >= HALT else "")

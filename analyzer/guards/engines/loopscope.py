@@ -4,9 +4,10 @@ A call is counted against the *stuck episode* it continues: a streak of identica
 drift run of near-identical calls (the streaming signals of ``detect.stream.calls``), counted only since the last
 call that made progress. A call made progress when it succeeded and its result differs from the previous identical
 call's (a poll whose output changes), or, with no identical predecessor, when it changed state or its result differs
-from the previous call of the same tool (``progress_of``, the core's own rule). So a poll whose output changes never
-counts past 1 and is never warned or halted; the same command failing with the same error, or returning the same
-text, counts every time.
+from the previous call of the same tool (``progress_of``, the core's own rule), or when it is a poll whose result says
+the process still runs (``semantics.running_poll``: a wait on a CI run or an install, however often the agent looks).
+So a poll whose output changes, or a wait on a running process, never counts past 1 and is never warned or halted;
+the same command failing with the same error, or returning the same text, counts every time.
 
 Before each call: ``repeats`` = the largest of the streak, the cycle's full blocks and the drift run, each capped by
 the calls (blocks) since the last progress; warn at ``warn``, halt (block the call) at ``halt``. After a halt, a
@@ -44,8 +45,10 @@ LABEL = 80  # characters of a command or path quoted in a reason
 
 
 def made_progress(call: Call, same: bool | None, progress: bool) -> bool:
-    """Whether a call's result breaks the stuck episode it belongs to (the core's ``progress`` signal today)."""
-    return progress
+    """Whether a call's result breaks the stuck episode it belongs to: the core's ``progress`` signal, or a poll of a
+    process that still runs (``Call.waiting``): waiting is not a loop, so the guard never warns or halts a wait; the
+    same poll once the process has ended counts again."""
+    return progress or getattr(call, "waiting", False)
 
 
 def changed_state(call: Call, progress: bool) -> bool:
