@@ -475,3 +475,60 @@ def test_findings_of_every_kind_are_generated() -> None:
 
     collect()
     assert kinds >= {"streak", "cycle", "drift", "failure", "text", "nested", "waiting"}
+
+
+# -- issue 30: long cycles, short degenerate text, consecutive means consecutive (both engines, one expectation) ------
+
+
+def both_engines(sessions: list[list[tuple]]) -> list[dict[str, Any]]:
+    """The findings of constructed sessions, the same from the reference and the vectorised scan, ordered."""
+    data = build(sessions)
+    ref = reference(data, Config())[2]
+    assert vectorised(data, Config())[2] == ref
+    return [dict(zip(FINDINGS.names, f)) for f in sorted(ref, key=lambda f: (f[1], f[7] or -1, f[17] or 0))]
+
+
+def _msg(text: str, *calls: tuple) -> tuple:
+    return (text, list(calls), 100, 0.1)
+
+
+def test_a_block_of_eight_calls_repeated_is_one_long_cycle_in_both_engines() -> None:
+    block = [_msg("", ("bash", {"command": f"step {i}"}, (f"out {i}", False))) for i in range(8)]
+    (f,) = both_engines([[("user",), ("block", block, 3)]])
+    assert (f["kind"], f["period"], f["repeats"], f["stuck"], len(f["call_ids"])) == ("cycle", 8, 3, True, 24)
+    # ten calls a round is the longest followed; eleven are not a cycle
+    assert [g["period"] for g in both_engines([[("block", block + block[:2], 3)]])] == [10]
+    eleven = [_msg("", ("bash", {"command": f"step {i}"}, (f"out {i}", False))) for i in range(11)]
+    assert both_engines([[("block", eleven, 3)]]) == []
+
+
+def test_a_short_reply_as_the_whole_of_five_steps_in_a_row_is_degenerate_in_both_engines() -> None:
+    (f,) = both_engines([[("user",), ("msg", _msg("Continuing."), 5)]])
+    assert (f["kind"], f["repeats"], f["stuck"]) == ("text", 5, True)
+    assert both_engines([[("user",), ("msg", _msg("Continuing."), 4)]]) == []
+    # the same filler before steps that each did something new is a caption of work
+    steps = [("msg", _msg("Let me look.", ("read", {"path": f"f{i}.py"}, (f"body {i}", False))), 1) for i in range(6)]
+    assert both_engines([[("user",), *steps]]) == []
+
+
+LONG_A = "The build still fails on the same import, so I will try the build once more now."
+OTHERS = [
+    "Now the parser module needs a look before anything else changes here.",
+    "Checking what the configuration loader expects from its environment variables.",
+    "Reading the failing test closely to see which fixture it depends upon.",
+]
+
+
+def test_a_reply_recurring_between_different_ones_is_not_in_a_row_in_both_engines() -> None:
+    alternating = [("msg", _msg(t), 1) for o in OTHERS for t in (LONG_A, o)]
+    assert both_engines([[("user",), *alternating]]) == []
+    (f,) = both_engines([[("user",), ("msg", _msg(LONG_A), 3)]])
+    assert (f["kind"], f["repeats"], f["why"].startswith("the same reply 3× in a row")) == ("text", 3, True)
+
+
+def test_a_block_of_replies_repeated_word_for_word_is_degenerate_in_both_engines() -> None:
+    (f,) = both_engines([[("user",), ("block", [_msg(LONG_A), _msg(OTHERS[0])], 3)]])
+    assert (f["kind"], f["repeats"], f["stuck"], f["first_turn_index"], f["last_turn_index"]) == ("text", 3, True, 1, 6)
+    assert f["why"].startswith("the same 2 replies 3× in a row, word for word")
+    # twice is not yet a loop
+    assert both_engines([[("user",), ("block", [_msg(LONG_A), _msg(OTHERS[0])], 2)]]) == []

@@ -37,6 +37,7 @@ from analyzer.detect.rules import (
     MIN_FORMAT_REFUSALS,
     MIN_REPEATS,
     MIN_SENTENCE,
+    MIN_SHORT_REPEATS,
     MIN_TEXT_WORDS,
     SAME_REPLY,
     SIMILARITY,
@@ -1084,16 +1085,24 @@ def degenerate(text: str) -> tuple[int, str] | None:
     return None
 
 
+def short_replies(texts: Sequence[str]) -> bool:
+    """Every reply is short: fewer than ``MIN_TEXT_WORDS`` words of prose (filler such as "Continuing.")."""
+    return all(len(_words(prose(t))) < MIN_TEXT_WORDS for t in texts)
+
+
 def same_reply(texts: Sequence[str]) -> bool:
-    """Consecutive replies that say the same thing: their prose near-identical (code and markup aside)."""
+    """Consecutive replies that say the same thing: their prose near-identical (code and markup aside); short
+    replies only word for word, and ``MIN_SHORT_REPEATS`` times or more."""
     words = [_words(prose(t)) for t in texts]
     if any(len(w) < MIN_TEXT_WORDS for w in words):
-        return False
+        return len(texts) >= MIN_SHORT_REPEATS and len({" ".join(t.split()) for t in texts}) == 1
     return all(jaccard(a, b) >= SAME_REPLY for a, b in zip(words, words[1:]))
 
 
-def judge_text(texts: Sequence[str], single: bool) -> tuple[int, str] | None:
-    """(repeats, why) when a candidate text loop is degenerate generation, else None."""
+def judge_text(texts: Sequence[str], single: bool, period: int = 1) -> tuple[int, str] | None:
+    """(repeats, why) when a candidate text loop is degenerate generation, else None. ``period`` > 1: a block of
+    that many consecutive replies repeated word for word (the episode builders found it so), degenerate when it
+    comes back ``MIN_REPEATS`` times (``MIN_SHORT_REPEATS`` when every reply is short)."""
     if single:
         got = degenerate(texts[0])
         if got is None:
@@ -1101,8 +1110,13 @@ def judge_text(texts: Sequence[str], single: bool) -> tuple[int, str] | None:
         n, unit = got
         snippet = unit if len(unit) <= 60 else unit[:59] + "…"
         return n, f"one message repeats “{snippet}” {n}×"
+    first = " ".join(prose(texts[0]).split()) or " ".join(texts[0].split())
+    snippet = first if len(first) <= 60 else first[:59] + "…"
+    if period > 1:
+        n = len(texts) // period
+        if n < (MIN_SHORT_REPEATS if short_replies(texts) else MIN_REPEATS):
+            return None
+        return n, f"the same {period} replies {n}× in a row, word for word: “{snippet}” …"
     if not same_reply(texts):
         return None
-    first = " ".join(prose(texts[0]).split())
-    snippet = first if len(first) <= 60 else first[:59] + "…"
     return len(texts), f"the same reply {len(texts)}× in a row: “{snippet}”"

@@ -17,6 +17,14 @@ from analyzer.tables import table
 
 # -- signals: threshold-free, one record per call / per assistant message --------------------------------------------
 
+# The longest block of calls a cycle signal follows. A loop is the same actions repeated with the same results,
+# whatever the length of the round: an agent that reads, edits, builds, greps and reverts in a round of 8 calls and
+# does it again and again is as stuck as one that repeats 2 calls, so cycles are followed up to 10 calls a round (one
+# ``cycle<k>`` signal per period; a guard's replica reads the periods its source follows: 2-3 or 2-5).
+MAX_PERIOD = 10
+CYCLE_PERIODS: tuple[int, ...] = tuple(range(2, MAX_PERIOD + 1))
+CYCLE_SIGNALS: tuple[str, ...] = tuple(f"cycle{k}" for k in CYCLE_PERIODS)
+
 # Each signal declared once: its name (a field of ``CallSignals``, a column of the ``signals`` table), its SQL type and
 # what it means. A new signal is a line here plus its computation in each engine (``stream/calls.py``,
 # ``vector/calls.py``).
@@ -34,8 +42,7 @@ SIGNAL_COLUMNS: tuple[tuple[str, str, str], ...] = (
         "block holds 2 distinct keys; 0 otherwise. `(A B) x 3` gives 3 at its last call.",
     ),
     ("cycle3", "INTEGER", "The same for blocks of 3 calls (at least 2 distinct keys)."),
-    ("cycle4", "INTEGER", "The same for blocks of 4 calls."),
-    ("cycle5", "INTEGER", "The same for blocks of 5 calls."),
+    *((f"cycle{k}", "INTEGER", f"The same for blocks of {k} calls.") for k in range(4, MAX_PERIOD + 1)),
     ("window5", "INTEGER", "Occurrences of this call's key in a window of this call and the 5 calls before it."),
     (
         "window_count",
@@ -184,6 +191,11 @@ MIN_SHARED_WORDS = 2
 # Short filler ("Let me look.", "Next, the tests.") recurs in healthy work; a text loop needs a message with at least
 # this many shared-token words (and two consecutive replies that say the same thing, this many words of prose each).
 MIN_TEXT_WORDS = 4
+# ... but a short message is degenerate too when it is the whole reply of many consecutive steps that change nothing
+# ("Continuing." as the only text of step after step): said once or twice before a step it is filler, said this many
+# times in a row, word for word, it is the same reply again and again (docs/detectors.md#the-definition). Short
+# replies repeated as a block (A B A B ...) need as many rounds.
+MIN_SHORT_REPEATS = 5
 # Two consecutive replies say the same thing when the words of their prose are at least this similar (shared-token
 # Jaccard): a higher bar than ``SIMILARITY``, as the judgement keeps only degenerate generation.
 SAME_REPLY = 0.8
@@ -195,7 +207,7 @@ RESULT_HEAD = (
 )
 # The signals a call episode needs past 2 at some call of its user turn (streak, cycles, the window count of W = 10,
 # drift and failure runs): the engines look for call episodes only in such "hot" turns.
-HOT_SIGNALS = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window_count", "drift_run", "fail_run")
+HOT_SIGNALS = ("streak", *CYCLE_SIGNALS, "window_count", "drift_run", "fail_run")
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +229,13 @@ LOOP_KINDS: tuple[Kind, ...] = (
     Kind(
         "streak", "Identical calls in a row", "#e15759", 3, f"{MIN_REPEATS}+ identical calls (the same action) in a row"
     ),
-    Kind("cycle", "Cycle", "#f28e2b", 1, f"a block of 2-5 calls with 2+ distinct keys repeated {MIN_REPEATS}+ times"),
+    Kind(
+        "cycle",
+        "Cycle",
+        "#f28e2b",
+        1,
+        f"a block of 2-{MAX_PERIOD} calls with 2+ distinct keys repeated {MIN_REPEATS}+ times",
+    ),
     Kind(
         "window",
         "Repeats in a window",
@@ -240,8 +258,10 @@ LOOP_KINDS: tuple[Kind, ...] = (
         "Repeated assistant text",
         "#4e79a7",
         None,
-        f"{MIN_REPEATS}+ repeated or similar messages of {MIN_TEXT_WORDS}+ words, or one message repeating a "
-        f"sentence {MIN_REPEATS}+ times or a {CHUNK}-char chunk {MIN_CHUNKS}+ times",
+        f"{MIN_REPEATS}+ consecutive repeated or similar messages of {MIN_TEXT_WORDS}+ words (a shorter one "
+        f"{MIN_SHORT_REPEATS}+ times word for word, with no progress), a block of messages repeated word for word "
+        f"{MIN_REPEATS}+ times, or one message repeating a sentence {MIN_REPEATS}+ times or a {CHUNK}-char chunk "
+        f"{MIN_CHUNKS}+ times",
     ),
     Kind("nested", "Repeats inside a script", "#9c755f", None, f"a call repeated inside one script, {MIN_NESTED}+"),
     # Not a loop: the process, not the agent, decides when a wait ends. Found in the streak, window, drift and cycle
@@ -268,7 +288,12 @@ CLAIMS: tuple[str, ...] = tuple(
 # over the calls left, not by runs. Drift is offered before streak: a run that mixes identical and drifted repeats
 # (``sleep 5 && curl …`` twice, then with ``--max-time``) is one loop, not a streak and some leftovers; a run of
 # identical calls only is never a drift, and stays for streak.
-CLAIM_ORDER = ("cycle2", "cycle3", "cycle4", "cycle5", "drift", "streak", "failure")
+CLAIM_ORDER = (*CYCLE_SIGNALS, "drift", "streak", "failure")
+
+
+def period_of(run: str) -> int | None:
+    """The period of a run of ``CLAIM_ORDER`` (``cycle7`` -> 7); None for the other runs."""
+    return int(run[5:]) if run.startswith("cycle") else None
 
 
 _ORDINALS = {1: "st", 2: "nd", 3: "rd"}

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 # Bump when signals or findings change meaning: every session is rescanned.
 # 2: findings judged (judge.py), repeat_tokens, why; 3: calls compared by action_key, drift claimed before streak;
-# 4: `waiting` findings (polls of a running process), the stuck run before a success a stuck finding of its own
+# 4: `waiting` findings (polls of a running process), the stuck run before a success a stuck finding of its own;
+#    cycles of up to 10 calls, short replies repeated 5+ times, text loops consecutive (or a repeated block)
 DETECTOR_VERSION = "4"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed

@@ -10,8 +10,9 @@ from analyzer.tables import table as _t
 # 2: findings gained repeat_tokens, repeat_cost_usd and why; 3: XXH3 keys and file hashes, calls.result_chars;
 # 4: calls.action_key and calls.action_args (the semantics table), result keys without Gemini CLI's process ids;
 # 5: arguments as the model emitted them (SWE-agent's submit arguments, exact actions, the model's own tool calls and
-# the open file of window commands; OpenHands' security_risk; a Claude Code subagent's replayed lines read once)
-SCHEMA_VERSION = 5
+# the open file of window commands; OpenHands' security_risk; a Claude Code subagent's replayed lines read once);
+# 6: signals cycle6 .. cycle10 (cycles of up to ``rules.MAX_PERIOD`` calls; the derived tables are rebuilt)
+SCHEMA_VERSION = 6
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
 # transcripts by ``loopscope ingest`` and refused by every other command (``connection.old_store_message`` says why).

@@ -25,6 +25,8 @@ from typing import Any
 
 from analyzer.detect.keys import args_token_set, jaccard
 from analyzer.detect.rules import (
+    CYCLE_PERIODS,
+    CYCLE_SIGNALS,
     RESULT_FIELDS,
     SCRIPT_MEMORY,
     SIGNAL_COLUMNS,
@@ -34,14 +36,18 @@ from analyzer.detect.rules import (
     is_mutating,
 )
 
-# A call's signals are built by field name through the record's own ``__new__``, called as the plain function it is
-# (calling the class repacks the keywords: three times the cost, on the hot path of the guard replays).
-_signals = CallSignals.__new__
-# Its result then fills ``RESULT_FIELDS``, one slice of the record, in one step.
+# A call's signals are built as one tuple through ``tuple.__new__`` (calling the class repacks its fields: several
+# times the cost, on the hot path of the guard replays); its result then fills ``RESULT_FIELDS``, one slice of the
+# record, in one step.
 _new = tuple.__new__
 _AT = SIGNAL_FIELDS.index(RESULT_FIELDS[0])
 _AFTER = _AT + len(RESULT_FIELDS)
 assert SIGNAL_FIELDS[_AT:_AFTER] == RESULT_FIELDS
+# The pre-result signals are built as one tuple in this order (the cycles by period, from ``rules.CYCLE_PERIODS``).
+_PRE_ORDER = ("streak", *CYCLE_SIGNALS, "window5", "window_count", "window20", "sim_prev", "drift_run")
+assert SIGNAL_FIELDS[: len(_PRE_ORDER)] == _PRE_ORDER and SIGNAL_FIELDS[_AFTER:] == ("nested_repeat",)
+_PERIODS = CYCLE_PERIODS
+_LONGEST = CYCLE_PERIODS[-1]
 
 
 @dataclass(frozen=True)
@@ -95,10 +101,7 @@ class CallDetector:
         "_res",
         "_occ",
         "_streak",
-        "_m2",
-        "_m3",
-        "_m4",
-        "_m5",
+        "_m",
         "_drift",
         "_prev_tool",
         "_prev_key",
@@ -128,7 +131,9 @@ class CallDetector:
         self._hist: list[Any] = []  # keys of the top-level calls since the reset
         self._res: list[Any] = []  # their result keys (None: no result yet or never)
         self._occ: dict[Any, list[int]] = {}  # key -> its positions in _hist
-        self._streak = self._m2 = self._m3 = self._m4 = self._m5 = self._drift = self._fail = 0
+        self._streak = self._drift = self._fail = 0
+        # per period k (index k - 2): the run of calls whose key equals the key k calls back, ending at the last call
+        self._m: list[int] = [0] * len(_PERIODS)
         self._prev_tool: str | None = None
         self._prev_key: Any = None
         self._prev_args: str | None = None
@@ -176,19 +181,15 @@ class CallDetector:
         hist = self._hist
         t = len(hist)
         prev_tool = self._prev_tool
-        if t:
-            streak = self._streak + 1 if hist[-1] == key else 1
-            m2 = self._m2 + 1 if t >= 2 and hist[-2] == key else 0
-            m3 = self._m3 + 1 if t >= 3 and hist[-3] == key else 0
-            m4 = self._m4 + 1 if t >= 4 and hist[-4] == key else 0
-            m5 = self._m5 + 1 if t >= 5 and hist[-5] == key else 0
+        streak = self._streak + 1 if t and hist[-1] == key else 1
+        # m: per period k, the run of calls whose key equals the key k calls back; the cycle signal is the trailing
+        # repetitions of the last-k block, 0 while the block is one key repeated (a streak, not a cycle)
+        last = self._m
+        if t >= _LONGEST:
+            m = [last[i] + 1 if hist[-k] == key else 0 for i, k in enumerate(_PERIODS)]
         else:
-            streak, m2, m3, m4, m5 = 1, 0, 0, 0, 0
-        # trailing repetitions of the last-k block; 0 while the block is one key repeated (a streak, not a cycle)
-        c2 = 1 + m2 // 2 if t >= 1 and streak < 2 else 0
-        c3 = 1 + m3 // 3 if t >= 2 and streak < 3 else 0
-        c4 = 1 + m4 // 4 if t >= 3 and streak < 4 else 0
-        c5 = 1 + m5 // 5 if t >= 4 and streak < 5 else 0
+            m = [last[i] + 1 if t >= k and hist[-k] == key else 0 for i, k in enumerate(_PERIODS)]
+        cycles = [1 + m[i] // k if t >= k - 1 and streak < k else 0 for i, k in enumerate(_PERIODS)]
 
         # window counts: this call and the W = 5, 10, 20 calls before it, as pi-anti-doom-loop counts (its window
         # holds the last W executed calls and the check adds the current one); window_count is its W = 10
@@ -224,25 +225,9 @@ class CallDetector:
 
         hist.append(key)
         self._res.append(None)
-        self._streak, self._m2, self._m3, self._m4, self._m5, self._drift = streak, m2, m3, m4, m5, drift
+        self._streak, self._m, self._drift = streak, m, drift
         self._prev_tool, self._prev_key, self._prev_args = tool, key, args
-        pre = _signals(
-            CallSignals,
-            streak=streak,
-            cycle2=c2,
-            cycle3=c3,
-            cycle4=c4,
-            cycle5=c5,
-            window5=w5,
-            window_count=w10,
-            window20=w20,
-            sim_prev=sim,
-            drift_run=drift,
-            fail_run=None,
-            same_result=None,
-            progress=None,
-            nested_repeat=0,
-        )
+        pre = _new(CallSignals, (streak, *cycles, w5, w10, w20, sim, drift, None, None, None, 0))
         self._pending = (pre, t, prev_same, neighbor, tool, None)
         return pre
 

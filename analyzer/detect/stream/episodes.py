@@ -5,16 +5,18 @@ This is the readable statement of the rules, session by session; the scan runs t
 (``detect.vector.episodes``), which tests/test_detect_vector.py holds to exactly the same findings.
 
 Kinds, each a maximal run inside one user turn, claimed in this order so no call belongs to two episodes:
-``cycle`` (a block of 2-5 calls with at least 2 distinct keys repeated 3+ times, smallest period first), ``drift``
+``cycle`` (a block of 2-10 calls with at least 2 distinct keys repeated 3+ times, smallest period first), ``drift``
 (3+ consecutive calls of one tool, each identical or near-identical to the one before and at least one not
 identical, sharing at least 2 words, and answered alike: the same or a similar result, or a failure; a script that
 ran nested calls is compared by identity only, as in pi), ``streak`` (3+ identical calls in a row),
 ``failure`` (3+ consecutive failed calls of one tool), ``window`` (one call recurring 3+ times, each within 10 calls
 of the one before, 3 of them within one window of 10, with no change of state in between: a successful edit between
 two builds makes the second build the right move, not a loop), ``nested`` (a call repeated inside one script: 2+),
-``text`` (3+ messages that repeat or resemble each other, the one that makes the third at least 4 words long, unless
-every repeat only narrates calls already in a call episode; or one message chanting a sentence 3+ times or a 50-char
-chunk 10+ times).
+``text`` (3+ consecutive messages that repeat or resemble each other, the one that makes the third at least 4 words
+long, or a shorter message 5+ times in a row word for word when its steps made no progress; or a block of messages
+repeated word for word 3+ times back to back; unless every repeat only narrates calls already in a call episode;
+or one message chanting a sentence 3+ times or a 50-char chunk 10+ times). Consecutive means consecutive among the
+messages with text: a reply recurring between different ones (A B A C A D) is no text loop.
 
 Stuck or progress: a repeat made progress when it succeeded and its result differs from the previous identical
 call's (a poll whose status changes), or, for a call with no identical predecessor, when it changed state (a
@@ -28,15 +30,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from analyzer.detect.judge import CallView, judge_calls, judge_text
+from analyzer.detect.judge import CallView, judge_calls, judge_text, short_replies
 from analyzer.detect.keys import digest, fast_token_set, jaccard, normalize_result
 from analyzer.detect.rules import (
+    CYCLE_PERIODS,
     HOT_SIGNALS,
     LABEL_CHARS,
     MIN_CHUNKS,
     MIN_NESTED,
     MIN_REPEATS,
     MIN_SHARED_WORDS,
+    MIN_SHORT_REPEATS,
     MIN_TEXT_WORDS,
     SIGNAL_FIELDS,
     SIMILARITY,
@@ -271,25 +275,29 @@ class _Builder:
             )
         )
 
-    def texts(self, messages: list[int], repeats: int, single: bool) -> None:
-        """Judge a candidate text loop (``judge.judge_text``) and emit it when it is degenerate generation."""
+    def texts(self, messages: list[int], repeats: int, single: bool, period: int = 1) -> None:
+        """Judge a candidate text loop (``judge.judge_text``) and emit it when it is degenerate generation. Its first
+        occurrence is its first message, or its first block of ``period`` messages."""
         d = self.d
-        judged = judge_text([d.m_text[m] or "" for m in messages], single)
+        texts = [d.m_text[m] or "" for m in messages]
+        judged = judge_text(texts, single, period)
         if judged is None:
             return
         repeats, why = judged
         member_turns = {d.m_turn_id[m] for m in messages}
         calls = [i for i in range(len(d.seq)) if d.turn_id[i] in member_turns]
-        first_turn = d.m_turn_id[messages[0]]
-        later = [i for i in calls if d.turn_id[i] != first_turn]
+        first_turns = {d.m_turn_id[m] for m in messages[:period]}
+        later = [i for i in calls if d.turn_id[i] not in first_turns]
         if single:
             stuck = True
             turn_ids, tokens, cost = [], 0, 0.0
             est = d.m_est_tokens[messages[0]] * (repeats - 1) // max(repeats, 1)
         else:
             stuck = not any(d.signals[i][_PROGRESS] for i in later)
-            turn_ids, tokens, cost = self._cost({d.m_turn_id[m] for m in messages[1:]}, {first_turn})
-            est = sum(d.m_est_tokens[m] for m in messages[1:])
+            if not stuck and short_replies(texts):
+                return  # short filler before steps that each did something new: captions of work, not a loop
+            turn_ids, tokens, cost = self._cost({d.m_turn_id[m] for m in messages[period:]}, first_turns)
+            est = sum(d.m_est_tokens[m] for m in messages[period:])
         text = normalize_text(d.m_text[messages[0]] or "")
         label = text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
         self.out.append(
@@ -341,7 +349,7 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
             claimed[where[p]] = True
 
     # cycles, smallest period first, so (A B) x 6 is one 2-cycle and not also a 4-cycle
-    for k in range(2, 6):
+    for k in CYCLE_PERIODS:
         linked = [j >= k and keys[j] == keys[j - k] and sig[j][_STREAK] < k for j in range(n)]
         j = k
         while j < n:
@@ -456,6 +464,58 @@ def _nested_episodes(b: _Builder) -> None:
             b.calls("nested", cluster, 1, len(cluster), None)
 
 
+def text_pieces(
+    cluster: Sequence[int],
+    nonblank: Sequence[int],
+    ordinal: Callable[[int], int],
+    norm: Callable[[int], str],
+    scope: Callable[[int], Any],
+    used: set[int],
+) -> list[tuple[list[int], int]]:
+    """The text loops a cluster of alike messages (positions, sorted) holds, each with its period. Consecutive means
+    consecutive among the messages with text (``nonblank``: their positions in order; ``ordinal``: a message's place
+    there): a run of 3+ members in a row (period 1); or, from members with one text recurring at a constant
+    distance k, the messages repeated word for word k back, back to back (A B A B A B: period 2), as far as they go
+    inside the scope (``scope``: the session and user turn of a message), 3+ full blocks, 2+ texts a block. A reply
+    recurring between different ones (A B A C A D) is neither. ``used`` (ordinals already in a text loop of the
+    session) grows with the pieces returned; both engines call this."""
+    out: list[tuple[list[int], int]] = []
+    pos = [ordinal(m) for m in cluster]
+    start = 0
+    for i in range(1, len(pos) + 1):
+        if i == len(pos) or pos[i] != pos[i - 1] + 1:
+            if i - start >= MIN_REPEATS and not used.intersection(range(pos[start], pos[i - 1] + 1)):
+                out.append((list(cluster[start:i]), 1))
+                used.update(range(pos[start], pos[i - 1] + 1))
+            start = i
+    by_text: dict[str, list[int]] = {}
+    for m, o in zip(cluster, pos):
+        if o not in used:
+            by_text.setdefault(norm(m), []).append(o)
+    n = len(nonblank)
+    for same in by_text.values():
+        for a, b in zip(same, same[1:]):
+            k = b - a
+            if k < 2 or a in used:
+                continue
+            home = scope(nonblank[a])
+            lo, hi = a, a + k - 1
+            while (
+                hi + 1 < n and scope(nonblank[hi + 1]) == home and norm(nonblank[hi + 1]) == norm(nonblank[hi + 1 - k])
+            ):
+                hi += 1
+            while lo > 0 and scope(nonblank[lo - 1]) == home and norm(nonblank[lo - 1]) == norm(nonblank[lo - 1 + k]):
+                lo -= 1
+            span = range(lo, hi + 1)
+            if (hi - lo + 1) // k < MIN_REPEATS or used.intersection(span):
+                continue
+            if len({norm(nonblank[x]) for x in range(lo, lo + k)}) < 2:
+                continue
+            out.append(([nonblank[x] for x in span], k))
+            used.update(span)
+    return sorted(out)
+
+
 def _text_episodes(b: _Builder) -> None:
     """Text loops. A loop of messages whose every repeat issued calls already in a call episode is that episode's
     narration ("Let me fetch the ref:" before each identical fetch), not a second loop, and is not reported."""
@@ -466,8 +526,10 @@ def _text_episodes(b: _Builder) -> None:
         m
         for m, s in enumerate(sig)
         if s is not None
-        and (s[_SAME] > 2 or s[_RUN] > 2 or s[_SIMILAR] > 2)
-        and len(fast_token_set(text[m] or "")) >= MIN_TEXT_WORDS
+        and (
+            ((s[_SAME] > 2 or s[_RUN] > 2 or s[_SIMILAR] > 2) and len(fast_token_set(text[m] or "")) >= MIN_TEXT_WORDS)
+            or s[_SAME] >= MIN_SHORT_REPEATS
+        )
     }
     chants = [
         m for m, s in enumerate(sig) if s is not None and (s[_SENTENCES] >= MIN_REPEATS or s[_CHUNKS] >= MIN_CHUNKS)
@@ -481,10 +543,23 @@ def _text_episodes(b: _Builder) -> None:
         narrated: dict[str | None, bool] = {}  # turn_id -> every call it issued is in a call episode
         for i, t in enumerate(d.turn_id):
             narrated[t] = narrated.get(t, True) and i in claimed
+        nonblank = [m for m, s in enumerate(sig) if s is not None]
+        where = {m: o for o, m in enumerate(nonblank)}
+        norms: dict[int, str] = {}
+
+        def norm(m: int) -> str:
+            got = norms.get(m)
+            if got is None:
+                got = norms[m] = normalize_text(text[m] or "")
+            return got
+
+        used: set[int] = set()
         for cluster in sorted(_union_find_clusters(d.text_links, hits, lambda a, c: ut[a] == ut[c])):
             clustered.update(cluster)
-            if not all(narrated.get(d.m_turn_id[m], False) for m in cluster[1:]):
-                b.texts(cluster, len(cluster), single=False)
+            for piece, period in text_pieces(cluster, nonblank, where.__getitem__, norm, ut.__getitem__, used):
+                clustered.update(piece)  # a block holds messages of other clusters too
+                if not all(narrated.get(d.m_turn_id[m], False) for m in piece[period:]):
+                    b.texts(piece, len(piece) // period, single=False, period=period)
     for m in chants:
         if m not in clustered:
             s = sig[m]

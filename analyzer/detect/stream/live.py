@@ -26,9 +26,11 @@ from enum import Enum
 from typing import Any, NamedTuple, Protocol
 
 from analyzer.detect.keys import action_json, call_key, result_key
-from analyzer.detect.rules import CallSignals, TextSignals
+from analyzer.detect.rules import MAX_PERIOD, SIGNAL_FIELDS, CallSignals, TextSignals
 from analyzer.detect.stream.calls import CallDetector, Config
 from analyzer.detect.stream.text import TextDetector
+
+_CYCLE_AT = SIGNAL_FIELDS.index("cycle2")  # cycle2 .. cycle<MAX_PERIOD> follow one another
 
 
 class Level(str, Enum):
@@ -45,10 +47,11 @@ class SignalPolicy(Protocol):
 
 @dataclass(frozen=True)
 class Thresholds:
-    """Warn/halt over the strongest repeat signal of a call: the streak, cycles up to ``max_period`` repetitions,
-    the window count (W = ``window``: 5, 10 or 20; None: off), the drift run (``drift``), and, once the result is
-    known, the failure run (``failures``). A nested call halts at ``nested`` repeats inside its script; a message at
-    ``text`` on any text rule, or ``chunks`` repeated 50-char chunks. ``None`` turns a level off."""
+    """Warn/halt over the strongest repeat signal of a call: the streak, cycles of up to ``max_period`` calls a round
+    (at most ``rules.MAX_PERIOD``), the window count (W = ``window``: 5, 10 or 20; None: off), the drift run
+    (``drift``), and, once the result is known, the failure run (``failures``). A nested call halts at ``nested``
+    repeats inside its script; a message at ``text`` on any text rule, or ``chunks`` repeated 50-char chunks.
+    ``None`` turns a level off."""
 
     warn: int | None = 3
     halt: int | None = 5
@@ -61,7 +64,7 @@ class Thresholds:
     chunks: int | None = 10
 
     def level(self, s: CallSignals) -> int:
-        cycles = (s.cycle2, s.cycle3, s.cycle4, s.cycle5)[: max(0, self.max_period - 1)]
+        cycles = s[_CYCLE_AT : _CYCLE_AT + max(0, min(self.max_period, MAX_PERIOD) - 1)]
         level = max(s.streak, *cycles) if cycles else s.streak
         if self.window is not None:
             level = max(level, {5: s.window5, 10: s.window_count, 20: s.window20}[self.window])

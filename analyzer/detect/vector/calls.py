@@ -24,12 +24,20 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analyzer.detect.rules import SIGNAL_COLUMNS, SIGNAL_FIELDS, SIGNALS, WINDOWS, is_mutating
+from analyzer.detect.rules import (
+    CYCLE_PERIODS,
+    CYCLE_SIGNALS,
+    SIGNAL_COLUMNS,
+    SIGNAL_FIELDS,
+    SIGNALS,
+    WINDOWS,
+    is_mutating,
+)
 from analyzer.detect.stream.calls import Config
 from analyzer.detect.vector.frames import ROW, changed, jaccard, pos_in_segment, row_index, run_len, scope_starts
 from analyzer.detect.vector.words import args_words_series
 
-PRE_ZERO = ("streak", "cycle2", "cycle3", "cycle4", "cycle5", "window5", "window_count", "window20")
+PRE_ZERO = ("streak", *CYCLE_SIGNALS, "window5", "window_count", "window20")
 SCHEMA: dict[str, pl.DataType] = {c.name: c.polars for c in SIGNALS.columns if c.name in SIGNAL_FIELDS}
 
 WordsFn = Callable[[pl.Series], pl.Series]
@@ -141,7 +149,7 @@ def _top_level(top: pl.DataFrame, cfg: Config, mutating: list[str], words: Words
     err = pl.col("is_error").fill_null(False)
     f = f.with_columns(
         (1 + run_len(back(1))).alias("streak"),
-        *[run_len(back(k)).alias(f"_m{k}") for k in range(2, 6)],
+        *[run_len(back(k)).alias(f"_m{k}") for k in CYCLE_PERIODS],
         *[(1 + pl.sum_horizontal([back(d) for d in range(1, w + 1)])).alias(f"_w{w}") for w in WINDOWS],
         same_tool.alias("_same_tool"),
         err.alias("_err"),
@@ -163,7 +171,7 @@ def _top_level(top: pl.DataFrame, cfg: Config, mutating: list[str], words: Words
     return f.with_columns(
         *[
             pl.when((t >= k - 1) & (streak < k)).then(1 + pl.col(f"_m{k}") // k).otherwise(0).alias(f"cycle{k}")
-            for k in range(2, 6)
+            for k in CYCLE_PERIODS
         ],
         pl.col("_w5").alias("window5"),
         pl.col("_w10").alias("window_count"),

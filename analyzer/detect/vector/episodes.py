@@ -17,23 +17,28 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analyzer.detect.judge import CallView, judge_calls, judge_text
+from analyzer.detect.judge import CallView, judge_calls, judge_text, short_replies
 from analyzer.detect.keys import digest, normalize_result
 from analyzer.detect.rules import (
     CLAIM_ORDER,
+    CYCLE_PERIODS,
     FINDINGS,
     HOT_SIGNALS,
     LABEL_CHARS,
+    MAX_PERIOD,
     MIN_CHUNKS,
     MIN_NESTED,
     MIN_REPEATS,
     MIN_SHARED_WORDS,
+    MIN_SHORT_REPEATS,
     MIN_TEXT_WORDS,
     SIMILARITY,
     WINDOW,
     is_mutating,
+    period_of,
 )
-from analyzer.detect.stream.episodes import components, unclaimed_pieces
+from analyzer.detect.stream.episodes import components, text_pieces, unclaimed_pieces
+from analyzer.detect.stream.text import normalize_text
 from analyzer.detect.vector.frames import jaccard
 from analyzer.detect.vector.words import words
 
@@ -83,13 +88,18 @@ def find_episodes(
     emitted, top = _top_level(c, heads)
     judged = _judged(emitted, top, nested, c, heads)
     call_members, meta = _call_members(judged)
-    groups, single = _text_groups(c, m, text_links, call_members)
+    groups, single, periods = _text_groups(c, m, text_links, call_members)
     texts = m["text"].fill_null("").to_list() if groups else []
-    verdicts = [judge_text([texts[x] for x in g], s) for g, s in zip(groups, single)]
+    verdicts = [judge_text([texts[x] for x in g], s, k) for g, s, k in zip(groups, single, periods)]
     kept = [i for i, v in enumerate(verdicts) if v is not None]
-    groups, single = [groups[i] for i in kept], [single[i] for i in kept]
+    # short replies count only as the whole of steps that changed nothing (``stream.episodes._Builder.texts``)
+    short = [i for i in kept if not single[i] and short_replies([texts[x] for x in groups[i]])]
+    if short:
+        moved = _progress_after_first(c, m, [groups[i] for i in short], [periods[i] for i in short])
+        kept = [i for i in kept if i not in {j for j, p in zip(short, moved) if p}]
+    groups, single, periods = [groups[i] for i in kept], [single[i] for i in kept], [periods[i] for i in kept]
     text_verdicts = [verdicts[i] for i in kept]
-    text_members = _text_members(m, groups)
+    text_members = _text_members(m, groups, periods)
     needed = pl.concat(
         [
             call_members.select(pl.col("row"))
@@ -155,8 +165,8 @@ def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.Da
         .alias("_script"),
     )
     j, key = pl.col("j"), pl.col("k")
-    back = [pl.lit(False)] + [(j >= d) & (key == key.shift(d)) for d in range(1, 6)]
-    links = {f"cycle{k}": back[k] & (pl.col("streak") < k) for k in range(2, 6)}
+    back = {d: (j >= d) & (key == key.shift(d)) for d in (1, *CYCLE_PERIODS)}
+    links = {f"cycle{k}": back[k] & (pl.col("streak") < k) for k in CYCLE_PERIODS}
     links["streak"] = back[1]
     links["drift"] = (
         (j >= 1)
@@ -287,7 +297,7 @@ def _runs(top: pl.DataFrame) -> pl.DataFrame:
         link = pl.col(kind)
         start = link & ~link.shift(1).fill_null(False)
         end = link & ~link.shift(-1).fill_null(False)
-        back = int(kind[-1]) if kind.startswith("cycle") else 1
+        back = period_of(kind) or 1
         s = top.filter(start).select("seg", (pl.col("j") - back).alias("first"))
         if s.height:
             e = top.filter(end).select(pl.col("j").alias("last"))
@@ -343,7 +353,7 @@ def _claim(
         claimed = bytearray(seg_len[seg])
         for kind, first, last in by_seg.get(seg, ()):
             name = CLAIM_ORDER[kind]
-            period = int(name[-1]) if name.startswith("cycle") else None
+            period = period_of(name)
             for s, e in unclaimed_pieces(first, last, claimed):
                 length = e - s + 1
                 if period is not None and length // period >= MIN_REPEATS:
@@ -474,40 +484,97 @@ def _call_members(judged: list[Judged]) -> tuple[pl.DataFrame, list[tuple[str, i
 
 def _text_groups(
     c: pl.DataFrame, m: pl.DataFrame, links: pl.DataFrame, call_members: pl.DataFrame
-) -> tuple[list[list[int]], list[bool]]:
-    """Text loops as message rows: clusters of repeated or similar messages (unless every repeat only narrates
-    calls already in a call episode), then single chanting messages; and which are single."""
+) -> tuple[list[list[int]], list[bool], list[int]]:
+    """Text loops as message rows: the runs and repeated blocks (``episodes.text_pieces``) of clusters of repeated
+    or similar messages (unless every repeat only narrates calls already in a call episode), then single chanting
+    messages; which are single; and each one's period."""
     sig = m.filter(pl.col("same_count").is_not_null())
     hits = sig.filter(
-        ((pl.col("same_count") > 2) | (pl.col("similar_run") > 2) | (pl.col("similar_count") > 2))
-        & (pl.col("n_words") >= MIN_TEXT_WORDS)
+        (
+            ((pl.col("same_count") > 2) | (pl.col("similar_run") > 2) | (pl.col("similar_count") > 2))
+            & (pl.col("n_words") >= MIN_TEXT_WORDS)
+        )
+        | (pl.col("same_count") >= MIN_SHORT_REPEATS)
     )["mrow"]
     chants = sig.filter((pl.col("sentence_repeats") >= MIN_REPEATS) | (pl.col("chunk_repeats") >= MIN_CHUNKS))
     groups: list[list[int]] = []
     single: list[bool] = []
+    periods: list[int] = []
     clustered: set[int] = set()
     if hits.len():
         edges = _same_turn_edges(links.filter(pl.col("row").is_in(hits.implode())), m["user_turn"])
         clusters = sorted(components(edges))
-        keep = _not_narration(c, m, clusters, call_members) if clusters else []
-        for cluster, kept in zip(clusters, keep):
+        pieces = _text_pieces(m, clusters) if clusters else []
+        flat = [p for ps in pieces for p in ps]
+        keep = _not_narration(c, m, flat, call_members) if flat else []
+        kept = iter(keep)
+        for cluster, ps in zip(clusters, pieces):
             clustered.update(cluster)
-            if kept:
-                groups.append(cluster)
-                single.append(False)
+            for piece, period in ps:
+                clustered.update(piece)  # a block holds messages of other clusters too
+                if next(kept):
+                    groups.append(piece)
+                    single.append(False)
+                    periods.append(period)
     for mrow in chants["mrow"].to_list():
         if mrow not in clustered:
             groups.append([mrow])
             single.append(True)
-    return groups, single
+            periods.append(1)
+    return groups, single, periods
+
+
+def _text_pieces(m: pl.DataFrame, clusters: list[list[int]]) -> list[list[tuple[list[int], int]]]:
+    """Each cluster's runs and repeated blocks (``episodes.text_pieces``), message rows with their periods."""
+    nonblank = m["same_count"].is_not_null().arg_true().to_list()
+    where = {r: o for o, r in enumerate(nonblank)}
+    text, session, turn = m["text"], m["session_id"], m["user_turn"]
+    norms: dict[int, str] = {}
+
+    def norm(r: int) -> str:
+        got = norms.get(r)
+        if got is None:
+            got = norms[r] = normalize_text(text[r] or "")
+        return got
+
+    def scope(r: int) -> tuple:
+        return session[r], turn[r]
+
+    used: set[int] = set()
+    return [text_pieces(cl, nonblank, where.__getitem__, norm, scope, used) for cl in clusters]
+
+
+def _progress_after_first(c: pl.DataFrame, m: pl.DataFrame, groups: list[list[int]], periods: list[int]) -> list[bool]:
+    """Per text loop: some call issued by a message after its first occurrence (its first ``period`` messages)
+    made progress."""
+    rows = [(g, r, i < p) for g, (grp, p) in enumerate(zip(groups, periods)) for i, r in enumerate(grp)]
+    frame = pl.DataFrame(rows, schema={"g": pl.Int64, "mrow": pl.Int64, "first": pl.Boolean}, orient="row")
+    frame = frame.with_columns(m["session_id"].gather(frame["mrow"]), m["turn_id"].gather(frame["mrow"]))
+    firsts = frame.filter("first").select("g", "session_id", "turn_id").unique()
+    later = (
+        frame.select("g", "session_id", "turn_id")
+        .unique()
+        .join(firsts, on=["g", "session_id", "turn_id"], how="anti", nulls_equal=True)
+    )
+    moved = later.join(
+        c.select("session_id", "turn_id", pl.col("progress").fill_null(False)),
+        on=["session_id", "turn_id"],
+        nulls_equal=True,
+    ).filter("progress")["g"]
+    done = set(moved.to_list())
+    return [g in done for g in range(len(groups))]
 
 
 def _not_narration(
-    c: pl.DataFrame, m: pl.DataFrame, clusters: list[list[int]], call_members: pl.DataFrame
+    c: pl.DataFrame, m: pl.DataFrame, clusters: list[tuple[list[int], int]], call_members: pl.DataFrame
 ) -> list[bool]:
-    """Per cluster: some repeat (a member after the first) issued a call outside every call episode, or none."""
+    """Per piece (its messages and period): some repeat (a member after the first occurrence) issued a call outside
+    every call episode, or none."""
     members = pl.DataFrame(
-        {"cid": [i for i, cl in enumerate(clusters) for _ in cl[1:]], "mrow": [x for cl in clusters for x in cl[1:]]},
+        {
+            "cid": [i for i, (cl, k) in enumerate(clusters) for _ in cl[k:]],
+            "mrow": [x for cl, k in clusters for x in cl[k:]],
+        },
         schema={"cid": pl.Int64, "mrow": pl.Int64},
     )
     members = members.with_columns(m["session_id"].gather(members["mrow"]), m["turn_id"].gather(members["mrow"]))
@@ -524,15 +591,17 @@ def _not_narration(
     return [not narrated_all.get(i, False) for i in range(len(clusters))]
 
 
-def _text_members(m: pl.DataFrame, groups: list[list[int]]) -> pl.DataFrame:
-    """(tid, mrow, first) per message of each text loop, with the message's columns."""
+def _text_members(m: pl.DataFrame, groups: list[list[int]], periods: list[int]) -> pl.DataFrame:
+    """(tid, mrow, lead, first) per message of each text loop, with the message's columns: ``lead`` its first
+    message, ``first`` the messages of its first occurrence (its first block of ``period`` messages)."""
     frame = pl.DataFrame(
         {
             "tid": [g for g, grp in enumerate(groups) for _ in grp],
             "mrow": [x for grp in groups for x in grp],
-            "first": [i == 0 for grp in groups for i in range(len(grp))],
+            "lead": [i == 0 for grp in groups for i in range(len(grp))],
+            "first": [i < k for grp, k in zip(groups, periods) for i in range(len(grp))],
         },
-        schema={"tid": pl.Int64, "mrow": pl.Int64, "first": pl.Boolean},
+        schema={"tid": pl.Int64, "mrow": pl.Int64, "lead": pl.Boolean, "first": pl.Boolean},
     )
     cols = (
         "session_id",
@@ -634,8 +703,8 @@ def _call_findings(
             pl.col("_ti").min().alias("first_turn_index"),
             pl.col("_ti").max().alias("last_turn_index"),
             pl.col("row").alias("_rows"),
-            pl.col("tool").head(5).alias("_tools5"),
-            pl.col("args").head(5).alias("_args5"),
+            pl.col("tool").head(MAX_PERIOD).alias("_tools5"),  # a cycle's label names its block
+            pl.col("args").head(MAX_PERIOD).alias("_args5"),
         )
         .join(kinds, on="fid", maintain_order="left")
         .join(_costs(members), on="fid", how="left", maintain_order="left")
@@ -670,7 +739,7 @@ def _text_findings(
     if not single:
         return _empty_findings()
     head = (
-        members.filter(pl.col("first"))
+        members.filter(pl.col("lead"))
         .sort("tid")
         .with_columns(
             pl.Series("single", single, pl.Boolean),
@@ -683,16 +752,15 @@ def _text_findings(
         pl.col("turn_index").last().alias("last_turn_index"),
         pl.col("est_tokens").filter(~pl.col("first")).sum().alias("_est_rest"),
     )
-    member_turns = members.select("tid", "session_id", "turn_id").unique()
+    member_turns = members.group_by("tid", "session_id", "turn_id").agg(pl.col("first").any().alias("_in_first"))
     issued = (
         member_turns.join(
             c.select("row", "session_id", "turn_id", "seq", "call_id", "tool", "progress"),
             on=["session_id", "turn_id"],
             nulls_equal=True,
         )
-        .join(head.select("tid", pl.col("turn_id").alias("_first_turn")), on="tid")
         .sort(["tid", "row"])
-        .with_columns(pl.col("turn_id").ne_missing(pl.col("_first_turn")).alias("_later"))
+        .with_columns((~pl.col("_in_first")).alias("_later"))
     )
     per_call = issued.group_by("tid", maintain_order=True).agg(
         pl.col("tool").unique(maintain_order=True).alias("tools"),

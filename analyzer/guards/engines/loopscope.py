@@ -36,11 +36,13 @@ from typing import Any
 import orjson
 
 from analyzer.detect.keys import action_json, call_key
-from analyzer.detect.rules import is_mutating
+from analyzer.detect.rules import SIGNAL_FIELDS, is_mutating
 from analyzer.detect.stream.calls import CallDetector, Config, progress_of
 from analyzer.guards.base import HALT, WARN, Call, Guard, Message, Param, SweepSpec, Verdict, tools_text
 
-STREAK, CYCLES, DRIFT = 0, (1, 2, 3, 4), 9  # positions in the detector's pre-result signal tuple
+# positions in the detector's pre-result signal tuple; this guard follows cycles of 2-5 calls (``SweepSpec.cycles``)
+STREAK, DRIFT = SIGNAL_FIELDS.index("streak"), SIGNAL_FIELDS.index("drift_run")
+CYCLES = tuple(SIGNAL_FIELDS.index(f"cycle{k}") for k in range(2, 6))
 LABEL = 80  # characters of a command or path quoted in a reason
 
 
