@@ -77,3 +77,20 @@ def test_a_loop_label_of_kind_waiting_is_refused(tmp_path) -> None:  # type: ign
     bad.write_text('[{"session_id": "s", "label": "loop", "kind": "waiting", "first_seq": 0, "last_seq": 3}]')
     with pytest.raises(UsageError, match="a wait is not a loop"):
         read_labels(bad)
+
+
+def test_one_loop_recorded_twice_is_one_episode_to_find() -> None:
+    """A loop labelled as a streak and again as a failure over the same calls is one loop episode: found once when
+    a stuck finding is on either record, missed once when none is; labels that do not overlap stay two episodes."""
+    twice = [
+        Episode("u", "loop", 3, 8, kind="streak", groups={"format": "x"}),
+        Episode("u", "loop", 4, 9, kind="failure", groups={"format": "x"}),
+    ]
+    s = score([found("u", {9})], twice, by_fields("format", "kind"))
+    assert (s["all"].loops, s["all"].loops_found) == (1, 1)
+    assert (s["format=x"].loops, s["kind=streak"].loops, s["kind=failure"].loops) == (1, 1, 1)
+    s = score([], twice)["all"]
+    assert (s.loops, s.loops_found, len(s.missed)) == (1, 0, 1)
+    chained = twice + [Episode("u", "loop", 9, 12), Episode("u", "loop", 20, 22), Episode("v", "loop", 3, 8)]
+    s = score([found("u", {21})], chained)["all"]
+    assert (s.loops, s.loops_found) == (3, 1)  # 3-12 (three labels linked by overlaps), 20-22, and v's

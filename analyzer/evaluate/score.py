@@ -11,7 +11,9 @@ The definitions (docs/detectors.md, "Measuring findings"):
   (polls of a process that still runs: not a loop);
 - **precision** = stuck findings on a ``loop`` label / stuck findings on a ``loop`` or ``not_loop`` label (a stuck
   finding on no label is listed as unlabelled, not counted; one on ``unsure`` labels only counts nowhere);
-- **recall** = ``loop`` episodes overlapped by a stuck finding / ``loop`` episodes;
+- **recall** = ``loop`` episodes overlapped by a stuck finding / ``loop`` episodes, where ``loop`` labels of one unit
+  that overlap (share a call or the message) are one episode: a person may record one loop twice, as a streak and as
+  a failure (``loop_episodes``), and it is still one loop to find;
 - **healthy-kept** = ``not_loop`` labels with no stuck finding on them / ``not_loop`` labels;
 - ``unsure`` counts nowhere.
 """
@@ -127,6 +129,38 @@ def by_fields(*names: str) -> GroupBy:
     return keys
 
 
+def _meet(a: Episode, b: Episode) -> bool:
+    """Two labels of one unit cover a common call or the same message."""
+    if a.unit != b.unit:
+        return False
+    if None not in (a.first, a.last, b.first, b.last) and a.first <= b.last and b.first <= a.last:  # type: ignore[operator]
+        return True
+    return a.message is not None and a.message == b.message
+
+
+def loop_episodes(labels: Iterable[Episode]) -> list[list[Episode]]:
+    """The ``loop`` labels grouped into loop episodes: labels of one unit that overlap, directly or through another
+    label, are one episode (in the order of their first label)."""
+    groups: list[list[Episode]] = []
+    by_unit: dict[str, list[list[Episode]]] = defaultdict(list)
+    for e in labels:
+        if e.label != LOOP:
+            continue
+        touching = [g for g in by_unit[e.unit] if any(_meet(e, x) for x in g)]
+        if not touching:
+            g = [e]
+            groups.append(g)
+            by_unit[e.unit].append(g)
+            continue
+        keep = touching[0]
+        keep.append(e)
+        for g in touching[1:]:  # e joins episodes that were apart until now
+            keep.extend(g)
+            by_unit[e.unit].remove(g)
+            groups.remove(g)
+    return groups
+
+
 def score(found: Iterable[Found], episodes: Iterable[Episode], group_by: GroupBy | None = None) -> dict[str, Score]:
     """Score the stuck findings among ``found`` against ``episodes``, per group key of ``group_by``."""
     group_by = group_by or by_fields()
@@ -152,17 +186,21 @@ def score(found: Iterable[Found], episodes: Iterable[Episode], group_by: GroupBy
                 s.false.append((f, [e for e in hits if e.label == NOT_LOOP]))
             elif not hits:
                 s.unlabelled.append(f)
+    for group in loop_episodes(eps):
+        hit = any(hits_of.get(id(e)) for e in group)
+        keys = dict.fromkeys(k for e in group for k in group_by(e.groups, e.kind))  # each group once, in order
+        for key in keys:
+            s = out[key]
+            s.loops += 1
+            if hit:
+                s.loops_found += 1
+            else:
+                s.missed.append(group[0])
     for e in eps:
         hit = bool(hits_of.get(id(e)))
         for key in group_by(e.groups, e.kind):
             s = out[key]
-            if e.label == LOOP:
-                s.loops += 1
-                if hit:
-                    s.loops_found += 1
-                else:
-                    s.missed.append(e)
-            elif e.label == NOT_LOOP:
+            if e.label == NOT_LOOP:
                 s.healthy += 1
                 if hit:
                     s.flagged_healthy.append(e)
