@@ -158,7 +158,9 @@ TOOLS: tuple[ToolSemantics, ...] = (
         shell=("command",),
     ),
     ToolSemantics(
-        ("read_file",), _GEMINI + ("openai_messages",), ("absolute_path", "file_path", "path", "offset", "limit")
+        ("read_file",),
+        _GEMINI + ("openai_messages",),
+        ("absolute_path", "file_path", "path", "offset", "limit", "start_line", "end_line"),
     ),
     ToolSemantics(
         ("read_many_files",),
@@ -179,6 +181,23 @@ TOOLS: tuple[ToolSemantics, ...] = (
         ("pattern", "path", "dir_path", "case_sensitive", "respect_git_ignore", "respect_gemini_ignore"),
     ),
     ToolSemantics(("search_file_content",), _GEMINI, ("pattern", "path", "dir_path", "include")),
+    ToolSemantics(
+        ("grep_search",),
+        _GEMINI,
+        (
+            "pattern",
+            "path",
+            "dir_path",
+            "include",
+            "case_sensitive",
+            "fixed_strings",
+            "context",
+            "after",
+            "before",
+            "no_ignore",
+        ),
+        note="the ripgrep search that later versions name `grep_search`",
+    ),
     ToolSemantics(("list_directory",), _GEMINI, ("path", "dir_path", "ignore", "file_filtering_options")),
     ToolSemantics(("web_fetch",), _GEMINI, ("prompt",)),
     ToolSemantics(("google_web_search",), _GEMINI, ("query",)),

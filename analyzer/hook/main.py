@@ -125,6 +125,10 @@ def _warn(text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run one event and always exit 0: on any failure the call is allowed and one line goes to stderr."""
     args = sys.argv[1:] if argv is None else argv
+    if argv is None:  # the hook's own process: a short life with no cycles worth collecting (~3% of its time)
+        import gc
+
+        gc.disable()
     try:
         raw = sys.stdin.buffer.read()
         out = run(args, raw)

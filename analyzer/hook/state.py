@@ -10,7 +10,6 @@ the start of a new session.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import pickle
 import re
@@ -43,6 +42,8 @@ def state_path(session_id: str, agent_id: str | None = None) -> Path:
 def _safe(text: str) -> str:
     s = _SAFE.sub("_", text)
     if len(s) > 80 or s != text:
+        import hashlib  # here only: loading OpenSSL costs every hook process ~3 ms
+
         s = s[:60] + "-" + hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return s
 
@@ -78,10 +79,11 @@ def locked(path: Path) -> Iterator[Box]:
         yield box
         data = pickle.dumps(box.value, protocol=pickle.HIGHEST_PROTOCOL)
         os.lseek(fd, 0, os.SEEK_SET)
-        os.ftruncate(fd, 0)
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
+        if len(raw) > len(data):  # overwritten in place, cut only when shorter (a truncate to 0 costs ~1 ms)
+            os.ftruncate(fd, len(data))
     finally:
         os.close(fd)  # releases the lock
     if fresh and not new_dir:
