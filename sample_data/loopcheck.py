@@ -251,7 +251,9 @@ def check(rec: Recorder, episodes: list[Episode], benign: list[Benign], where: s
         if isinstance(e, Benign):
             result.benign.append({"kind": e.kind, "call_seqs": sorted(seqs), "signals": kinds, "reason": e.reason})
             continue
-        if e.kind not in kinds:
+        # A wait is judged from the repeats of its polls: a streak, window, drift or cycle signal must fire on it.
+        fires = {"streak", "window", "drift", "cycle"} if e.kind == "waiting" else {e.kind}
+        if not fires & set(kinds):
             raise AssertionError(f"{where}: declared {e.kind} episode does not fire (signals: {kinds})")
         if e.kind == "drift":
             ordered = sorted(seqs)
@@ -288,7 +290,7 @@ def describe(
     return {
         "kind": e.kind,
         "tools": tools,
-        "period": e.period or (1 if e.kind == "streak" else None),
+        "period": e.period or (1 if e.kind in ("streak", "waiting") else None),  # a wait: its candidate's block
         "first_seq": calls[0].seq,
         "last_seq": calls[-1].seq,
         "calls": n,

@@ -881,13 +881,14 @@ def claude_samples() -> list[Sample]:
         Sample(
             s,
             claude_path(INFRA, sid),
-            "Polls a CI run 5 times with the identical command; every poll shows new progress.",
+            "Polls a CI run 5 times with the identical command until it finishes; every poll shows new progress.",
             [
                 Episode(
-                    "streak",
+                    "waiting",
                     polls,
                     False,
-                    note="identical call, result changes every time (a poll making progress): not stuck",
+                    note="identical polls of a run still in progress (`*`), up to the one that says it ended (`✓`): "
+                    "waiting, not stuck",
                 )
             ],
         )

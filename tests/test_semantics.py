@@ -355,3 +355,14 @@ def test_running_poll_reads_the_status_a_poll_returns() -> None:
     assert not running_poll("Bash", {"command": "npm test"}, "tests pending")  # not a poll
     assert running_poll("write_stdin", {"session_id": 3, "chars": ""}, "Process running with session ID 3")
     assert not running_poll("write_stdin", {"session_id": 3, "chars": "y\n"}, "Process running with session ID 3")
+
+
+def test_gh_run_views_status_glyph_says_whether_the_run_still_runs() -> None:
+    """`gh run view` prints the run's status as a glyph before branch, workflow and id: `*` in progress, `✓` and
+    `X` over. Without it, a watched release run read as neither and its polls as a plain streak."""
+    from analyzer.detect.semantics import poll_status
+
+    assert poll_status("* main Release · 13877216420\nTriggered via workflow_dispatch about 1 minute ago") == "running"
+    assert poll_status("✓ main Release · 13877216420\nTriggered via workflow_dispatch") == "ended"
+    assert poll_status("X main CI · 42\nJOBS\nX test in 2m") == "ended"
+    assert poll_status("* a bullet point in some text") is None

@@ -616,6 +616,9 @@ _RUNNING_WORDS = re.compile(
     r"ready)|Refreshing run status)\b",
     re.I,
 )
+# `gh run view`'s first line: the run's status glyph, then branch, workflow, "·" and the run id ("* main Release ·
+# 13877216420"): `*` in progress, `✓` succeeded, `X` failed (the glyphs of gh's run views).
+_GH_RUN_LINE = re.compile(r"\A\s*([*✓X])\s+\S.*·\s*\d+", re.M)
 # Without a structured status, the words of a status view that say the run is over.
 _ENDED_WORDS = re.compile(
     r"\b(?:completed|succeeded|success|failed|failure|cancelled|canceled|finished|exited)\b", re.I
@@ -699,6 +702,9 @@ def poll_status(result: str | None) -> str | None:
             values.append("running" if v in RUNNING_VALUES else "ended")
     if values:
         return "running" if "running" in values else "ended"
+    gh = _GH_RUN_LINE.match(head)
+    if gh:
+        return "running" if gh.group(1) == "*" else "ended"
     if _RUNNING_WORDS.search(head):
         return "running"
     return "ended" if _ENDED_WORDS.search(head) else None
