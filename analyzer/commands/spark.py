@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -21,7 +20,13 @@ app = typer.Typer(
 @app.command("run")
 @handle_errors
 def run(
-    paths: Annotated[list[Path], typer.Argument(help="Transcript files or folders (every executor must see them).")],
+    paths: Annotated[
+        list[str],
+        typer.Argument(
+            help="Transcript files or folders: local paths or any URI Spark reads (file://, hdfs://, s3a://, gs://, "
+            "abfss://); listed on the driver, read by the executors."
+        ),
+    ],
     out_dir: Annotated[
         str,
         typer.Option(
@@ -60,7 +65,8 @@ def run(
     out.print(
         f"{s.files:,} files ({mb:,.1f} MB) on {s.master} ({s.cores} cores): {r.get('sessions', 0):,} sessions, "
         f"{r.get('calls', 0):,} calls, {r.get('findings', 0):,} findings, {r.get('ingest_errors', 0):,} ingest "
-        f"errors\ningest {s.ingest_seconds:.1f} s ({mb / max(s.ingest_seconds, 1e-9):,.1f} MB/s), scan "
+        f"errors\n{s.files_parsed_in_tasks:,} files parsed, {s.files_reused:,} unchanged since the last run\n"
+        f"ingest {s.ingest_seconds:.1f} s ({mb / max(s.ingest_seconds, 1e-9):,.1f} MB/s), scan "
         f"{s.scan_seconds:.1f} s ({r.get('calls', 0) / max(s.scan_seconds, 1e-9):,.0f} calls/s); "
         f"wrote {out_dir}",
         soft_wrap=True,

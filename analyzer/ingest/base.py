@@ -10,14 +10,93 @@ on disk: docs/formats.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import io
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, BinaryIO, Protocol, runtime_checkable
 
 import orjson
 
 from analyzer.ingest.rows import RowSink, SessionBuilder, display_path, excerpt
+
+
+class Files(Protocol):
+    """Where a file and the files beside it are read from: the local disk (``LOCAL``), or bytes already in memory
+    (``MemoryFiles``: what a Spark task is handed). Parsers and sniffers read through it, never ``open`` a path
+    themselves, so one adapter reads a local folder and a bucket's bytes alike. Paths are strings as listed."""
+
+    def open(self, path: str, /) -> BinaryIO:
+        """The file's bytes (``OSError`` when it cannot be read)."""
+        ...
+
+    def stat(self, path: str, /) -> tuple[int, int] | None:
+        """(size, mtime in ns) of the file, or None when there is none."""
+        ...
+
+    def names(self, folder: str, /) -> list[str]:
+        """The names of the regular files in ``folder``, sorted (empty when it holds none or does not exist)."""
+        ...
+
+    def local(self, path: str, /) -> str | None:
+        """A local path to the file when it has one (sqlite opens it in place), else None."""
+        ...
+
+
+class LocalFiles:
+    """The local disk: what ``loopscope ingest`` reads."""
+
+    def open(self, path: str) -> BinaryIO:
+        return open(path, "rb")
+
+    def stat(self, path: str) -> tuple[int, int] | None:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns
+
+    def names(self, folder: str) -> list[str]:
+        try:
+            with os.scandir(folder) as it:
+                return sorted(e.name for e in it if e.is_file())
+        except OSError:
+            return []
+
+    def local(self, path: str) -> str | None:
+        return path
+
+
+LOCAL = LocalFiles()
+
+
+class MemoryFiles:
+    """Files held in memory: ``data`` path -> bytes, for the files a parser may read; ``listing`` path -> (size,
+    mtime_ns) for every file it may ask about (a superset of ``data``'s: a listing without the bytes)."""
+
+    def __init__(self, data: Mapping[str, bytes], listing: Mapping[str, tuple[int, int]] | None = None) -> None:
+        self.data = data
+        self.listing = dict(listing) if listing is not None else {p: (len(b), 0) for p, b in data.items()}
+        self._folders: dict[str, list[str]] = {}
+        for p in sorted(self.listing):
+            folder, _, name = p.rpartition("/")
+            self._folders.setdefault(folder, []).append(name)
+
+    def open(self, path: str) -> BinaryIO:
+        try:
+            return io.BytesIO(self.data[path])
+        except KeyError:
+            raise FileNotFoundError(2, "not among the files handed to this task", path) from None
+
+    def stat(self, path: str) -> tuple[int, int] | None:
+        return self.listing.get(path)
+
+    def names(self, folder: str) -> list[str]:
+        return self._folders.get(str(folder).rstrip("/"), [])
+
+    def local(self, path: str) -> str | None:
+        return None
 
 
 @dataclass
@@ -26,6 +105,7 @@ class FileContext:
     file_id: int
     sink: RowSink
     on_error: Callable[[int | None, str, str | bytes], None]
+    files: Files = field(default=LOCAL)  # where the file and its companions are read from
 
     def builder(self, format: str, session_id: str, **kw: Any) -> SessionBuilder:
         kw.setdefault("on_error", self.error)
@@ -71,7 +151,8 @@ class FileParser(RecordParser, Protocol):
     """The parser of a format that reads its files itself (``SniffsFiles``): a zip, a database, a folder of events."""
 
     def read(self, path: Path, /) -> None:
-        """Read the whole file (and the companion files it stands for), then ``close`` is called."""
+        """Read the whole file (and the companion files it stands for) through ``ctx.files``, then ``close`` is
+        called."""
         ...
 
 
@@ -107,9 +188,10 @@ class SniffsDocuments(Protocol):
 
 @runtime_checkable
 class SniffsFiles(Protocol):
-    """A format whose parser reads the file itself (``FileParser.read``), recognised by its path and first bytes."""
+    """A format whose parser reads the file itself (``FileParser.read``), recognised by its path and first bytes (and,
+    when those are not enough, the file itself read through ``files``)."""
 
-    def sniff_file(self, path: Path, head: bytes, /) -> bool: ...
+    def sniff_file(self, path: Path, head: bytes, files: Files, /) -> bool: ...
 
 
 RECOGNISERS: tuple[type, ...] = (SniffsRecords, SniffsDocuments, SniffsFiles)
@@ -132,9 +214,10 @@ class ReadsNamedFiles(Protocol):
 @runtime_checkable
 class HasCompanions(Protocol):
     """Files whose content lives partly in other files: the (size, mtime) that stand for the file and its companions,
-    so re-ingest notices when a companion changes; None for a file that has none."""
+    so re-ingest notices when a companion changes; None for a file that has none. The companions are looked up in
+    ``files`` (a listing: nothing is opened)."""
 
-    def companion_state(self, path: str, size: int, mtime_ns: int, /) -> tuple[int, int] | None: ...
+    def companion_state(self, path: str, size: int, mtime_ns: int, files: Files, /) -> tuple[int, int] | None: ...
 
 
 @runtime_checkable
@@ -144,6 +227,17 @@ class HasCompanionFiles(Protocol):
     with it (``files.status`` ``companion``) and never parses them alone. From the paths alone: no file is opened."""
 
     def companions_among(self, paths: Sequence[str], /) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class GroupsFiles(Protocol):
+    """Files whose parser reads other files beside them (a folder of event files, a legacy chat and the ``.jsonl``
+    it was migrated to, a database and its ``-wal``): the key such files share, or None for a file read alone. Where
+    files are read from bytes handed over (a Spark task), the files of one key are handed over together. From the
+    path alone. (opencode's storage tree is grouped by ``HasCompanionFiles`` instead: its parts are never parsed
+    alone.)"""
+
+    def file_group(self, path: str, /) -> str | None: ...
 
 
 @runtime_checkable

@@ -16,7 +16,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from analyzer.ingest import formats
-from analyzer.ingest.base import FileContext, SniffsDocuments, SniffsFiles, SniffsRecords
+from analyzer.ingest.base import LOCAL, FileContext, Files, SniffsDocuments, SniffsFiles, SniffsRecords
 from analyzer.ingest.reader import BOM, ReadStats, iter_records
 from analyzer.ingest.rows import MAX_ERRORS_PER_FILE, RowSink, display_path, excerpt
 
@@ -106,24 +106,28 @@ def describe_document(doc: Any) -> str:
     return "JSON of no known transcript format"
 
 
-def _load_document(path: str, size: int) -> tuple[bool, Any]:
+def _load_document(path: str, size: int, files: Files = LOCAL) -> tuple[bool, Any]:
     """(True, value) when the whole file is one JSON value that fits the document limit."""
     if size > WHOLE_DOC_LIMIT:
         return False, None
     try:
-        with open(path, "rb") as f:
+        with files.open(path) as f:
             data = f.read()
         return True, orjson.loads(data[len(BOM) :] if data.startswith(BOM) else data)
     except (OSError, orjson.JSONDecodeError):
         return False, None
 
 
-def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | None = None) -> FileOutcome:
+def parse_file(
+    task: FileTask, sink: RowSink, progress: Callable[[int], None] | None = None, files: Files = LOCAL
+) -> FileOutcome:
+    """One file (read through ``files``: the local disk, or the bytes a Spark task was handed) -> its rows in
+    ``sink`` and its outcome."""
     out = FileOutcome(task.file_id, display_path(task.path), task.size, task.mtime_ns)
     path = Path(task.path)
     stats = ReadStats()
     try:
-        f = open(path, "rb")
+        f = open(path, "rb") if files is LOCAL else files.open(task.path)
     except OSError as exc:
         out.status, out.reason = "skipped", f"cannot open: {exc.strerror or exc}"
         return out
@@ -140,9 +144,9 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
         early_errors: list[tuple[int | None, str, str | bytes]] = []
         parser = None
         ctx: FileContext | None = None
-        file_mod = _first(FILE_ORDER, "sniff_file", path, head)
+        file_mod = _first(FILE_ORDER, "sniff_file", path, head, files)
         if file_mod is not None:
-            return _run_whole(out, file_mod, path, task, sink, f, stats, progress, lambda p: p.read(path))
+            return _run_whole(out, file_mod, path, task, sink, f, stats, progress, lambda p: p.read(path), files)
         if b"\x00" in head:
             out.status, out.reason = (
                 "skipped",
@@ -155,13 +159,13 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
             return out
         if head.lstrip()[:1] in (b"{", b"["):
             ok, doc = (
-                _load_document(task.path, task.size)
+                _load_document(task.path, task.size, files)
                 if DOCUMENT_ORDER and _single_value(head, more, f)
                 else (False, None)
             )
             doc_mod = detect_document(doc) if ok else None
             if doc_mod is not None:
-                return _run_whole(out, doc_mod, path, task, sink, f, stats, progress, lambda p: p.feed(doc, 1))
+                return _run_whole(out, doc_mod, path, task, sink, f, stats, progress, lambda p: p.feed(doc, 1), files)
             if ok and _read_with_another_file(doc):
                 out.status, out.reason = "skipped", describe_document(doc)
                 return out
@@ -189,7 +193,7 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                     and first in (b"{", b"[")
                     and (early_errors or (buffered and not isinstance(buffered[0][1], dict)))
                 ):
-                    ok, doc = _load_document(task.path, task.size)
+                    ok, doc = _load_document(task.path, task.size, files)
                     reason = describe_document(doc) if ok else None
                 if reason is None:
                     if buffered and isinstance(buffered[0][1], dict):
@@ -203,7 +207,7 @@ def parse_file(task: FileTask, sink: RowSink, progress: Callable[[int], None] | 
                 _drain_hash(f, stats, progress)
                 return out
             out.format = mod.FORMAT
-            ctx = FileContext(path, task.file_id, sink, on_error)
+            ctx = FileContext(path, task.file_id, sink, on_error, files)
             parser = mod.Parser(ctx)
             calls_before = sink.counts["calls"]
             for line, reason, text in early_errors:
@@ -302,10 +306,11 @@ def _run_whole(
     stats: ReadStats,
     progress: Callable[[int], None] | None,
     run: Callable[[Any], None],
+    files: Files = LOCAL,
 ) -> FileOutcome:
     """Run a document or file adapter over the whole file, then hash the bytes for change detection."""
     out.format = mod.FORMAT
-    ctx = FileContext(path, task.file_id, sink, out.add_error)
+    ctx = FileContext(path, task.file_id, sink, out.add_error, files)
     calls_before = sink.counts["calls"]
     parser = None
     try:

@@ -17,6 +17,7 @@ import duckdb
 
 from analyzer.errors import NothingToIngestError, UsageError
 from analyzer.ingest import formats, land
+from analyzer.ingest.base import LOCAL, Files
 from analyzer.ingest.reader import ReadStats
 from analyzer.ingest.rows import display_path
 from analyzer.ingest.worker import init_worker, parse_chunk
@@ -109,11 +110,7 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
 
     def add(path: str, st: os.stat_result, ignored: str | None = None) -> None:
         if own is None or not (path == own or path == own + ".wal" or path.startswith(own + ".spool-")):
-            if ignored is not None:
-                found[path] = Found(path, st.st_size, st.st_mtime_ns, ignored=ignored)
-                return
-            comp = formats.companion_state(path, st.st_size, st.st_mtime_ns)
-            found[path] = Found(path, st.st_size, st.st_mtime_ns) if comp is None else Found(path, *comp, True)
+            found[path] = found_file(path, st.st_size, st.st_mtime_ns, ignored)
 
     def walk(folder: str) -> None:
         try:
@@ -128,15 +125,8 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
                     if not e.is_symlink():
                         walk(e.path)
                 elif e.is_file():
-                    ext = os.path.splitext(e.name)[1].lower()
-                    ignored = None
-                    if ext in NOT_TRANSCRIPTS and not formats.reads_named(e.name):
-                        ignored = (
-                            f"not read: a {ext} file is documentation, code or media, not a transcript "
-                            f"(name it on the command line to read it anyway)"
-                        )
                     path = os.path.realpath(e.path) if e.is_symlink() else e.path
-                    add(path, e.stat(), ignored)
+                    add(path, e.stat(), not_read(e.name))
             except OSError:
                 continue
 
@@ -155,6 +145,37 @@ def discover(paths: Iterable[Path], exclude: Path | None = None) -> list[Found]:
             walk(str(root.resolve()))
         else:
             raise UsageError(f"{display_path(str(root))} is {_kind(st.st_mode)}, not a transcript file or folder")
+    return link_companions(found)
+
+
+def walked(name: str, is_dir: bool) -> bool:
+    """Whether a folder walk enters this entry: not hidden, but for the agents' own homes (``.claude``, ...)."""
+    return not name.startswith(".") or (is_dir and name in formats.agent_home_dirs())
+
+
+def not_read(name: str) -> str | None:
+    """Why a file met in a walked folder is not read at all (its suffix: ``NOT_TRANSCRIPTS``), or None."""
+    ext = os.path.splitext(name)[1].lower()
+    if ext in NOT_TRANSCRIPTS and not formats.reads_named(name):
+        return (
+            f"not read: a {ext} file is documentation, code or media, not a transcript "
+            f"(name it on the command line to read it anyway)"
+        )
+    return None
+
+
+def found_file(path: str, size: int, mtime_ns: int, ignored: str | None = None, files: Files | None = None) -> Found:
+    """A listed file as discovery records it: ignored, or standing for itself and its companions (looked up in
+    ``files``, the local disk by default: ``formats.companion_state``)."""
+    if ignored is not None:
+        return Found(path, size, mtime_ns, ignored=ignored)
+    comp = formats.companion_state(path, size, mtime_ns, files or LOCAL)
+    return Found(path, size, mtime_ns) if comp is None else Found(path, *comp, True)
+
+
+def link_companions(found: dict[str, Found]) -> list[Found]:
+    """Every listed file in path order (the order file ids follow), a file read as part of another one
+    (``formats.companions_among``) marked as read with it."""
     for p, (fmt, reader) in formats.companions_among(list(found)).items():
         c = found[p]
         if c.ignored is None and not c.composite and p != reader:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.ingest import formats
+from analyzer.ingest.base import LOCAL, Files
 
 if TYPE_CHECKING:
     from analyzer.ingest.parse import FileOutcome, FileTask
@@ -90,16 +91,18 @@ def parse_chunk(
     tag: str,
     bump: Callable[[int], None] | None = None,
     full_results: bool = False,
+    files: Files = LOCAL,
 ) -> tuple[list[FileOutcome], dict[str, list[str]]]:
-    """Worker entry point: parse a chunk of files into one Parquet spool per table."""
+    """Worker entry point: parse a chunk of files (read through ``files``: the disk, or a Spark task's bytes) into
+    one Parquet spool per table."""
     from analyzer.ingest.parse import parse_file
     from analyzer.ingest.rows import RowSink
 
     sink = RowSink(Path(spool_dir), tag, full_results=full_results)
-    outcomes = [parse_file(t, sink, bump or _bump) for t in chunk]
+    outcomes = [parse_file(t, sink, bump or _bump, files) for t in chunk]
     for t, o in zip(chunk, outcomes):
         o.full_results = full_results
-        if formats.has_companions(t.path):
+        if formats.has_companions(t.path, files):
             o.size = t.size  # the composite size discover() gave, so an unchanged session stays unchanged
     paths = {k: [v] for k, v in sink.close().items()}
     _give_back_memory()

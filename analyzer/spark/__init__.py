@@ -5,7 +5,10 @@ only the set work that needs the whole corpus (duplicate sessions, usage dedupli
 is Spark's own, as shuffles over the parsed rows. One module per stage:
 
 - ``session``: the SparkSession (local mode or ``--master``), the Java check, and the Spark schemas of the tables;
-- ``ingest``: files -> rows, one file per task call (``mapInArrow``), then the cross-file set work;
+- ``listing``: the input's files, listed through Hadoop's filesystem layer (any URI Spark reads), classified as
+  ``loopscope ingest`` classifies them and grouped by the files one parser reads together;
+- ``ingest``: files' bytes -> rows, whole groups per task (``mapInArrow``), then the cross-file set work;
+- ``errors``: pyspark's and the JVM's errors as one line saying what to fix;
 - ``scan``: sessions -> signals and findings, whole sessions per group (``groupBy(...).applyInArrow``);
 - ``run``: the job end to end, writing every table as Parquet in the layout of ``analyzer.store.parquet``.
 """

@@ -1,9 +1,12 @@
 """Ingest on Spark: every file through the single-machine parser and landing SQL in a task, then the set work that
 needs every file (duplicate sessions, usage deduplication, session totals) as Spark shuffles.
 
-Files are the unit: a task parses whole files (``parse_file``, the store's own function, with the format registry's
-adapters), lands their spool with the store's SQL (``land.landed_sql``: timestamps parsed) in a
-throwaway in-memory DuckDB, and emits the rows. A session never splits across tasks.
+Files are the unit: a task is handed whole files as bytes (Spark's ``binaryFile`` source: any Hadoop filesystem), the
+files one parser reads together in one task (``listing``: an opencode session with its message and part files, an
+OpenHands ``events/`` folder, a Gemini legacy chat with its migrated ``.jsonl``, an ``opencode.db`` with its
+``-wal``); it parses them with the store's own ``parse_file`` and adapters reading those bytes (``MemoryFiles``), lands
+their spool with the store's SQL (``land.landed_sql``: timestamps parsed) in a throwaway in-memory DuckDB, and emits
+the rows. A session never splits across tasks.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from analyzer.ingest.land import CALL_TOTALS_SQL, TURN_TOTALS_SQL, USAGE_ORDER, landed_sql, outcome_rows, spool_source
+from analyzer.spark.listing import is_uri, shown
 from analyzer.spark.session import TaskLog, table_cols, tagged_batch
 from analyzer.store.schema import CALLS, FILES, INGEST_ERRORS, SESSIONS, TURNS
 
@@ -25,9 +29,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 PARSED = {t.name: table_cols(t) for t in (FILES, INGEST_ERRORS, SESSIONS, TURNS, CALLS)}
-# ``ignored``: why discovery will not read the file (its suffix), as the store records it; ``read_with`` and
-# ``read_format``: the file that reads this one as its part, and its format (``pipeline.Found``); all null for a file
-# to parse.
+# A file handed to a task (``listing.Listed``): ``ignored``: why discovery will not read it (its suffix), as the store
+# records it; ``read_with`` and ``read_format``: the file that reads this one as its part, and its format
+# (``pipeline.Found``); ``grp``: the key of the files read together (one task gets all of them); the bytes come in a
+# ``content`` column beside these (null for an ignored file, which is never read).
 TASK_COLS = [
     ("file_id", "INTEGER"),
     ("path", "VARCHAR"),
@@ -36,55 +41,97 @@ TASK_COLS = [
     ("ignored", "VARCHAR"),
     ("read_with", "VARCHAR"),
     ("read_format", "VARCHAR"),
+    ("grp", "VARCHAR"),
+    ("uri", "VARCHAR"),
 ]
-Task = tuple[int, str, int, int, "str | None", "str | None", "str | None"]
-
 
 CHUNK_FILES = 64  # files landed together in a task: one DuckDB pass per chunk, not per file
 CHUNK_BYTES = 32 << 20
+NOT_HANDED = "cannot open: Spark's file source did not return it (a name starting with _ or . is hidden to it)"
 
 
-def parse_chunk(tasks: list[Task], con: duckdb.DuckDBPyConnection) -> dict[str, pa.Table]:
-    """Whole files -> the store's rows of them (sessions without totals, turns before usage dedup, calls, their
-    ``files`` rows and ingest errors), exactly as ``load_chunk`` would land them: the store's ``parse_chunk`` writes
-    the spool, the store's ``landed_sql`` turns it into rows."""
+def parse_chunk(rows: list[dict[str, Any]], con: duckdb.DuckDBPyConnection) -> dict[str, pa.Table]:
+    """Whole groups of files, with their bytes -> the store's rows of them (sessions without totals, turns before
+    usage dedup, calls, their ``files`` rows and ingest errors), exactly as ``load_chunk`` would land them: the
+    store's ``parse_chunk`` parses the bytes (``MemoryFiles``) into the spool, the store's ``landed_sql`` turns it
+    into rows."""
+    from analyzer.ingest.base import MemoryFiles
     from analyzer.ingest.parse import FileOutcome, FileTask
     from analyzer.ingest.pipeline import Found, companion_outcome
-    from analyzer.ingest.pipeline import parse_chunk as parse_to_spool
+    from analyzer.ingest.worker import parse_chunk as parse_to_spool
 
     tmp = tempfile.mkdtemp(prefix="loopscope-spark-")
     try:
-        to_parse = [FileTask(*t[:4]) for t in tasks if t[4] is None and t[5] is None]
-        outcomes, spool = parse_to_spool(to_parse, tmp, "spark")
-        outcomes += [FileOutcome(*t[:4], status="skipped", reason=t[4]) for t in tasks if t[4] is not None]
-        outcomes += [
-            companion_outcome(t[0], Found(*t[1:4], read_with=t[5], read_format=t[6]))
-            for t in tasks
-            if t[4] is None and t[5] is not None
+        data = {r["path"]: r["content"] for r in rows if r["content"] is not None}
+        files = MemoryFiles(data, {r["path"]: (r["size"], r["mtime_ns"]) for r in rows if r["path"] in data})
+        to_parse = [
+            FileTask(r["file_id"], r["path"], r["size"], r["mtime_ns"])
+            for r in rows
+            if r["ignored"] is None and r["read_with"] is None and r["path"] in data
         ]
+        outcomes, spool = parse_to_spool(to_parse, tmp, "spark", files=files)
+        for r in rows:
+            head = (r["file_id"], shown(r["path"]), r["size"], r["mtime_ns"])
+            if r["ignored"] is not None:
+                outcomes.append(FileOutcome(*head, status="skipped", reason=r["ignored"]))
+            elif r["read_with"] is not None:
+                f = Found(r["path"], r["size"], r["mtime_ns"], read_with=r["read_with"], read_format=r["read_format"])
+                o = companion_outcome(r["file_id"], f)
+                o.path, o.reason = shown(o.path), f"read with {shown(r['read_with'])}"
+                outcomes.append(o)
+            elif r["path"] not in data:
+                outcomes.append(FileOutcome(*head, status="skipped", reason=NOT_HANDED))
+        for o in outcomes:
+            o.path = shown(o.path)
         out = outcome_rows(outcomes)
         for table in ("sessions", "turns", "calls"):
             out[table] = con.sql(landed_sql(table, spool_source(spool, table))).to_arrow_table()
+        if any(is_uri(p) for p in data):  # a non-local file: its URI, not the path the parsers saw
+            import pyarrow.compute as pc
+
+            col = out["sessions"].column("source_path")
+            fixed = pc.replace_substring_regex(col, r"^([A-Za-z][A-Za-z0-9+.-]+):/([^/])", r"\1://\2")
+            out["sessions"] = out["sessions"].set_column(
+                out["sessions"].schema.get_field_index("source_path"), "source_path", fixed
+            )
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _chunks(rows: list[dict]) -> Iterator[list[Task]]:
-    cur: list[Task] = []
+def _groups(batches: Iterator[pa.RecordBatch]) -> Iterator[list[dict[str, Any]]]:
+    """The rows of a partition sorted by group, a whole group at a time."""
+    cur: list[dict[str, Any]] = []
+    for batch in batches:
+        for r in batch.to_pylist():
+            if cur and r["grp"] != cur[0]["grp"]:
+                yield cur
+                cur = []
+            if cur and r["file_id"] == cur[-1]["file_id"]:
+                continue  # a file the source returned twice: read once
+            cur.append(r)
+    if cur:
+        yield cur
+
+
+def _chunks(batches: Iterator[pa.RecordBatch]) -> Iterator[list[dict[str, Any]]]:
+    """Whole groups, gathered up to ``CHUNK_FILES`` files or ``CHUNK_BYTES`` bytes (a group is never split)."""
+    cur: list[dict[str, Any]] = []
     size = 0
-    for r in rows:
-        if cur and (len(cur) >= CHUNK_FILES or size + r["size"] > CHUNK_BYTES):
+    for group in _groups(batches):
+        n = sum(len(r["content"] or b"") for r in group)
+        if cur and (len(cur) + len(group) > CHUNK_FILES or size + n > CHUNK_BYTES):
             yield cur
             cur, size = [], 0
-        cur.append((r["file_id"], r["path"], r["size"], r["mtime_ns"], r["ignored"], r["read_with"], r["read_format"]))
-        size += r["size"]
+        cur.extend(group)
+        size += n
     if cur:
         yield cur
 
 
 def parse_task(log: TaskLog):  # noqa: ANN201 - a mapInArrow function
-    """The ``mapInArrow`` function: file tasks in, tagged rows of every table out (``session.tagged_schema``)."""
+    """The ``mapInArrow`` function: files with their bytes in (``TASK_COLS`` and ``content``, sorted by group),
+    tagged rows of every table out (``session.tagged_schema``)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import duckdb
@@ -94,17 +141,17 @@ def parse_task(log: TaskLog):  # noqa: ANN201 - a mapInArrow function
         try:
             con.execute("SET TimeZone = 'UTC'")  # as the store: transcript timestamps without a zone are UTC
             con.execute("SET threads = 1")  # Spark runs one task per core
-            for batch in batches:
-                for chunk in _chunks(batch.to_pylist()):
-                    t0 = time.perf_counter()
-                    tables = parse_chunk(chunk, con)
-                    log.parse_seconds.add(time.perf_counter() - t0)
-                    log.files.add(len(chunk))
-                    log.bytes.add(sum(v or 0 for v in tables["files"].column("size").to_pylist()))
-                    log.pids.add(frozenset([pid]))
-                    for name, rows in tables.items():
-                        if rows.num_rows:
-                            yield tagged_batch(PARSED, name, rows)
+            for chunk in _chunks(batches):
+                t0 = time.perf_counter()
+                tables = parse_chunk(chunk, con)
+                log.parse_seconds.add(time.perf_counter() - t0)
+                log.files.add(len(chunk))
+                log.bytes.add(sum(len(r["content"] or b"") for r in chunk))
+                log.calls.add(tables["calls"].num_rows)
+                log.pids.add(frozenset([pid]))
+                for name, rows in tables.items():
+                    if rows.num_rows:
+                        yield tagged_batch(PARSED, name, rows)
         finally:
             con.close()
 

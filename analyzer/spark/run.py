@@ -1,9 +1,11 @@
 """``loopscope spark run``: ingest and scan on Spark, every table written as Parquet under ``out/<table>/`` in the
 layout of ``analyzer.store.parquet`` (what ``loopscope report --from`` reads).
 
-The driver lists the files (the same walk as ``loopscope ingest``, so file ids and skips agree) and plans; rows never
-pass through it: tasks parse and scan, Spark shuffles and writes. Two staging folders under ``out/_stage`` hold the
-tasks' tagged output so each adapter and detector runs exactly once per file and session.
+The driver lists the files through Hadoop's filesystem layer (``listing``: classified as ``loopscope ingest`` does, so
+file ids and skips agree) and plans; it opens no transcript, and rows never pass through it: the bytes reach the
+tasks through Spark's ``binaryFile`` source, tasks parse and scan, Spark shuffles and writes. What each run parsed is
+kept under ``out/_ingest`` (the next run over the same ``out`` parses only new and changed files); a staging folder
+under ``out/_stage`` holds the scan's tagged output so each detector runs exactly once per session.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from analyzer.errors import NothingToIngestError, UsageError
+from analyzer.errors import LoopscopeError, NothingToIngestError, UsageError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from analyzer.detect.stream.calls import Config
+    from analyzer.spark.listing import Listed
+    from analyzer.spark.session import TaskLog
 
 
 COUNTED = (
@@ -36,7 +41,9 @@ class SparkSummary:
     files: int = 0
     bytes: int = 0
     rows: dict[str, int] = field(default_factory=dict)
-    files_parsed_in_tasks: int = 0
+    files_parsed_in_tasks: int = 0  # files read this run (new or changed, and the files read with them)
+    files_reused: int = 0  # unchanged since a previous run over the same --out: their parsed rows kept
+    calls_parsed_in_tasks: int = 0
     bytes_parsed_in_tasks: int = 0
     sessions_scanned_in_tasks: int = 0
     task_parse_seconds: float = 0.0  # summed over tasks: the per-file work itself, without Spark's job overheads
@@ -50,7 +57,7 @@ class SparkSummary:
 
 
 def run(
-    paths: Sequence[Path],
+    paths: Sequence[str | Path],
     out: str | Path,
     master: str | None = None,
     config: Config | None = None,
@@ -64,42 +71,50 @@ def run(
 
     if spark is None and (why := missing()):
         raise UsageError(why)
+    try:
+        return _run(paths, out, master, config, spark, keep_stage)
+    except LoopscopeError:
+        raise
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] not in ("py4j", "pyspark"):
+            raise
+        from analyzer.spark.errors import spark_error
+
+        raise spark_error(exc, str(out)) from None
+
+
+def _run(
+    paths: Sequence[str | Path],
+    out: str | Path,
+    master: str | None,
+    config: Config | None,
+    spark: SparkSession | None,
+    keep_stage: bool,
+) -> SparkSummary:
     from pyspark.sql import functions as F
 
     from analyzer.detect.stream.calls import Config
-    from analyzer.ingest.pipeline import discover
     from analyzer.scan.run import detector_text
     from analyzer.spark import ingest, scan
-    from analyzer.spark.session import TaskLog, spark_schema, spark_session, tagged_schema
+    from analyzer.spark.listing import list_files
+    from analyzer.spark.session import TaskLog, spark_session, tagged_schema
 
     t0 = time.perf_counter()
     config = config or Config()
     spark = spark or spark_session(master)
     sc = spark.sparkContext
     summary = SparkSummary(master=sc.master, cores=sc.defaultParallelism)
-    found = discover(paths)
-    if not found:
+    listed = list_files(spark, [str(p) for p in paths])
+    if not listed:
         raise NothingToIngestError(f"no files found under {', '.join(map(str, paths))}")
-    summary.files, summary.bytes = len(found), sum(f.size for f in found)
+    summary.files = len(listed)
+    summary.bytes = sum(x.bytes for x in listed if x.found.ignored is None)
     out = str(out).rstrip("/")
     stage = f"{out}/_stage"
     log = TaskLog(spark)
 
-    # -- ingest: one task call per file, biggest files first, spread round-robin over the slices
-    tasks = [
-        (i, f.path, f.size, f.mtime_ns, f.ignored, f.read_with, f.read_format) for i, f in enumerate(found, start=1)
-    ]
-    slices = max(1, min(len(tasks), sc.defaultParallelism * 2))
-    order = sorted(tasks, key=lambda t: -t[2])
-    rdd = sc.parallelize([order[i::slices] for i in range(slices)], slices).flatMap(lambda x: x)
-    files_df = spark.createDataFrame(rdd, spark_schema(ingest.TASK_COLS))
-    (
-        files_df.mapInArrow(ingest.parse_task(log), tagged_schema(ingest.PARSED))
-        .write.mode("overwrite")
-        .partitionBy("_t")
-        .parquet(f"{stage}/parsed")
-    )
-    parsed = {name: _tagged(spark, f"{stage}/parsed", ingest.PARSED, name) for name in ingest.PARSED}
+    # -- ingest: the new and changed groups of files, their bytes handed to tasks a group at a time
+    parsed = _parse(spark, listed, out, log, summary)
     tables = ingest.settle(spark, parsed)
     _write(tables["sessions"], tables["sessions"], out, "sessions", summary)
     sessions = _read(spark, out, "sessions", tables["sessions"])
@@ -107,6 +122,7 @@ def run(
         _write(tables[name], sessions, out, name, summary, files=tables["files"])
     summary.ingest_seconds = time.perf_counter() - t0
     summary.files_parsed_in_tasks, summary.bytes_parsed_in_tasks = log.files.value, log.bytes.value
+    summary.calls_parsed_in_tasks = log.calls.value
 
     # -- scan: whole sessions per group, a group per ~CALLS_PER_GROUP calls
     t1 = time.perf_counter()
@@ -154,6 +170,136 @@ def run(
         _delete(spark, stage)
     summary.seconds = time.perf_counter() - t0
     return summary
+
+
+INGEST = "_ingest"  # under --out: what each run parsed, kept so the next run parses only what changed
+
+
+def _parse(
+    spark: SparkSession, listed: list[Listed], out: str, log: TaskLog, summary: SparkSummary
+) -> dict[str, DataFrame]:
+    """The parsed rows of every listed file (``ingest.PARSED`` tables, file ids of this listing). A file whose path,
+    size and mtime match what a previous run over ``out`` parsed keeps that run's rows (its file id renumbered);
+    the groups with a new, changed or removed file are parsed in tasks, from their bytes (``binaryFile``), and
+    their rows kept under ``out/_ingest/`` for the next run."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+    from analyzer.spark import ingest
+    from analyzer.spark.session import spark_schema, tagged_schema
+
+    sc = spark.sparkContext
+    runs, parsed_dir = f"{out}/{INGEST}/runs", f"{out}/{INGEST}/parsed"
+    run_id = str(time.time_ns() // 1000)
+    rows = [
+        (
+            i,
+            x.found.path,
+            x.found.size,
+            x.found.mtime_ns,
+            x.found.ignored,
+            x.found.read_with,
+            x.found.read_format,
+            x.group,
+            x.uri,
+        )
+        for i, x in enumerate(listed, start=1)
+    ]
+    # What earlier runs parsed, latest first: path -> (run, file id, size, mtime, group, read_with). Listing-sized
+    # metadata, never a transcript's rows.
+    before: dict[str, tuple] = {}
+    earlier: set[str] = set()
+    if _exists(spark, runs):
+        for r in (
+            spark.read.parquet(runs).select("run", "file_id", "path", "size", "mtime_ns", "grp", "read_with").collect()
+        ):
+            rec = (str(r["run"]), r["file_id"], r["size"], r["mtime_ns"], r["grp"], r["read_with"])
+            earlier.add(rec[0])
+            if r["path"] not in before or before[r["path"]][0] < rec[0]:
+                before[r["path"]] = rec
+    changed = set()
+    now = {r[1] for r in rows}
+    for r in rows:
+        b = before.get(r[1])
+        if b is None or (b[2], b[3], b[4], b[5]) != (r[2], r[3], r[7], r[5]):
+            changed.add(r[7])
+    changed.update(b[4] for p, b in before.items() if p not in now)  # a file gone from a group: the group again
+    todo = [r for r in rows if r[7] in changed]
+    summary.files_reused = len(rows) - len(todo)
+    if todo:
+        plan = _frame(spark, todo, spark_schema(ingest.TASK_COLS))
+        # Spark's file source never returns a name starting with _ or . (its hidden files): such a file is recorded
+        # as not handed over (``ingest.NOT_HANDED``), and not asked for, which would make it list the folder again
+        uris = [r[8] for r in todo if r[4] is None and not r[8].rsplit("/", 1)[-1].startswith(("_", "."))]
+        if uris:
+            content = (
+                spark.read.format("binaryFile")
+                .option("__globPaths__", "false")  # a path is a path: [ or * in a name is not a pattern
+                .load(uris)
+                .select(F.col("path").alias("uri"), "content")
+            )
+            plan = plan.join(content, "uri", "left")
+        else:
+            plan = plan.withColumn("content", F.lit(None).cast("binary"))
+        slices = max(1, min(len(todo), sc.defaultParallelism * 2))
+        # files with their bytes: a few per Arrow batch handed to a task, not Spark's default 10,000
+        batch = "spark.sql.execution.arrow.maxRecordsPerBatch"
+        before_batch = spark.conf.get(batch, None)
+        spark.conf.set(batch, str(ingest.CHUNK_FILES))
+        try:
+            (
+                plan.select(*[n for n, _ in ingest.TASK_COLS], "content")
+                .repartition(slices, "grp")
+                .sortWithinPartitions("grp", "file_id")
+                .mapInArrow(ingest.parse_task(log), tagged_schema(ingest.PARSED))
+                .write.mode("overwrite")
+                .partitionBy("_t")
+                .parquet(f"{parsed_dir}/run={run_id}")
+            )
+        finally:
+            if before_batch is None:
+                spark.conf.unset(batch)
+            else:
+                spark.conf.set(batch, before_batch)
+        _frame(spark, todo, spark_schema(ingest.TASK_COLS)).drop("uri").write.mode("overwrite").parquet(
+            f"{runs}/run={run_id}"
+        )
+    # where each file's rows are: (run, file id then) -> file id now
+    where = [(run_id, r[0], r[0]) if r[7] in changed else (before[r[1]][0], before[r[1]][1], r[0]) for r in rows]
+    for old in earlier - {w[0] for w in where}:  # a run none of whose rows are used any more
+        _delete(spark, f"{parsed_dir}/run={old}")
+        _delete(spark, f"{runs}/run={old}")
+    keep = _frame(
+        spark,
+        where,
+        StructType(
+            [StructField("run", StringType()), StructField("_old", IntegerType()), StructField("_new", IntegerType())]
+        ),
+    )
+    schema = tagged_schema(ingest.PARSED).add("run", StringType())
+    frame = spark.read.schema(schema).option("basePath", parsed_dir).parquet(parsed_dir)
+    out_tables = {}
+    for name in ingest.PARSED:
+        df = frame.where(F.col("_t") == name).select(f"{name}.*", "run")
+        cols = [c for c in df.columns if c != "run"]
+        df = df.join(F.broadcast(keep), (df["run"] == keep["run"]) & (df["file_id"] == keep["_old"]))
+        out_tables[name] = df.select(*[F.col("_new").alias(c) if c == "file_id" else df[c] for c in cols])
+    return out_tables
+
+
+def _frame(spark: SparkSession, rows: list[tuple], schema: StructType) -> DataFrame:
+    """Rows made on the driver (the listing, never a transcript's rows) as a frame: through an RDD of a few slices,
+    so a listing of millions of files is not planted in every task's plan."""
+    sc = spark.sparkContext
+    return spark.createDataFrame(
+        sc.parallelize(rows, max(1, min(len(rows) // 10_000 + 1, sc.defaultParallelism))), schema
+    )
+
+
+def _exists(spark: SparkSession, path: str) -> bool:
+    jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    return bool(p.getFileSystem(conf).exists(p))
 
 
 def _tagged(spark: SparkSession, stage: str, parts: dict[str, list[tuple[str, str]]], name: str) -> DataFrame:

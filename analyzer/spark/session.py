@@ -153,6 +153,7 @@ class TaskLog:
 
         sc = spark.sparkContext
         self.files = sc.accumulator(0)
+        self.calls = sc.accumulator(0)  # calls parsed in tasks
         self.bytes = sc.accumulator(0)
         self.sessions = sc.accumulator(0)
         self.parse_seconds = sc.accumulator(0.0)  # time tasks spent parsing and landing files (the per-file work)

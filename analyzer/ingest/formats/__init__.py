@@ -18,7 +18,10 @@ from pathlib import Path
 from types import ModuleType
 
 from analyzer.ingest.base import (
+    LOCAL,
     DescribesFiles,
+    Files,
+    GroupsFiles,
     HasCompanionFiles,
     HasCompanions,
     HasDefaultRoots,
@@ -92,10 +95,11 @@ def reads_named(name: str) -> bool:
     return any(m.reads_named(name) for m in with_hook(ReadsNamedFiles))
 
 
-def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | None:
-    """The (size, mtime) standing for ``path`` and its companion files, or None for a plain file."""
+def companion_state(path: str, size: int, mtime_ns: int, files: Files = LOCAL) -> tuple[int, int] | None:
+    """The (size, mtime) standing for ``path`` and its companion files (looked up in ``files``), or None for a plain
+    file."""
     for m in with_hook(HasCompanions):
-        state = m.companion_state(path, size, mtime_ns)
+        state = m.companion_state(path, size, mtime_ns, files)
         if state is not None:
             return state
     return None
@@ -110,8 +114,18 @@ def companions_among(paths: Sequence[str]) -> dict[str, tuple[str, str]]:
     return out
 
 
-def has_companions(path: str) -> bool:
-    return companion_state(path, 0, 0) is not None
+def file_group(path: str) -> str:
+    """The key of the files read together with ``path`` (``base.GroupsFiles``); ``path`` itself for a file read
+    alone."""
+    for m in with_hook(GroupsFiles):
+        key = m.file_group(path)
+        if key is not None:
+            return key
+    return path
+
+
+def has_companions(path: str, files: Files = LOCAL) -> bool:
+    return companion_state(path, 0, 0, files) is not None
 
 
 def describe_file(path: Path) -> str | None:

@@ -44,7 +44,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from analyzer.ingest.base import FileContext, parse_arguments, text_of
+from analyzer.ingest.base import LOCAL, FileContext, Files, parse_arguments, text_of
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder, parse_ts
 
@@ -223,13 +223,13 @@ def _token_event(rec: Any) -> tuple[str, RawUsage | None, RawUsage | None] | Non
     return instant, last, total
 
 
-def replay_second(path: Path) -> str | None:
+def replay_second(path: Path, files: Files = LOCAL) -> str | None:
     """The second (``YYYY-MM-DDTHH:MM:SS``) of the parent's replayed token_counts at the top of a subagent rollout:
     set when the file's first two usage events fall in the same second (ccusage's rule). Reads only up to the second
     usage event."""
     first: str | None = None
     try:
-        with open(path, "rb") as f:
+        with files.open(str(path)) as f:
             for raw in f:
                 if b"token_count" not in raw:
                     continue
@@ -418,7 +418,7 @@ class Parser:
         if isinstance(parent, str) and parent:
             b.parent_session_id = parent
             if line == 1:  # ccusage looks for the spawn on the first line only
-                self._replay = replay_second(self.ctx.path)
+                self._replay = replay_second(self.ctx.path, self.ctx.files)
         else:
             fork = p.get("forked_from_id")  # a fork is a new thread whose history starts as its source's
             if isinstance(fork, str) and fork:

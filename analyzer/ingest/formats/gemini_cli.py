@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analyzer.ingest.base import FileContext, text_of
+from analyzer.ingest.base import LOCAL, FileContext, Files, text_of
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder, as_int
 
@@ -40,17 +40,24 @@ def default_roots() -> list[Path]:
     return [Path(env.get("GEMINI_CLI_HOME") or Path.home()) / ".gemini/tmp"]
 
 
-def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | None:
+def companion_state(path: str, size: int, mtime_ns: int, files: Files = LOCAL) -> tuple[int, int] | None:
     """A legacy single-JSON chat ``session-*.json`` counts the ``.jsonl`` the CLI migrates it to on resume, so the
     legacy copy is read again (and yields to the ``.jsonl``) once that appears."""
     name = os.path.basename(path)
     if not (name.startswith("session-") and name.endswith(".json")):
         return None
-    try:
-        st = os.stat(path + "l")
-    except OSError:
+    st = files.stat(path + "l")
+    if st is None:
         return None
-    return size + st.st_size, max(mtime_ns, st.st_mtime_ns)
+    return size + st[0], max(mtime_ns, st[1])
+
+
+def file_group(path: str) -> str | None:
+    """A legacy ``session-*.json`` is read knowing whether its migrated ``.jsonl`` is there: the two go together."""
+    name = os.path.basename(path)
+    if name.startswith("session-") and name.endswith((".json", ".jsonl")):
+        return path.removesuffix("l")
+    return None
 
 
 _MESSAGE_TYPES = {"user", "gemini", "info", "error", "warning"}
@@ -194,7 +201,7 @@ class Parser:
         if not self.messages and not self.meta:
             return 0
         path: Path = self.ctx.path
-        if self.legacy and path.suffix == ".json" and path.with_name(path.name + "l").exists():
+        if self.legacy and path.suffix == ".json" and self.ctx.files.stat(str(path) + "l") is not None:
             self.ctx.error(
                 None,
                 f"Gemini CLI legacy chat superseded by {path.name}l, which the CLI migrated it to "

@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.ingest.base import FileContext, parse_arguments, text_of
+from analyzer.ingest.base import LOCAL, FileContext, Files, parse_arguments, text_of
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder, as_int
 
@@ -54,12 +54,12 @@ def sniff_document(doc: Any) -> bool:
     )
 
 
-def sniff_file(path: Path, head: bytes) -> bool:
+def sniff_file(path: Path, head: bytes, files: Files = LOCAL) -> bool:
     """A ``.eval`` zip: it has ``header.json`` or a ``_journal/`` (a log still being written)."""
     if not head.startswith(_ZIP_MAGIC):
         return False
     try:
-        with zipfile.ZipFile(path) as z:
+        with files.open(str(path)) as f, zipfile.ZipFile(f) as z:
             names = z.namelist()
     except (zipfile.BadZipFile, OSError, ValueError):
         return False
@@ -233,7 +233,7 @@ class Parser:
             self._guarded(doc, s, i + 1, f"samples[{i}]")
 
     def read(self, path: Path) -> None:
-        with zipfile.ZipFile(path) as z:
+        with self.ctx.files.open(str(path)) as f, zipfile.ZipFile(f) as z:
             names = z.namelist()
             header: Any = None
             for name in ("header.json", "_journal/start.json"):

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.ingest.base import FileContext, parse_arguments, text_of
+from analyzer.ingest.base import LOCAL, FileContext, Files, parse_arguments, text_of
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder, parse_ts
 
@@ -81,7 +81,7 @@ def sniff_document(doc: Any) -> bool:
     )
 
 
-def sniff_file(path: Any, head: bytes) -> bool:
+def sniff_file(path: Any, head: bytes, files: Files = LOCAL) -> bool:
     """A Parquet file (``PAR1``) with a column of role messages, or of rows wrapping them."""
     if head[:4] != b"PAR1":
         return False
@@ -98,7 +98,12 @@ def sniff_file(path: Any, head: bytes) -> bool:
         return False
 
     try:
-        schema = pq.read_schema(path)
+        local = files.local(str(path))
+        if local is not None:
+            schema = pq.read_schema(local)
+        else:
+            with files.open(str(path)) as f:
+                schema = pq.read_schema(f)
     except Exception:  # noqa: BLE001 - a damaged Parquet file is simply not ours
         return False
     return any(holds_messages(f.type) for f in schema)
@@ -188,7 +193,9 @@ class Parser:
         import pyarrow.parquet as pq
 
         n = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=_PARQUET_BATCH):
+        local = self.ctx.files.local(str(path))
+        source = local if local is not None else self.ctx.files.open(str(path))  # the disk's file read natively
+        for batch in pq.ParquetFile(source).iter_batches(batch_size=_PARQUET_BATCH):
             for row in batch.to_pylist():
                 n += 1
                 self.feed(row, n)

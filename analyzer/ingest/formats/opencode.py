@@ -33,7 +33,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.ingest.base import FileContext, parse_arguments
+from analyzer.ingest.base import LOCAL, FileContext, Files, parse_arguments
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder, as_int
 
@@ -59,6 +59,14 @@ def reads_named(name: str) -> bool:
     return name.startswith("opencode") and name.endswith(".db")
 
 
+def file_group(path: str) -> str | None:
+    """An ``opencode*.db`` goes with its ``-wal`` file."""
+    name = os.path.basename(path)
+    if name.endswith("-wal") and reads_named(name[:-4]):
+        return path[:-4]
+    return path if reads_named(name) else None
+
+
 def _is_storage_session(path: str) -> bool:
     """A legacy storage session file: ``…/storage/session/<projectID>/ses_*.json``."""
     name = os.path.basename(path)
@@ -67,18 +75,17 @@ def _is_storage_session(path: str) -> bool:
     return os.path.basename(os.path.dirname(os.path.dirname(path))) == "session"
 
 
-def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | None:
+def companion_state(path: str, size: int, mtime_ns: int, files: Files = LOCAL) -> tuple[int, int] | None:
     """(size, mtime) standing for a file whose content lives partly in companion files, or None. A storage session
     counts its message and part files (``message/<ses>/*.json``, ``part/<msg>/*.json``); an ``opencode*.db`` its
     ``-wal`` file. Sizes add up and the newest mtime wins, so adding or rewriting a message re-ingests its session.
     Limit: a companion rewritten with the same size and mtime is missed."""
     name = os.path.basename(path)
     if reads_named(name):
-        try:
-            st = os.stat(path + "-wal")
-        except OSError:
+        st = files.stat(path + "-wal")
+        if st is None:
             return None
-        return size + st.st_size, max(mtime_ns, st.st_mtime_ns)
+        return size + st[0], max(mtime_ns, st[1])
     if not _is_storage_session(path):
         return None
     storage = Path(path).parent.parent.parent
@@ -87,19 +94,11 @@ def companion_state(path: str, size: int, mtime_ns: int) -> tuple[int, int] | No
     def scan(folder: Path) -> list[str]:
         nonlocal total, newest
         names = []
-        try:
-            with os.scandir(folder) as it:
-                for e in it:
-                    if e.name.endswith(".json"):
-                        try:
-                            st = e.stat()
-                        except OSError:
-                            continue
-                        total += st.st_size
-                        newest = max(newest, st.st_mtime_ns)
-                        names.append(e.name[:-5])
-        except OSError:
-            pass
+        for name in files.names(str(folder)):
+            if name.endswith(".json") and (st := files.stat(str(folder / name))) is not None:
+                total += st[0]
+                newest = max(newest, st[1])
+                names.append(name[:-5])
         return names
 
     for mid in scan(storage / "message" / Path(path).stem):
@@ -141,10 +140,24 @@ def is_session_file(path: Path) -> bool:
     return path.suffix == ".json" and path.name.startswith("ses_") and path.parent.parent.name == "session"
 
 
-def sniff_file(path: Path, head: bytes) -> bool:
+def _connect(path: Path, files: Files) -> sqlite3.Connection:
+    """The database read-only: in place on the local disk, else deserialised from its bytes."""
+    local = files.local(str(path))
+    if local is not None:
+        return sqlite3.connect(f"file:{local}?mode=ro", uri=True)
+    with files.open(str(path)) as f:
+        data = f.read()
+    if data[18:20] == b"\x02\x02":  # a WAL-mode database: its image reads as a rollback-journal one (the -wal unread)
+        data = data[:18] + b"\x01\x01" + data[20:]
+    con = sqlite3.connect(":memory:")
+    con.deserialize(data)
+    return con
+
+
+def sniff_file(path: Path, head: bytes, files: Files = LOCAL) -> bool:
     if head.startswith(_SQLITE_MAGIC):
         try:
-            con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+            con = _connect(path, files)
             try:
                 names = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             finally:
@@ -155,7 +168,11 @@ def sniff_file(path: Path, head: bytes) -> bool:
     if not is_session_file(path):
         return False
     try:
-        doc = orjson.loads(head) if len(head) < 65536 else orjson.loads(path.read_bytes())
+        if len(head) < 65536:
+            doc = orjson.loads(head)
+        else:
+            with files.open(str(path)) as f:
+                doc = orjson.loads(f.read())
     except (orjson.JSONDecodeError, OSError):
         return False
     return isinstance(doc, dict) and str(doc.get("id", "")).startswith("ses_")
@@ -221,7 +238,7 @@ class Parser:
         return self.sessions
 
     def read(self, path: Path) -> None:
-        with open(path, "rb") as f:
+        with self.ctx.files.open(str(path)) as f:
             magic = f.read(len(_SQLITE_MAGIC))
         if magic == _SQLITE_MAGIC:
             self._read_db(path)
@@ -231,7 +248,8 @@ class Parser:
     # -- the JSON storage tree -----------------------------------------------------------------------------------------
     def _load(self, path: Path, what: str) -> Any:
         try:
-            return orjson.loads(path.read_bytes())
+            with self.ctx.files.open(str(path)) as f:
+                return orjson.loads(f.read())
         except (OSError, orjson.JSONDecodeError) as exc:
             self.ctx.error(None, f"opencode {what} {path.name} cannot be read ({type(exc).__name__}: {exc})")
             return None
@@ -243,7 +261,7 @@ class Parser:
         storage = path.parent.parent.parent
         sid = str(info.get("id"))
         messages: list[tuple[dict[str, Any], list[dict[str, Any]]]] = []
-        for mpath in _json_files(storage / "message" / sid):
+        for mpath in _json_files(storage / "message" / sid, self.ctx.files):
             msg = self._load(mpath, "message")
             if not isinstance(msg, dict):
                 if msg is not None:
@@ -251,7 +269,7 @@ class Parser:
                 continue
             msg.setdefault("id", mpath.stem)
             parts = []
-            for ppath in _json_files(storage / "part" / str(msg["id"])):
+            for ppath in _json_files(storage / "part" / str(msg["id"]), self.ctx.files):
                 part = self._load(ppath, "part")
                 if isinstance(part, dict):
                     part.setdefault("id", ppath.stem)
@@ -263,7 +281,7 @@ class Parser:
 
     # -- opencode.db ---------------------------------------------------------------------------------------------------
     def _read_db(self, path: Path) -> None:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con = _connect(path, self.ctx.files)
         con.row_factory = sqlite3.Row
         try:
             infos: dict[str, dict[str, Any]] = {}
@@ -502,9 +520,5 @@ def _dump(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
-def _json_files(folder: Path) -> Iterable[Path]:
-    try:
-        entries = sorted(e.name for e in os.scandir(folder) if e.name.endswith(".json") and e.is_file())
-    except OSError:
-        return []
-    return [folder / n for n in entries]
+def _json_files(folder: Path, files: Files) -> Iterable[Path]:
+    return [folder / n for n in files.names(str(folder)) if n.endswith(".json")]

@@ -45,7 +45,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.ingest.base import FileContext, text_of
+from analyzer.ingest.base import LOCAL, FileContext, Files, text_of
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.formats.openai_messages import parse_usage
 from analyzer.ingest.rows import SessionBuilder
@@ -184,7 +184,7 @@ def sniff_document(doc: Any) -> bool:
     return sniff(doc)
 
 
-def sniff_file(path: Path, head: bytes) -> bool:
+def sniff_file(path: Path, head: bytes, files: Files = LOCAL) -> bool:
     """One event of a conversation folder: ``…/events/<n>.json``."""
     if path.parent.name != "events" or not _EVENT_FILE.match(path.name):
         return False
@@ -195,9 +195,14 @@ def sniff_file(path: Path, head: bytes) -> bool:
     return _is_event(ev)
 
 
-def _event_files(folder: Path) -> list[Path]:
-    files = [p for p in folder.iterdir() if _EVENT_FILE.match(p.name) and p.is_file()]
-    return sorted(files, key=lambda p: int(p.stem))
+def file_group(path: str) -> str | None:
+    """An event file is read with the rest of its ``events/`` folder (by the folder's first event file)."""
+    folder, _, name = path.rpartition("/")
+    return folder if folder.endswith("/events") and _EVENT_FILE.match(name) else None
+
+
+def _event_files(folder: Path, files: Files = LOCAL) -> list[Path]:
+    return sorted((folder / n for n in files.names(str(folder)) if _EVENT_FILE.match(n)), key=lambda p: int(p.stem))
 
 
 class Parser:
@@ -229,13 +234,14 @@ class Parser:
         self._session(sid, rec["history"], line, cost, None, outcome=_outcome(rec))
 
     def read(self, path: Path) -> None:
-        files = _event_files(path.parent)
+        files = _event_files(path.parent, self.ctx.files)
         if not files or files[0].name != path.name:
             return  # read with the folder's first event file
         events: list[Any] = []
         for p in files:
             try:
-                events.append(orjson.loads(p.read_bytes()))
+                with self.ctx.files.open(str(p)) as f:
+                    events.append(orjson.loads(f.read()))
             except (OSError, orjson.JSONDecodeError) as exc:
                 self.ctx.error(None, f"event file {p.name} unreadable: {exc}; skipped", p.name)
         sid = path.parent.parent.name or path.stem
