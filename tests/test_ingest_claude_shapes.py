@@ -132,3 +132,28 @@ def test_a_resumed_session_counts_each_copied_call_once(tmp_path: Path, db: Path
     ingest_paths(db2, tmp_path / "b")
     ingest_paths(db2, tmp_path / "a")
     assert query(db2, "SELECT session_id, calls FROM sessions ORDER BY 1") == [(TRUNK, 2), (OTHER, 1)]
+
+
+def test_a_resume_whose_copied_prompts_keep_the_earlier_id_does_not_take_that_session(tmp_path: Path, db: Path) -> None:
+    """Some Claude Code versions copy the earlier session's prompts into the resumed file with their old sessionId,
+    between copied replies that carry the new one. Those prompts are the resumed session's; read as a session of
+    their own they claimed the earlier id first and the earlier session's own file was refused as a duplicate,
+    losing its calls."""
+    original = session(TRUNK, 0, ("toolu_1", "toolu_2"))
+    copied = [r if r["type"] == "user" else dict(r, sessionId=OTHER) for r in original]
+    late = dict(user(200, "and one more thing"), sessionId=TRUNK)
+    resumed = copied + session(OTHER, 100, ("toolu_3",))[1:] + [late]
+    write_jsonl(tmp_path / "a" / f"{OTHER}.jsonl", resumed)  # its file sorts first
+    write_jsonl(tmp_path / "b" / f"{TRUNK}.jsonl", original)
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+    assert query(db, "SELECT session_id, calls, source_path LIKE '%/b/%' FROM sessions ORDER BY 1") == [
+        (TRUNK, 2, True),
+        (OTHER, 1, False),
+    ]
+    prompts = query(db, "SELECT count(*) FROM turns WHERE session_id = ? AND role = 'user'", [OTHER])[0][0]
+    assert prompts >= 2  # the copied prompt and the late one are the resumed session's
+    # A file not named by a session id keeps each line's own session, as before.
+    db2 = tmp_path / "two.duckdb"
+    ingest_paths(db2, write_jsonl(tmp_path / "c" / "export.jsonl", copied))
+    assert query(db2, "SELECT session_id FROM sessions ORDER BY 1") == sorted([(TRUNK,), (OTHER,)])

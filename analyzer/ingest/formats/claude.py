@@ -10,6 +10,10 @@ under ``<sessionId>/subagents/workflows/<run>/agent-*.jsonl`` (read as subagents
 ``journal.jsonl`` of the run's steps, which is not a transcript: skipped with that reason (``describe_file``), unless
 its lines are transcript lines. A resumed session copies the earlier session's lines, tool_use ids included, under its
 new session id: the store keeps each such call once, in the session that ended first (``land._drop_replayed_calls``).
+Some versions keep the earlier session's id on the copied user lines (between the copied replies, which carry the new
+id): in a trunk file named ``<uuid>.jsonl`` that holds lines of that session, every trunk line belongs to it
+(``_own``; lines of another id before its first line are held until it comes). Read as a session of their own, the
+copied prompts would claim the earlier session's id first, and its own file would then be refused as a duplicate.
 A resumed subagent can also write its own earlier lines again into its file (same ``uuid``s): a user or assistant
 line whose ``uuid`` the session already read is a copy, read once.
 
@@ -323,6 +327,13 @@ class Parser:
         self.first_request: dict[str, str] = {}  # message.id -> first requestId seen on a trunk line of this file
         self.held: list[tuple[dict[str, Any], int]] = []  # the lines of the sidechain response being read
         self.held_id: tuple[Any, ...] = ()
+        # A trunk file named by a session id (a UUID): lines of another session held until the file's own session
+        # starts (``prefix``), then read as its own, as every later trunk line is (``own``). None and False when the
+        # file is not named so.
+        self.prefix: list[tuple[dict[str, Any], int]] | None = (
+            [] if not self.agent_file and _SESSION_STEM.fullmatch(stem) else None
+        )
+        self.own = False
 
     # -- routing --------------------------------------------------------------------------------------------------
     def _session(self, rec: dict[str, Any]) -> _Session:
@@ -361,6 +372,39 @@ class Parser:
         if not isinstance(rec, dict):
             self.ctx.error(line, "not a JSON object", rec)
             return
+        if self.prefix is not None or self.own:
+            rec = self._own(rec, line)
+            if rec is None:
+                return
+        self._feed(rec, line)
+
+    def _own(self, rec: dict[str, Any], line: int) -> dict[str, Any] | None:
+        """A trunk line of a file named by its session id, as that session's (a resumed session's copy of earlier
+        prompts keeps their old id); None while it is held, before the file's own session has started."""
+        sid = rec.get("sessionId")
+        foreign = isinstance(sid, str) and sid and sid != self.stem and rec.get("isSidechain") is not True
+        if self.own:
+            return {**rec, "sessionId": self.stem} if foreign else rec
+        prefix = self.prefix
+        assert prefix is not None
+        if sid == self.stem:
+            self.prefix, self.own = None, True
+            for held, at in prefix:
+                self._feed({**held, "sessionId": self.stem}, at)
+            return rec
+        if foreign and len(prefix) < PREFIX_LINES:
+            prefix.append((rec, line))
+            return None
+        if prefix:  # too long to be a copy: the held lines are what they say
+            self._flush_prefix()
+        return rec
+
+    def _flush_prefix(self) -> None:
+        held, self.prefix = self.prefix or [], None
+        for rec, line in held:
+            self._feed(rec, line)
+
+    def _feed(self, rec: dict[str, Any], line: int) -> None:
         kind = rec.get("type")
         msg = rec.get("message")
         if kind == "assistant" or (kind != "user" and isinstance(msg, dict) and (kind is None or "usage" in msg)):
@@ -541,12 +585,18 @@ class Parser:
         s.b.user_prompt(text, ts, line, turn_id=_str(uuid))
 
     def close(self) -> int:
+        self._flush_prefix()  # the file's own session never came: the held lines are their own session's
         self._release()
         for s in self.sessions.values():
             s.b.finish()
         n = len(self.sessions)
         self.sessions = {}
         return n
+
+
+# A Claude Code session file's name: its session id (a UUID).
+_SESSION_STEM = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+PREFIX_LINES = 10_000  # the longest copied prefix held before the file's own session starts
 
 
 def result_kind(text: str, is_error: bool) -> str | None:
