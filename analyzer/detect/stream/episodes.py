@@ -464,6 +464,20 @@ def _nested_episodes(b: _Builder) -> None:
             b.calls("nested", cluster, 1, len(cluster), None)
 
 
+def normalized(text_of: Callable[[int], str | None]) -> Callable[[int], str]:
+    """``normalize_text`` of message ``m``'s text, computed once per message (the text pieces compare each message
+    with several others)."""
+    norms: dict[int, str] = {}
+
+    def norm(m: int) -> str:
+        got = norms.get(m)
+        if got is None:
+            got = norms[m] = normalize_text(text_of(m) or "")
+        return got
+
+    return norm
+
+
 def text_pieces(
     cluster: Sequence[int],
     nonblank: Sequence[int],
@@ -545,14 +559,7 @@ def _text_episodes(b: _Builder) -> None:
             narrated[t] = narrated.get(t, True) and i in claimed
         nonblank = [m for m, s in enumerate(sig) if s is not None]
         where = {m: o for o, m in enumerate(nonblank)}
-        norms: dict[int, str] = {}
-
-        def norm(m: int) -> str:
-            got = norms.get(m)
-            if got is None:
-                got = norms[m] = normalize_text(text[m] or "")
-            return got
-
+        norm = normalized(text.__getitem__)
         used: set[int] = set()
         for cluster in sorted(_union_find_clusters(d.text_links, hits, lambda a, c: ut[a] == ut[c])):
             clustered.update(cluster)

@@ -37,8 +37,7 @@ from analyzer.detect.rules import (
     is_mutating,
     period_of,
 )
-from analyzer.detect.stream.episodes import components, text_pieces, unclaimed_pieces
-from analyzer.detect.stream.text import normalize_text
+from analyzer.detect.stream.episodes import components, normalized, text_pieces, unclaimed_pieces
 from analyzer.detect.vector.frames import jaccard
 from analyzer.detect.vector.words import words
 
@@ -529,13 +528,7 @@ def _text_pieces(m: pl.DataFrame, clusters: list[list[int]]) -> list[list[tuple[
     nonblank = m["same_count"].is_not_null().arg_true().to_list()
     where = {r: o for o, r in enumerate(nonblank)}
     text, session, turn = m["text"], m["session_id"], m["user_turn"]
-    norms: dict[int, str] = {}
-
-    def norm(r: int) -> str:
-        got = norms.get(r)
-        if got is None:
-            got = norms[r] = normalize_text(text[r] or "")
-        return got
+    norm = normalized(text.__getitem__)
 
     def scope(r: int) -> tuple:
         return session[r], turn[r]
