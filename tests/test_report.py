@@ -491,5 +491,6 @@ def test_a_waiting_finding_shows_under_its_kind_and_stays_out_of_the_loop_totals
     render(db, tmp_path / "r")
     page = (tmp_path / "r" / "sessions" / f"{session_slug('sess-loop')}.html").read_text()
     assert "Waiting on a running process" in page and "<script>waiting" not in page
+    assert '<span class="badge progress">not a loop: waiting</span>' in page  # not "made progress": it waited
     listing = all_text(tmp_path / "r")
     assert "Waiting on a running process" in listing
