@@ -236,6 +236,12 @@ def skipped_table(skipped: pl.DataFrame, redact: Redactor) -> Table:
     return Table(("File", "Why it was not read"), rows, frozenset())
 
 
+def progress_usd(loop_usd: float, stuck_usd: float) -> float:
+    """Dollars of loops that made progress: all loops' less the stuck ones', rounded, so the last bits of two sums
+    taken in different orders (the store, a Parquet export of it) never show as "<$0.01" of nothing."""
+    return max(0.0, round(loop_usd - stuck_usd, 9))
+
+
 def index_page(
     meta: PageMeta,
     totals: Totals,
@@ -272,8 +278,7 @@ def index_page(
         ("cache write", compact(totals.cache_write_tokens)),
     ]
     if has_findings and totals.stuck_cost_usd is not None:
-        progress = max(0.0, totals.loop_cost_usd - totals.stuck_cost_usd)
-        split.append(("repeated with progress", usd(progress)))
+        split.append(("repeated with progress", usd(progress_usd(totals.loop_cost_usd, totals.stuck_cost_usd))))
     return IndexContext(
         meta,
         _kpis(totals, has_findings),

@@ -249,3 +249,14 @@ def test_calls_that_differ_only_in_commentary_are_one_variant_of_the_episode() -
     assert [(v.label, v.count) for v in ep.calls] == [("A", 3), ("B", 1)]
     assert ep.pattern.startswith("A") and "B" in ep.pattern
     assert [(d.before, d.after) for d in ep.diffs] == [("A", "B")]
+
+
+def test_dollars_with_progress_are_not_the_rounding_residue_of_two_sums() -> None:
+    """The same loops summed in another order (a Parquet export) leave a residue of 1e-17 dollars, which the index
+    printed as "<$0.01" beside the store's "$0.00"."""
+    from reports.fmt import usd
+    from reports.pages import progress_usd
+
+    loops = [0.1, 0.2, 0.3]
+    assert usd(progress_usd(sum(loops), sum(reversed(loops)))) == "$0.00"
+    assert usd(progress_usd(0.3, 0.1)) == "$0.20" and progress_usd(0.1, 0.3) == 0.0
