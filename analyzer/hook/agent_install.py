@@ -26,7 +26,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from analyzer.hook.install import MARKERS, hook_command
+from analyzer.hook.install import MARKERS, hook_command, remove_entries
 from analyzer.hook.settings import config_dir
 
 CODEX, GEMINI = "codex", "gemini-cli"
@@ -126,38 +126,8 @@ def _groups(agent: str, command: str) -> dict[str, dict[str, Any]]:
 
 
 def _remove(data: dict[str, Any], agent: str, keep: dict[str, dict[str, Any]] | None = None) -> list[str]:
-    """Drop our entries (groups and events left empty too), except a group equal to ``keep[event]``."""
-    removed: list[str] = []
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return removed
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept = []
-        for g in groups:
-            if keep is not None and g == keep.get(event):
-                kept.append(g)
-                continue
-            if not isinstance(g, dict) or not isinstance(g.get("hooks"), list):
-                kept.append(g)
-                continue
-            mine = [h for h in g["hooks"] if is_ours(h, agent)]
-            if not mine:
-                kept.append(g)
-                continue
-            removed.extend(f"{event}: {h['command']}" for h in mine)
-            rest = [h for h in g["hooks"] if not is_ours(h, agent)]
-            if rest:
-                kept.append({**g, "hooks": rest})
-        if kept:
-            hooks[event] = kept
-        else:
-            del hooks[event]
-    if not hooks:
-        del data["hooks"]
-    return removed
+    """Drop ``agent``'s entries of ours (groups and events left empty too), except a group equal to ``keep[event]``."""
+    return remove_entries(data, lambda h: is_ours(h, agent), keep)
 
 
 def install(agent: str, path: Path, command: str) -> dict[str, Any]:

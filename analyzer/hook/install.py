@@ -15,6 +15,7 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +71,12 @@ def _save(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _remove(data: dict[str, Any]) -> list[str]:
-    """Drop our entries (and groups and events left empty); return what was removed, in words."""
+def remove_entries(
+    data: dict[str, Any], ours: Callable[[Any], bool] = is_ours, keep: dict[str, Any] | None = None
+) -> list[str]:
+    """Drop the hook entries ``ours`` claims from an agent's settings (and groups and events left empty), except a
+    group equal to ``keep[event]``; return what was removed, in words. Every agent's hooks file nests them alike:
+    ``{"hooks": {event: [{"matcher"?, "hooks": [entry, ...]}]}}``."""
     removed: list[str] = []
     hooks = data.get("hooks")
     if not isinstance(hooks, dict):
@@ -82,15 +87,18 @@ def _remove(data: dict[str, Any]) -> list[str]:
             continue
         kept_groups = []
         for g in groups:
+            if keep is not None and g == keep.get(event):
+                kept_groups.append(g)
+                continue
             if not isinstance(g, dict) or not isinstance(g.get("hooks"), list):
                 kept_groups.append(g)
                 continue
-            mine = [h for h in g["hooks"] if is_ours(h)]
+            mine = [h for h in g["hooks"] if ours(h)]
             if not mine:
                 kept_groups.append(g)
                 continue
             removed.extend(f"{event}: {h['command']}" for h in mine)
-            rest = [h for h in g["hooks"] if not is_ours(h)]
+            rest = [h for h in g["hooks"] if not ours(h)]
             if rest:
                 kept_groups.append({**g, "hooks": rest})
         if kept_groups:
@@ -108,7 +116,7 @@ def install(path: Path, command: str) -> tuple[list[str], list[str]]:
     data = _load(path)
     if "hooks" in data and not isinstance(data["hooks"], dict):
         raise ValueError(f'{path}: "hooks" is not an object')
-    removed = _remove(data)
+    removed = remove_entries(data)
     hooks = data.setdefault("hooks", {})
     added = []
     for event in EVENTS:
@@ -125,7 +133,7 @@ def uninstall(path: Path) -> list[str]:
     if not path.exists():
         return []
     data = _load(path)
-    removed = _remove(data)
+    removed = remove_entries(data)
     if removed:
         _save(path, data)
     return removed
