@@ -46,7 +46,6 @@ def parse_args(argv: list[str]) -> tuple[str, str | None, Path | None, dict[str,
 
 def run(argv: list[str], raw: bytes) -> dict[str, Any] | None:
     """One hook event: the answer to print (None: nothing)."""
-    import orjson
 
     from analyzer.hook.claude_code import handle, new_state, signature
     from analyzer.hook.settings import hook_policy
@@ -55,15 +54,7 @@ def run(argv: list[str], raw: bytes) -> dict[str, Any] | None:
     agent, policy_name, settings, sets = parse_args(argv)
     if agent != "claude-code":
         return _run_live(agent, policy_name, settings, sets, raw)
-    try:
-        payload = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise ValueError(f"the hook's input is not JSON ({exc})") from None
-    if not isinstance(payload, dict):
-        raise ValueError("the hook's input is not a JSON object")
-    sid = payload.get("session_id")
-    if not isinstance(sid, str) or not sid:
-        raise ValueError("the hook's input has no session_id")
+    payload, sid = _event(raw)
     if payload.get("hook_event_name") not in ("PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit"):
         return None
     policy = hook_policy(policy_name, settings, sets)
@@ -77,17 +68,10 @@ def run(argv: list[str], raw: bytes) -> dict[str, Any] | None:
         return handle(payload, st, policy)
 
 
-def _run_live(
-    agent: str, policy_name: str | None, settings: Path | None, sets: dict[str, str], raw: bytes
-) -> dict[str, Any] | None:
-    """One Codex or Gemini CLI event (``live``)."""
+def _event(raw: bytes) -> tuple[dict[str, Any], str]:
+    """An agent's hook event and its session id; ValueError when the input is not one (every agent sends JSON with a
+    ``session_id``)."""
     import orjson
-
-    from analyzer.hook import log
-    from analyzer.hook.claude_code import signature
-    from analyzer.hook.live import EVENTS, LiveState, handle, new_state
-    from analyzer.hook.settings import hook_policy
-    from analyzer.hook.state import locked, state_path
 
     try:
         payload = orjson.loads(raw)
@@ -98,6 +82,21 @@ def _run_live(
     sid = payload.get("session_id")
     if not isinstance(sid, str) or not sid:
         raise ValueError("the hook's input has no session_id")
+    return payload, sid
+
+
+def _run_live(
+    agent: str, policy_name: str | None, settings: Path | None, sets: dict[str, str], raw: bytes
+) -> dict[str, Any] | None:
+    """One Codex or Gemini CLI event (``live``)."""
+
+    from analyzer.hook import log
+    from analyzer.hook.claude_code import signature
+    from analyzer.hook.live import EVENTS, LiveState, handle, new_state
+    from analyzer.hook.settings import hook_policy
+    from analyzer.hook.state import locked, state_path
+
+    payload, sid = _event(raw)
     if payload.get("hook_event_name") not in EVENTS[agent]:
         return None
     policy = hook_policy(policy_name, settings, sets, agent=agent)
