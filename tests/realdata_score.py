@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from realdata_labels import (  # noqa: E402
     source_of,
 )
 
-from analyzer.evaluate.found import message_key  # noqa: E402
+from analyzer.evaluate.found import read_found  # noqa: E402
 from analyzer.evaluate.score import Episode, Found, Score, by_fields, table  # noqa: E402
 from analyzer.evaluate.score import score as score_episodes  # noqa: E402
 
@@ -87,54 +87,21 @@ def corpus_paths(fetched: bool = False) -> list[Path]:
     return real + fixtures
 
 
-_message_key = message_key  # the labels' ``message_index`` of a turn, declared once with the scorer
-
-
 def _groups(file: str, fmt: str) -> dict[str, str]:
     return {"format": fmt, "source": source_of(file), "part": part(file)}
 
 
 def read_findings(con: Any) -> list[Found]:
-    """Every finding of the store, with the calls (seq) and messages it covers, on the unit of its transcript file."""
-    rows = con.execute("""
-        SELECT f.finding_id, s.source_path, s.format, f.kind, f.repeats, f.stuck, coalesce(f.why, '') AS why,
-               (SELECT list(c.seq) FROM calls c WHERE c.session_id = f.session_id
-                  AND list_contains(f.call_ids, c.call_id)) AS seqs
-        FROM findings f JOIN sessions s USING (session_id)
-    """).fetchall()
-    msgs: dict[str, set[int]] = defaultdict(set)
-    for fid, fmt, turn_id, line in con.execute("""
-            SELECT x.finding_id, s.format, t.turn_id, t.line
-            FROM text_signals x JOIN turns t USING (session_id, turn_id) JOIN sessions s USING (session_id)
-            WHERE x.finding_id IS NOT NULL""").fetchall():
-        key = _message_key(fmt, turn_id, line)
-        if key is not None:
-            msgs[fid].add(key)
-    # A text loop whose messages issued no call (thoughts between calls) stands for the calls of its span.
-    span = {
-        fid: set(seqs)
-        for fid, seqs in con.execute("""
-        SELECT f.finding_id, list(c.seq) FROM findings f
-        JOIN turns t ON t.session_id = f.session_id AND t.turn_index BETWEEN f.first_turn_index AND f.last_turn_index
-        JOIN calls c ON c.session_id = t.session_id AND c.turn_id = t.turn_id
-        WHERE f.kind = 'text' AND len(f.call_ids) = 0 GROUP BY f.finding_id""").fetchall()
+    """Every finding of the store, with the calls (seq) and messages it covers (``evaluate.found.read_found``, as
+    ``loopscope eval`` reads them), on the unit of its transcript file."""
+    sessions = {
+        sid: (_rel(path), fmt)
+        for sid, path, fmt in con.execute("SELECT session_id, source_path, format FROM sessions").fetchall()
     }
     out = []
-    for fid, path, fmt, kind, repeats, stuck, why, seqs in rows:
-        file = _rel(path)
-        out.append(
-            Found(
-                unit=file,
-                finding_id=fid,
-                kind=kind,
-                repeats=int(repeats),
-                stuck=bool(stuck),
-                seqs=frozenset(set(seqs or []) | span.get(fid, set())),
-                messages=frozenset(msgs.get(fid, set())),
-                groups=_groups(file, fmt),
-                why=why,
-            )
-        )
+    for f in read_found(con, list(sessions)):
+        file, fmt = sessions[f.unit]
+        out.append(replace(f, unit=file, groups=_groups(file, fmt)))
     return out
 
 
