@@ -105,6 +105,21 @@ def make_call(st: State, tid: str, tool: str, args: Any) -> Call:
     )
 
 
+def guard_call(
+    st: State, tid: str, tool: str, args: Any, verdicts: list[Verdict]
+) -> tuple[Call, Verdict | None, Verdict | None]:
+    """Put a live call before the guard, in its message: the call, the guard's verdict on it, and the strongest of
+    ``verdicts`` (those of its message so far) and that one. Every agent's hook decides from these."""
+    call = make_call(st, tid, tool, args)
+    st.n += 1
+    if st.msg_obj is not None:
+        st.msg_obj.calls.append(call)
+    v = st.guard.on_call(call)
+    if v is not None:
+        verdicts.append(v)
+    return call, v, max(verdicts, key=lambda x: x.level, default=None)
+
+
 def record_result(call: Call, text: str, is_error: bool) -> None:
     """A live result on the guard's call, as the store records the transcript's: its key, its error flag, and whether
     it is a poll of a process that still runs (read from the same first characters the store keeps)."""
@@ -140,14 +155,7 @@ def _pre(payload: dict[str, Any], st: State, policy: Policy) -> dict[str, Any] |
         v = st.guard.on_message(st.msg_obj)
         if v is not None:
             verdicts.append(v)
-    call = make_call(st, tid, tool, args)
-    st.n += 1
-    if st.msg_obj is not None:
-        st.msg_obj.calls.append(call)
-    v = st.guard.on_call(call)
-    if v is not None:
-        verdicts.append(v)
-    top = max(verdicts, key=lambda x: x.level, default=None)
+    call, v, top = guard_call(st, tid, tool, args, verdicts)
     if top is not None and top.level >= HALT:
         st.denied += 1
         return {

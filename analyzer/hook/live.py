@@ -40,7 +40,7 @@ from analyzer.hook.claude_code import (
     SUFFIX,
     State,
     _end_message,
-    make_call,
+    guard_call,
     record_result,
     signature,
 )
@@ -103,14 +103,7 @@ def _call(agent: str, payload: dict[str, Any], st: LiveState, policy: Policy) ->
         if v is not None:
             verdicts.append(v)
     st.batch_open = True
-    call = make_call(st, tid, tool, args)
-    st.n += 1
-    assert st.msg_obj is not None
-    st.msg_obj.calls.append(call)
-    v = st.guard.on_call(call)
-    if v is not None:
-        verdicts.append(v)
-    top = max(verdicts, key=lambda x: x.level, default=None)
+    call, v, top = guard_call(st, tid, tool, args, verdicts)
     if top is not None and top.level >= HALT:
         st.denied += 1
         reason = f"loopscope ({policy.name}): {top.reason}; {SUFFIX}"
