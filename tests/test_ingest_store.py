@@ -190,6 +190,16 @@ def test_kill_at_any_moment_leaves_a_consistent_store(tmp_path: Path) -> None:
     assert killed_mid_run >= 2, "the corpus ingested too fast to be interrupted; make it bigger"
 
 
+def _cli(db: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``loopscope ARGS --db DB`` as a user runs it (a wide terminal: one message is one line)."""
+    return subprocess.run(
+        [sys.executable, "-m", "analyzer.cli", *args, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "300"},
+    )
+
+
 def test_store_from_newer_loopscope_is_refused(db: Path) -> None:
     con = duckdb.connect(str(db))
     con.execute("CREATE TABLE loopscope_meta (key VARCHAR, value VARCHAR)")
@@ -213,12 +223,7 @@ def test_store_with_older_keys_is_rebuilt_by_ingest_and_refused_by_the_rest(tmp_
     con.close()
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "analyzer.cli", *args, "--db", str(db)],
-            capture_output=True,
-            text=True,
-            env={**os.environ, "COLUMNS": "300"},
-        )
+        return _cli(db, *args)
 
     refused = cli("scan")
     assert refused.returncode != 0 and "Traceback" not in refused.stderr
@@ -329,3 +334,37 @@ def test_files_are_grouped_in_about_four_chunks_a_worker_within_the_bounds() -> 
     assert chunk_bytes(40 * mb, 2) == CHUNK_BYTES_MIN  # a small corpus: chunks no smaller than the lower bound
     big = FileTask(9999, "/t/big.jsonl", 3 * CHUNK_BYTES_MAX, 0)
     assert [big] in _chunks([*files[:10], big], chunk_bytes(big.size, 2))
+
+
+def test_store_scanned_by_an_older_schema_keeps_its_transcripts_and_is_rescanned_saying_so(
+    tmp_path: Path, db: Path
+) -> None:
+    """A v5 store's keys are ours but its findings came from older rules: reading it is refused with the fix, and the
+    scan drops and rebuilds the derived tables, saying so, without reading a transcript again."""
+    folder = tmp_path / "t"
+    folder.mkdir()
+    write_jsonl(folder / "s.jsonl", pi_records("s1"))
+    ingest_paths(db, folder)
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return _cli(db, *args)
+
+    assert cli("scan").returncode == 0
+    calls = query(db, "SELECT seq, call_key FROM calls ORDER BY seq")
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE loopscope_meta SET value = '5' WHERE key = 'schema_version'")
+    con.close()
+    (folder / "s.jsonl").unlink()  # the transcript is gone: nothing may need it again
+
+    refused = cli("findings")
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1
+    assert "older loopscope" in refused.stderr and f"loopscope scan --db {db}" in refused.stderr
+    rescanned = cli("scan")
+    assert rescanned.returncode == 0, rescanned.stderr
+    assert "store schema v5" in rescanned.stderr and "scanned again" in rescanned.stderr
+    assert "1 scanned" in rescanned.stdout
+    assert query(db, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+    assert query(db, "SELECT seq, call_key FROM calls ORDER BY seq") == calls
+    again = cli("findings")
+    assert again.returncode == 0 and "note:" not in again.stderr

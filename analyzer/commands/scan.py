@@ -64,6 +64,8 @@ def scan(
         s = with_progress(
             "scan", quiet, lambda cb: store.scan(config, workers=workers, full=full, progress=cb), unit="calls"
         )
+    for note in s.notes:
+        err.print(f"note: {note}", soft_wrap=True, markup=False)
     if quiet:
         return
     rate = f", {s.calls / s.seconds:,.0f} calls/s" if s.calls >= 10_000 and s.seconds > 0 else ""

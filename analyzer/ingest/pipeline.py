@@ -325,6 +325,11 @@ def ingest(
             f"emptied and rebuilt from the transcripts read now (files it held from other folders need ingesting "
             f"again)"
         )
+    elif connection.scan_is_stale(old):
+        summary.notes.append(
+            f"{display_path(str(db))} was scanned by an older loopscope (store schema v{old}): its findings, signals "
+            f"and calibration were dropped (older rules made them); the next scan rebuilds them for every session"
+        )
     try:
         clean_stale_spools(db)
         if full_results is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -62,6 +62,7 @@ class ScanSummary:
     read: float = 0.0
     detect: float = 0.0
     land: float = 0.0
+    notes: list[str] = field(default_factory=list)  # what the user should know (a store of an older schema rebuilt)
 
 
 def detector_text(config: Config) -> str:
@@ -134,6 +135,7 @@ def scan(
     config = config or Config()
     if not Path(db).exists():
         raise StoreError(f"no store at {db}: run `loopscope ingest` first (or pass --db)")
+    old = connection.schema_version(db)
     con = connection.connect(db)
     try:
         # Ingest's settings (a memory cap: DuckDB would otherwise keep up to 80% of RAM of what it read; few
@@ -142,6 +144,11 @@ def scan(
         con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
         con.execute(f"SET checkpoint_threshold = '{CHECKPOINT_EVERY}'")
         summary = _scan(con, config, workers, full, progress, t0)
+        if connection.scan_is_stale(old):
+            summary.notes.append(
+                f"{db} was scanned by an older loopscope (store schema v{old}): its findings, signals and calibration "
+                f"were dropped and every session scanned again"
+            )
     except duckdb.Error as exc:
         raise StoreError(f"scan of {db} failed: {str(exc).splitlines()[0]}") from None
     finally:

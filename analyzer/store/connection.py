@@ -40,7 +40,9 @@ _LOCK = re.compile(r"Could not set lock|Conflicting lock|database is locked", re
 def connect(db: str | Path, read_only: bool = False, rebuild_old: bool = False) -> duckdb.DuckDBPyConnection:
     """Open the store; a held lock becomes ``StoreInUseError``, anything else ``StoreError``. Creates the schema when
     opening for writing. A store older than ``KEYS_VERSION`` is emptied for a rebuild with ``rebuild_old`` (the
-    ingest, which then reads the transcripts again), else refused (``old_store_message``)."""
+    ingest, which then reads the transcripts again), else refused (``old_store_message``). A newer one whose findings
+    an older schema wrote (``scan_is_stale``) is refused for reading (``stale_scan_message``); opening it for writing
+    drops the derived tables, which the scan rebuilds."""
     path = Path(db)
     if read_only and not path.exists():
         raise StoreError(f"no store at {path}: run `loopscope ingest` first (or pass --db)")
@@ -68,6 +70,8 @@ def connect(db: str | Path, read_only: bool = False, rebuild_old: bool = False) 
         version = stored_version(con)
         if version is not None and version < KEYS_VERSION and not rebuild_old:
             raise StoreError(old_store_message(path, version))
+        if read_only and scan_is_stale(version):
+            raise StoreError(stale_scan_message(path, version))  # type: ignore[arg-type]
         if not read_only:
             ensure_schema(con)
         _probe(con)
@@ -165,6 +169,21 @@ def old_store_message(path: str | Path, version: int) -> str:
         f"{path} was written by an older loopscope (store schema v{version}, {old_keys(version)}): rebuild it from the "
         f"transcripts with `loopscope ingest PATHS --db {path}` (or `loopscope analyze PATHS --db {path}`)"
     )
+
+
+def stale_scan_message(path: str | Path, version: int) -> str:
+    """The one line that refuses to read a store whose findings an older loopscope computed (its transcripts are
+    kept; only the derived tables are rebuilt, by the next write)."""
+    return (
+        f"{path} was scanned by an older loopscope (store schema v{version}): its findings were made by older rules; "
+        f"rebuild them with `loopscope scan --db {path}` (the transcripts it holds are kept)"
+    )
+
+
+def scan_is_stale(version: int | None) -> bool:
+    """A store whose ingested tables this loopscope keeps but whose derived ones (findings, signals, calibration)
+    an older schema wrote: its first write drops them, and the scan rebuilds them."""
+    return version is not None and KEYS_VERSION <= version < SCHEMA_VERSION
 
 
 def stored_version(con: duckdb.DuckDBPyConnection) -> int | None:
