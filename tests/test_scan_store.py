@@ -272,3 +272,31 @@ def test_summary_shows_waiting_cost_apart_from_waste(tmp_path: Path, db: Path) -
     assert t["waiting_tokens"] == 3000 and t["progress_repeat_tokens"] == 0  # nor progress: its own figure
     by_kind = {k["kind"]: k for k in orjson.loads(invoke("summary", "--db", str(db), "-f", "json").stdout)["by_kind"]}
     assert (by_kind["waiting"]["wasted_tokens"], by_kind["waiting"]["waiting_tokens"]) == (0, 3000)
+
+
+def test_a_group_whose_result_heads_outgrow_the_memory_cap_is_scanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The result heads a group asks for are read under the scan's DuckDB memory cap (``run.DUCKDB_MEMORY``): asked
+    all at once, the 18,229 heads one group of the labelled real set needed (22 MB) overran it and the scan failed.
+    12,000 repeats with different ~4 KB failures (48 MB of heads in one group) must scan under the same cap, with
+    the findings an uncapped scan gives."""
+    import random
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(5000)]
+
+    def result(i: int) -> str:  # a different failure each time: every repeat's head is read
+        return f"run {i} failed:\n" + " ".join(rng.choice(words) for _ in range(800))
+
+    folder = tmp_path / "t"
+    for s in range(200):
+        Pi(f"s{s:03d}").user().each(*[bash(f"make t{s}", result(s * 100 + i), True) for i in range(60)]).write(folder)
+    dbs = [tmp_path / "capped.duckdb", tmp_path / "free.duckdb"]
+    for d in dbs:
+        ingest_paths(d, folder)
+    scan(dbs[0])
+    monkeypatch.setattr(scan_mod, "DUCKDB_MEMORY", "2GB")
+    scan(dbs[1])
+    rows = [query(d, "SELECT * FROM findings ORDER BY finding_id") for d in dbs]
+    assert rows[0] == rows[1] and len(rows[0]) == 200

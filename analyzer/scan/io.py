@@ -49,9 +49,9 @@ _TURNS_SQL = f"""
 # by the group's rowid spans, like the group's own read: a join alone scans (and decompresses) the whole table for
 # every group, which made small groups expensive.
 _HEADS_SQL = f"""
-    SELECT h.session_id, h.seq, left(c.result_text, {RESULT_HEAD}) AS head
-    FROM _scan_heads h JOIN calls c ON c.session_id = h.session_id AND c.seq = h.seq
-    WHERE {{calls}}
+    SELECT c.session_id, c.seq, left(c.result_text, {RESULT_HEAD}) AS head
+    FROM calls c
+    WHERE {{calls}} AND (c.session_id, c.seq) IN (SELECT session_id, seq FROM _scan_heads)
 """
 _TURN_INFO_SQL = """
     SELECT n.session_id, n.turn_id, max(t.turn_index) AS turn_index,
@@ -127,15 +127,28 @@ def lookups(con: duckdb.DuckDBPyConnection, group: Sequence[Session]) -> tuple[L
     )
 
 
-def _lookup(con: duckdb.DuckDBPyConnection, sql: str, name: str) -> Lookup:
-    """A query over a small registered frame of keys."""
+LOOKUP_KEYS = 2_000
+"""Keys per lookup query. An answer is materialised inside DuckDB, under the scan's memory cap (``run.DUCKDB_MEMORY``),
+before polars gets it: 2,000 result heads are at most 8 MB of text (``RESULT_HEAD`` characters each). Asked at once,
+the 18,229 heads one group of the labelled real set needed (22 MB, and the group's results read to find them) overran
+the 64 MB cap. ``_HEADS_SQL`` is a semi-join for the same reason: the keys are the hash table, and the group's calls
+stream past it, instead of a join that may hash the calls with their results."""
 
-    def run(keys: pl.DataFrame) -> pl.DataFrame:
+
+def _lookup(con: duckdb.DuckDBPyConnection, sql: str, name: str) -> Lookup:
+    """A query over a registered frame of keys, ``LOOKUP_KEYS`` at a time."""
+
+    def one(keys: pl.DataFrame) -> pl.DataFrame:
         con.register(name, keys)
         try:
             return con.sql(sql).pl()
         finally:
             con.unregister(name)
+
+    def run(keys: pl.DataFrame) -> pl.DataFrame:
+        if keys.height <= LOOKUP_KEYS:
+            return one(keys)
+        return pl.concat([one(part) for part in keys.iter_slices(LOOKUP_KEYS)], how="vertical_relaxed")
 
     return run
 
