@@ -3,6 +3,7 @@ grouping, and token counts that agree with ccusage."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -689,3 +690,59 @@ def test_archived_sessions_forks_text_exit_codes_and_web_search(
         ("web_search", None, None, True),
     ]
     assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+
+
+def test_code_mode_cells_retried_blindly_are_a_stuck_loop_and_polls_of_a_running_cell_are_waiting(
+    tmp_path: Path, db: Path
+) -> None:
+    """Codex 0.145+ code mode: ``exec`` cells of JavaScript that call the tools, ``wait`` for a cell still running. The
+    same failing command sent four times, its wait time and limits varied and each answer with a new chunk id, is a
+    stuck loop; three waits on a cell that still runs are waiting, not a loop."""
+    from analyzer.scan.run import scan
+
+    def cell(ts: str, cid: str, js: str) -> dict[str, Any]:
+        return item(ts, "custom_tool_call", status="completed", call_id=cid, name="exec", input=js)
+
+    def cell_out(ts: str, cid: str, head: str, body: str) -> dict[str, Any]:
+        out = [{"type": "input_text", "text": head}, {"type": "input_text", "text": body}]
+        return item(ts, "custom_tool_call_output", call_id=cid, output=out)
+
+    recs: list[dict[str, Any]] = [meta(cli_version="0.146.0"), ctx(), *said("2026-02-01T10:00:01.000Z", "build it")]
+    for i, (wait_ms, limit) in enumerate(((10000, 5000), (30000, 5000), (10000, 20000), (60000, 8000))):
+        ts = f"2026-02-01T10:01:0{i}.000Z"
+        js = (
+            f'const r = await tools.exec_command({{cmd:"make build",workdir:"/repo",yield_time_ms:{wait_ms},'
+            f"max_output_tokens:{limit}}});\ntext(JSON.stringify(r));"
+        )
+        answer = f'{{"chunk_id":"c{i}a{i}","wall_time_seconds":0.{i}1,"exit_code":2,"output":"make: *** No rule"}}'
+        recs += [
+            cell(ts, f"e{i}", js),
+            cell_out(ts, f"e{i}", "Script completed\nWall time 0.1 seconds\nOutput:\n", answer),
+        ]
+    recs += [*said("2026-02-01T10:02:00.000Z", "now run the long job")]
+    recs += [
+        cell(
+            "2026-02-01T10:02:01.000Z",
+            "run",
+            'const r = await tools.exec_command({"cmd":"./train.sh"}); text(r.output);',
+        ),
+        cell_out("2026-02-01T10:02:01.000Z", "run", "Script running with cell ID 7\nWall time 10.0 seconds\n", ""),
+    ]
+    for i in range(3):
+        ts = f"2026-02-01T10:03:0{i}.000Z"
+        recs += [
+            call(
+                ts, f"w{i}", "wait", json.dumps({"cell_id": "7", "yield_time_ms": 30000 * (i + 1), "max_tokens": 1000})
+            ),
+            output(
+                ts, f"w{i}", [{"type": "input_text", "text": "Script running with cell ID 7\nWall time 30.0 seconds\n"}]
+            ),
+        ]
+    ingest_paths(db, rollout(tmp_path, recs))
+    scan(db)
+    rows = calls(db)
+    assert [r[1] for r in rows] == ["exec"] * 5 + ["wait"] * 3
+    assert [r[4] for r in rows[:4]] == [True] * 4  # the exit code the cell printed
+    found = query(db, "SELECT kind, first_seq, last_seq, stuck FROM findings ORDER BY first_seq")
+    assert found[0][1:] == (0, 3, True), found
+    assert [(k, s) for k, _, _, s in found[1:]] == [("waiting", False)], found

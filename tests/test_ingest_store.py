@@ -337,34 +337,43 @@ def test_files_are_grouped_in_about_four_chunks_a_worker_within_the_bounds() -> 
 
 
 def test_store_scanned_by_an_older_schema_keeps_its_transcripts_and_is_rescanned_saying_so(
-    tmp_path: Path, db: Path
+    tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A v5 store's keys are ours but its findings came from older rules: reading it is refused with the fix, and the
-    scan drops and rebuilds the derived tables, saying so, without reading a transcript again."""
+    """A store one schema back whose keys are still ours (a schema change that touched only the derived tables: v5 ->
+    v6 was one) but whose findings came from older rules: reading it is refused with the fix, and the scan drops and
+    rebuilds the derived tables, saying so, without reading a transcript again. Today every older schema has other
+    keys, so the first usable schema is set to the current one's predecessor, as such a change would."""
+    from typer.testing import CliRunner
+
+    from analyzer.cli import app
+
+    monkeypatch.setattr(connection, "KEYS_VERSION", SCHEMA_VERSION - 1)
+    older = str(SCHEMA_VERSION - 1)
     folder = tmp_path / "t"
     folder.mkdir()
     write_jsonl(folder / "s.jsonl", pi_records("s1"))
     ingest_paths(db, folder)
+    runner = CliRunner()
 
-    def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return _cli(db, *args)
+    def cli(*args: str):  # noqa: ANN202 - click's Result
+        return runner.invoke(app, [*args, "--db", str(db)], env={"COLUMNS": "300"})
 
-    assert cli("scan").returncode == 0
+    assert cli("scan").exit_code == 0
     calls = query(db, "SELECT seq, call_key FROM calls ORDER BY seq")
     con = duckdb.connect(str(db))
-    con.execute("UPDATE loopscope_meta SET value = '5' WHERE key = 'schema_version'")
+    con.execute("UPDATE loopscope_meta SET value = ? WHERE key = 'schema_version'", [older])
     con.close()
     (folder / "s.jsonl").unlink()  # the transcript is gone: nothing may need it again
 
     refused = cli("findings")
-    assert refused.returncode != 0 and "Traceback" not in refused.stderr
+    assert refused.exit_code != 0 and "Traceback" not in refused.output
     assert len(refused.stderr.strip().splitlines()) == 1
     assert "older loopscope" in refused.stderr and f"loopscope scan --db {db}" in refused.stderr
     rescanned = cli("scan")
-    assert rescanned.returncode == 0, rescanned.stderr
-    assert "store schema v5" in rescanned.stderr and "scanned again" in rescanned.stderr
+    assert rescanned.exit_code == 0, rescanned.stderr
+    assert f"store schema v{older}" in rescanned.stderr and "scanned again" in rescanned.stderr
     assert "1 scanned" in rescanned.stdout
     assert query(db, "SELECT value FROM loopscope_meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     assert query(db, "SELECT seq, call_key FROM calls ORDER BY seq") == calls
     again = cli("findings")
-    assert again.returncode == 0 and "note:" not in again.stderr
+    assert again.exit_code == 0 and "note:" not in again.stderr

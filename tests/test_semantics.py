@@ -102,6 +102,25 @@ SAME = [
         {"command": ["bash", "-lc", "ls  -la"], "workdir": "/repo", "with_escalated_permissions": True},
     ),
     ("write_stdin", {"session_id": 3, "chars": "", "yield_time_ms": 1000}, {"session_id": 3, "chars": ""}),
+    # Codex code mode (0.145+): a cell of one tool call is that call; its wait times, output limits and justification
+    # (bare or quoted keys) are tuning; ``wait`` for a running cell
+    (
+        "exec",
+        {
+            "input": 'const r = await tools.exec_command({"cmd":"make","workdir":"/r","yield_time_ms":10000});'
+            "\ntext(r.output);"
+        },
+        {
+            "input": 'const r = await tools.exec_command({cmd:"make  ",workdir:"/r","max_output_tokens":500,'
+            '"justification":"again"}); text(JSON.stringify(r))\n'
+        },
+    ),
+    (
+        "exec",
+        {"input": "const rs = await Promise.all([tools.exec_command({cmd:'a',yield_time_ms:1000})]);"},
+        {"input": "const rs = await Promise.all([tools.exec_command({cmd:'a',yield_time_ms:30000})]);"},
+    ),
+    ("wait", {"cell_id": "8", "yield_time_ms": 30000, "max_tokens": 1000}, {"cell_id": "8", "max_tokens": 5000}),
     # Gemini CLI, opencode, pi
     ("run_shell_command", {"command": "make", "description": "Build"}, {"command": "make", "description": "Again"}),
     ("bash", {"command": "make", "timeout": 30}, {"command": "make"}),
@@ -132,6 +151,17 @@ DIFFERENT = [
     ("bash", {"command": "python - <<'EOF'\nif x:\n  y()\nEOF"}, {"command": "python - <<'EOF'\nif x:\n    y()\nEOF"}),
     ("bash", {"command": "grep 'a b' f"}, {"command": "grep 'a  b' f"}),  # quoted text is kept as written
     ("bash", {"command": "make"}, {"command": "make", "description": "x", "workdir": "/elsewhere"}),
+    (
+        "exec",
+        {"input": 'const r = await tools.exec_command({"cmd":"make a"}); text(r.output);'},
+        {"input": 'const r = await tools.exec_command({"cmd":"make b"}); text(r.output);'},
+    ),
+    (  # two calls in one cell are not the first call alone
+        "exec",
+        {"input": 'const r = await tools.exec_command({"cmd":"make a"}); text(r.output);'},
+        {"input": 'const r = await tools.exec_command({"cmd":"make a"}); await tools.exec_command({"cmd":"rm x"});'},
+    ),
+    ("wait", {"cell_id": "8"}, {"cell_id": "9"}),
     # an undeclared tool keeps every argument
     ("mcp__github__search", {"query": "x", "description": "a"}, {"query": "x", "description": "b"}),
 ]
@@ -366,3 +396,45 @@ def test_gh_run_views_status_glyph_says_whether_the_run_still_runs() -> None:
     assert poll_status("✓ main Release · 13877216420\nTriggered via workflow_dispatch") == "ended"
     assert poll_status("X main CI · 42\nJOBS\nX test in 2m") == "ended"
     assert poll_status("* a bullet point in some text") is None
+
+
+def test_a_code_mode_cell_of_one_call_is_read_as_that_call() -> None:
+    """Codex code mode writes a tool call as JavaScript (bare or quoted keys, JSON values); what it runs, and whether
+    it is a poll, is read from the call inside."""
+    from analyzer.detect.semantics import code_call, is_poll, js_object, shell_command
+
+    cell = 'const r = await tools.exec_command({cmd:"sleep 30 && gh run view 12",workdir:"/r",yield_time_ms:1000});'
+    assert code_call(cell + "\ntext(r.output);") == (
+        "exec_command",
+        {"cmd": "sleep 30 && gh run view 12", "workdir": "/r", "yield_time_ms": 1000},
+    )
+    assert shell_command({"input": cell}) == "sleep 30 && gh run view 12"
+    assert is_poll("exec", {"input": cell}, shell_command({"input": cell}))
+    assert js_object('{a:"x, b: y",b:[1,{c:2}]}') == {"a": "x, b: y", "b": [1, {"c": 2}]}  # a key-like string stays
+    assert js_object("{a:'single quotes'}") is None and js_object("{a: f(x)}") is None
+    assert code_call("const patch = 'x';\nconst r = await tools.apply_patch(patch);") is None  # not an object literal
+
+
+def test_code_mode_answers_compare_without_their_chunk_id_and_wall_time() -> None:
+    """A cell that prints its command's whole answer (``text(JSON.stringify(r))``) carries a random chunk id and the
+    seconds it ran: the same failure twice is the same result."""
+    from analyzer.ingest.formats.codex import classify, parse_output
+
+    def answer(chunk: str, secs: str, code: int) -> list[dict]:
+        return [
+            {"type": "input_text", "text": f"Script completed\nWall time {secs} seconds\nOutput:\n"},
+            {
+                "type": "input_text",
+                "text": f'{{"chunk_id":"{chunk}","wall_time_seconds":{secs},"exit_code":{code},'
+                f'"original_token_count":13,"output":"bwrap: Permission denied\\n"}}',
+            },
+        ]
+
+    first, again, passed = (
+        parse_output(answer(*a)) for a in (("6d900c", "0", 1), ("a72395", "0.21", 1), ("x", "0", 0))
+    )
+    assert first[1] == 1 and classify(*first, None) == (True, "exit_code")
+    assert classify(*passed, None) == (False, None)
+    assert result_key(first[0], True) == result_key(again[0], True)
+    failed = parse_output([{"type": "input_text", "text": "Script failed\nWall time 0.0 seconds\nOutput:\n"}])
+    assert classify(*failed, None) == (True, "text")

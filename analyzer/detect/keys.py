@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from analyzer.detect.semantics import NOISE_LINE_RE, NOISE_MARKERS, action_args
+from analyzer.detect.semantics import NOISE_FIELD_RE, NOISE_LINE_RE, NOISE_MARKERS, action_args
 
 _SORT = orjson.OPT_SORT_KEYS
 _NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
@@ -78,7 +78,7 @@ def action_key(tool: str, args: Any) -> str:
 # (Codex unified exec, Gemini CLI's shell): declared in ``semantics.RESULT_NOISE``. Left in, they would make a stuck
 # poll look like progress.
 VOLATILE_LINE_RE = NOISE_LINE_RE
-_VOLATILE_LINE = re.compile(VOLATILE_LINE_RE)
+_VOLATILE_LINE = re.compile(VOLATILE_LINE_RE + "|" + NOISE_FIELD_RE)
 _VOLATILE_MARKERS = NOISE_MARKERS
 MARKER_PREFIX = 400  # envelope lines sit at the top (Codex) or the bottom (Gemini CLI) of an output; no further
 

@@ -15,6 +15,7 @@ declared tool does not name: only what is declared commentary or tuning is ever 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,7 +29,8 @@ class ToolSemantics:
     ``action``: the fields that are the action and its object (command, path, pattern, range, URL, the edit's texts;
     listed for the reader and the completeness test: any field not declared below is kept too). ``commentary``: what
     the model says about the call. ``tuning``: how long, how much or with which permissions it runs. ``shell``: the
-    fields holding a shell command, reduced by ``shell_action``. ``formats``: where the tool comes from."""
+    fields holding a shell command, reduced by ``shell_action``. ``code``: the fields holding a code-mode cell (a script
+    that calls the agent's tools), reduced by ``code_action``. ``formats``: where the tool comes from."""
 
     names: tuple[str, ...]
     formats: tuple[str, ...]
@@ -36,6 +38,7 @@ class ToolSemantics:
     commentary: tuple[str, ...] = ()
     tuning: tuple[str, ...] = ()
     shell: tuple[str, ...] = ()
+    code: tuple[str, ...] = ()
     note: str = ""
 
     @property
@@ -146,7 +149,21 @@ TOOLS: tuple[ToolSemantics, ...] = (
     ToolSemantics(("web_search",), _CODEX, ("query", "queries", "type")),
     ToolSemantics(("spawn_agent",), _CODEX, ("agent_type", "message", "items")),
     ToolSemantics(("send_input",), _CODEX, ("id", "message", "items", "interrupt")),
-    ToolSemantics(("wait_agent", "wait"), _CODEX, ("targets", "ids"), tuning=("timeout_ms",)),
+    ToolSemantics(
+        ("exec",),
+        _CODEX,
+        ("input",),
+        code=("input",),
+        note="code mode (Codex 0.145+): a JavaScript cell that calls the tools (`await tools.exec_command({…})`); a "
+        "cell of one tool call compares as that call, with the tool's own tuning dropped",
+    ),
+    ToolSemantics(
+        ("wait_agent", "wait"),
+        _CODEX,
+        ("targets", "ids", "cell_id"),
+        tuning=("timeout_ms", "yield_time_ms", "max_tokens"),
+        note="`cell_id`: code mode's wait for a cell still running",
+    ),
     ToolSemantics(("close_agent",), _CODEX, ("id",)),
     # -- Gemini CLI ---------------------------------------------------------------------------------------------------
     ToolSemantics(
@@ -481,7 +498,76 @@ def action_args(tool: str, args: Any) -> Any:
             if out is None:
                 out = dict(args)
             out[f] = reduced
+    for f in sem.code:
+        v = args.get(f)
+        if isinstance(v, str) and (reduced := code_action(v)) != v:
+            if out is None:
+                out = dict(args)
+            out[f] = reduced
     return args if out is None else out
+
+
+# A code-mode cell of one tool call, as Codex writes it: ``const r = await tools.exec_command({…});`` then what prints
+# the answer (``text(r.output);``, ``text(JSON.stringify(r))``): no other tool call, nothing else awaited.
+_ONE_CALL_CELL = re.compile(
+    r"\A\s*(?:(?:const|let|var)\s+\w+\s*=\s*)?await\s+tools\.(\w+)\((\{.*\})\)\s*;?(?P<rest>.*)\Z", re.S
+)
+# Tuning inside a cell's object literals (``"yield_time_ms":10000``), for cells that are not one call.
+_CODE_TUNING = re.compile(r',?\s*"?(?:yield_time_ms|max_output_tokens|max_tokens|timeout_ms)"?\s*:\s*\d+')
+_JS_KEY = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def js_object(literal: str) -> dict[str, Any] | None:
+    """A JavaScript object literal of JSON values (keys bare or quoted, strings in double quotes) as a dict; None for
+    anything else (single quotes, expressions, a syntax error)."""
+    out: list[str] = []
+    i, n, expect_key = 0, len(literal), False
+    while i < n:
+        ch = literal[i]
+        if ch == '"':  # a JSON string, copied whole
+            j = i + 1
+            while j < n and literal[j] != '"':
+                j += 2 if literal[j] == "\\" else 1
+            out.append(literal[i : j + 1])
+            i, expect_key = j + 1, False
+            continue
+        if ch in "{,":
+            expect_key = True
+        elif expect_key and not ch.isspace():
+            m = _JS_KEY.match(literal, i)
+            if m and literal[m.end() :].lstrip()[:1] == ":":
+                out.append(f'"{m.group(0)}"')
+                i, expect_key = m.end(), False
+                continue
+            expect_key = False
+        out.append(ch)
+        i += 1
+    try:
+        value = json.loads("".join(out))
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def code_call(code: str) -> tuple[str, dict[str, Any]] | None:
+    """(tool, arguments) of a code-mode cell that makes one tool call, else None."""
+    m = _ONE_CALL_CELL.match(code)
+    if not m or "tools." in m.group("rest") or "await" in m.group("rest"):
+        return None
+    args = js_object(m.group(2))
+    return (m.group(1), args) if args is not None else None
+
+
+@lru_cache(maxsize=4096)
+def code_action(code: str) -> str:
+    """The action of a code-mode cell: a cell that makes one tool call compares as that call (``tool {action
+    arguments}``, the tool's own commentary and tuning dropped and its shell command reduced, by this table); any
+    other cell as written, without the wait times and output limits in its object literals."""
+    call = code_call(code)
+    if call is not None:
+        tool, args = call
+        return f"{tool} {json.dumps(action_args(tool, args), sort_keys=True, ensure_ascii=False)}"
+    return _CODE_TUNING.sub("", code)
 
 
 # -- result noise ----------------------------------------------------------------------------------------------------
@@ -500,12 +586,20 @@ class ResultNoise:
 
 RESULT_NOISE: tuple[ResultNoise, ...] = (
     ResultNoise("Chunk ID", ("exec_command", "write_stdin"), _CODEX, "a random id of the output chunk"),
-    ResultNoise("Wall time", ("exec_command", "write_stdin", "shell", "shell_command"), _CODEX, "seconds it ran"),
+    ResultNoise(
+        "Wall time", ("exec_command", "write_stdin", "shell", "shell_command", "exec", "wait"), _CODEX, "seconds it ran"
+    ),
     ResultNoise(
         "Process running with session ID",
         ("exec_command", "write_stdin"),
         _CODEX,
         "the id of a process left running (a new one each run)",
+    ),
+    ResultNoise(
+        "Script running with cell ID",
+        ("exec",),
+        _CODEX,
+        "code mode: the id of a cell left running (a new one each run)",
     ),
     ResultNoise("Original token count", ("exec_command", "write_stdin"), _CODEX, "the size of the output"),
     ResultNoise("Total output lines", ("shell", "shell_command"), _CODEX, "the size of the output"),
@@ -514,7 +608,11 @@ RESULT_NOISE: tuple[ResultNoise, ...] = (
 )
 # Applied to every result whatever its tool: each name is a line only its tools print.
 NOISE_LINE_RE = r"(?m)^(?:" + "|".join(re.escape(n.name) for n in RESULT_NOISE) + r")(?::|\s).*$"
-NOISE_MARKERS: tuple[str, ...] = tuple(n.name for n in RESULT_NOISE)
+# The same envelope as the fields of a JSON object: a code-mode cell that prints its tool's whole answer
+# (``text(JSON.stringify(r))``: ``{"chunk_id":"6d900c","wall_time_seconds":0.2,"exit_code":1,…}``).
+NOISE_FIELDS: tuple[str, ...] = ("chunk_id", "wall_time_seconds", "original_token_count")
+NOISE_FIELD_RE = r'"(?:' + "|".join(NOISE_FIELDS) + r')"\s*:\s*(?:"[^"]*"|[0-9.eE+-]+)\s*,?'
+NOISE_MARKERS: tuple[str, ...] = tuple(n.name for n in RESULT_NOISE) + tuple(f'"{f}"' for f in NOISE_FIELDS)
 
 
 def semantics_table() -> str:
@@ -531,7 +629,8 @@ def semantics_table() -> str:
     for t in TOOLS:
         rows.append(
             f"| {', '.join(f'`{n}`' for n in t.names)} | {', '.join(t.formats)} | {cell(t.action)} | "
-            f"{cell(t.commentary)} | {cell(t.tuning)} | {cell(t.shell)} |"
+            f"{cell(t.commentary)} | {cell(t.tuning)} | "
+            f"{cell(t.shell) if t.shell or not t.code else cell(t.code) + ' (a code-mode cell: `code_action`)'} |"
         )
     return "\n".join(rows)
 
@@ -574,12 +673,12 @@ WAIT_ONLY = re.compile(r"^\s*sleep\s+\d+(?:\.\d+)?[smhd]?\s*$")
 POLLS: tuple[PollShape, ...] = (
     PollShape(("BashOutput", "TaskOutput"), _CC, "the output and status of a background shell or task"),
     PollShape(("write_stdin",), _CODEX, "empty `chars` to a running session: read what it printed since", _no_chars),
-    PollShape(("wait_agent", "wait"), _CODEX, "wait for a spawned agent"),
+    PollShape(("wait_agent", "wait"), _CODEX, "wait for a spawned agent, or (code mode) for a cell still running"),
     PollShape(
         ("execute_bash", "run"), _OH, "an empty `command`: more output of the command still running", _empty_command
     ),
     PollShape(
-        ("Bash", "exec_command", "shell", "shell_command", "run_shell_command", "bash", "execute_bash", "run"),
+        ("Bash", "exec_command", "exec", "shell", "shell_command", "run_shell_command", "bash", "execute_bash", "run"),
         ("claude_code", "codex", "gemini_cli", "pi", "opencode", "openhands", "mini_swe_agent", "swe_agent"),
         "a shell command that is a status view (`gh run watch|view|list`, `gh pr checks`, `kubectl rollout status`, "
         "`glab ci status`), or any command after a wait (`sleep N && …`)",
@@ -596,7 +695,8 @@ for _p in POLLS:
 class PollStatus:
     """What a poll's result says of the process: a status word that means it still runs, or one that means it ended.
     Structured statuses (``<status>running</status>``, ``"status": "in_progress"``, Codex's ``Process running with
-    session ID`` / ``Process exited with code``) decide first; then words of a status view."""
+    session ID`` / ``Process exited with code``, code mode's ``Script running with cell ID``) decide first; then words
+    of a status view."""
 
     name: str
     pattern: str
@@ -609,7 +709,8 @@ RUNNING_VALUES = frozenset(
 )
 _STRUCTURED = re.compile(
     r"<(?:status|retrieval_status)>\s*([A-Za-z_ -]+?)\s*</(?:status|retrieval_status)>|"
-    r"\"status\"\s*:\s*\"([A-Za-z_ -]+)\"|(Process running with session ID)|(Process exited with code)",
+    r"\"status\"\s*:\s*\"([A-Za-z_ -]+)\"|(Process running with session ID|\AScript running with cell ID)|"
+    r"(Process exited with code)",
 )
 _RUNNING_WORDS = re.compile(
     r"\b(?:in[ _]progress|still running|is running|pending|queued|waiting for|not (?:yet )?(?:finished|complete|"
@@ -659,6 +760,10 @@ def shell_command(a: Any) -> str | None:
     sub-command (``str_replace_editor`` ``view``/``str_replace``), not a shell command."""
     if not isinstance(a, dict):
         return None
+    code = a.get("input")
+    if isinstance(code, str) and "tools." in code:  # a code-mode cell of one call: that call's command
+        call = code_call(code)
+        return shell_command(call[1]) if call is not None else None
     for k in SHELL_KEYS:
         v = a.get(k)
         if isinstance(v, str):

@@ -12,18 +12,22 @@ from analyzer.tables import table as _t
 # 5: arguments as the model emitted them (SWE-agent's submit arguments, exact actions, the model's own tool calls and
 # the open file of window commands; OpenHands' security_risk; a Claude Code subagent's replayed lines read once);
 # 6: signals cycle6 .. cycle10 (cycles of up to ``rules.MAX_PERIOD`` calls; the derived tables are rebuilt)
-SCHEMA_VERSION = 6
+# 7: Codex code mode: a cell's action key is its tool call's (``semantics.code_action``), and a printed answer's
+#    chunk id and wall time are no part of a result key (the keys change: stores are rebuilt)
+SCHEMA_VERSION = 7
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
 # transcripts by ``loopscope ingest`` and refused by every other command (``connection.old_store_message`` says why).
-KEYS_VERSION = 5
+KEYS_VERSION = 7
 
 
 def old_keys(version: int) -> str:
     """Why a store of an older schema cannot be kept, in a few words (the line that refuses or rebuilds it)."""
     if version < 3:
         return "MD5 keys"
-    return "no action keys" if version < 4 else "arguments read by older adapters"
+    if version < 4:
+        return "no action keys"
+    return "arguments read by older adapters" if version < 5 else "keys of Codex code-mode cells made by older rules"
 
 
 # What the store keeps of a long result by default: its head and its tail, around a marker that says how much is left

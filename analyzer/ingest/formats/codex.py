@@ -83,7 +83,7 @@ _INJECTED = (
 # on ordinary output would invent errors.
 _ERROR_TEXT = re.compile(
     r"(?:write_stdin failed:|apply_patch verification failed|failed to parse function arguments|unsupported call:"
-    r"|execution error:|aborted(?:\s*$| by user))",
+    r"|execution error:|aborted(?:\s*$| by user)|Script failed\b)",
     re.IGNORECASE,
 )
 _REJECTED_TEXT = re.compile(r"(?:exec command|patch) rejected by user", re.IGNORECASE)
@@ -266,10 +266,26 @@ def _header_exit_code(text: str) -> int | None:
     return None
 
 
+_CELL_HEAD = re.compile(r"\AScript (?:completed|failed)\b.{0,200}?\nOutput:\n", re.S)
+_CELL_EXIT = re.compile(r'\s*\{"chunk_id":"[^"]*",[^{}]{0,200}?"exit_code":(-?\d+)')
+
+
+def _cell_exit_code(text: str) -> int | None:
+    """The exit code a code-mode cell printed with its command's whole answer (``text(JSON.stringify(r))`` of one
+    ``exec_command``: ``{"chunk_id":…,"exit_code":1,…}`` after the cell's ``Output:``); None for any other output (a
+    cell that printed ``r.output`` alone says nothing of the exit code)."""
+    head = _CELL_HEAD.match(text)
+    if head is None:
+        return None
+    m = _CELL_EXIT.match(text, head.end())
+    return int(m.group(1)) if m else None
+
+
 def parse_output(output: Any) -> tuple[str, int | None, bool | None]:
     """(result text, exit code if known, explicit error flag if known) of a call output in any of its shapes."""
     if isinstance(output, list):
-        return text_of(output), None, None
+        text = text_of(output)
+        return text, _cell_exit_code(text), None
     if isinstance(output, dict):  # {"content": …, "success": bool} from some builds
         body = output.get("content", output.get("output", output.get("text")))
         text = (
