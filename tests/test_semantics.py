@@ -102,6 +102,12 @@ SAME = [
         {"command": ["bash", "-lc", "ls  -la"], "workdir": "/repo", "with_escalated_permissions": True},
     ),
     ("write_stdin", {"session_id": 3, "chars": "", "yield_time_ms": 1000}, {"session_id": 3, "chars": ""}),
+    # Claude Code in Zed: the same tools served by Zed's ACP bridge
+    (
+        "mcp__acp__Bash",
+        {"command": "npm test", "description": "Run the tests"},
+        {"command": "npm test", "description": "Rerun them", "timeout": 60000},
+    ),
     # Codex code mode (0.145+): a cell of one tool call is that call; its wait times, output limits and justification
     # (bare or quoted keys) are tuning; ``wait`` for a running cell
     (

@@ -56,7 +56,7 @@ _INSPECT = ("inspect",)
 TOOLS: tuple[ToolSemantics, ...] = (
     # -- Claude Code ----------------------------------------------------------------------------------------------
     ToolSemantics(
-        ("Bash", "PowerShell"),
+        ("Bash", "PowerShell", "mcp__acp__Bash"),
         _CC,
         ("command",),
         commentary=("description",),
@@ -65,14 +65,19 @@ TOOLS: tuple[ToolSemantics, ...] = (
         note="`description` is rewritten on every call; running in the background changes how long the agent "
         "waits, not what runs",
     ),
-    ToolSemantics(("BashOutput",), _CC, ("bash_id", "filter")),
-    ToolSemantics(("KillShell", "KillBash"), _CC, ("shell_id",)),
+    ToolSemantics(("BashOutput", "mcp__acp__BashOutput"), _CC, ("bash_id", "filter")),
+    ToolSemantics(("KillShell", "KillBash", "mcp__acp__KillShell"), _CC, ("shell_id",)),
     ToolSemantics(("TaskOutput",), _CC, ("task_id",), tuning=("block", "timeout")),
     ToolSemantics(("TaskStop",), _CC, ("task_id", "shell_id")),
-    ToolSemantics(("Read",), _CC, ("file_path", "offset", "limit", "pages"), note="the range is part of the object"),
-    ToolSemantics(("Edit",), _CC, ("file_path", "old_string", "new_string", "replace_all")),
-    ToolSemantics(("MultiEdit",), _CC, ("file_path", "edits")),
-    ToolSemantics(("Write",), _CC, ("file_path", "content", "file_content")),
+    ToolSemantics(
+        ("Read", "mcp__acp__Read"),
+        _CC,
+        ("file_path", "offset", "limit", "pages"),
+        note="the range is part of the object",
+    ),
+    ToolSemantics(("Edit", "mcp__acp__Edit"), _CC, ("file_path", "old_string", "new_string", "replace_all")),
+    ToolSemantics(("MultiEdit", "mcp__acp__MultiEdit"), _CC, ("file_path", "edits")),
+    ToolSemantics(("Write", "mcp__acp__Write"), _CC, ("file_path", "content", "file_content")),
     ToolSemantics(
         ("NotebookEdit",), _CC, ("notebook_path", "cell_id", "cell_number", "new_source", "cell_type", "edit_mode")
     ),
@@ -341,6 +346,7 @@ TOOLS: tuple[ToolSemantics, ...] = (
 
 # Tools left at the default on purpose (every argument is the action): MCP servers' tools, whose arguments only their
 # server knows, and the functions of plain OpenAI-``messages`` datasets, which are each dataset's own.
+# (Claude Code's own tools as Zed's ACP bridge serves them, ``mcp__acp__Bash`` and the like, are declared above.)
 DEFAULTED = ("mcp__*", "openai_messages: any function")
 
 _BY_NAME: dict[str, ToolSemantics] = {}
@@ -671,14 +677,27 @@ WAIT_PREFIX = re.compile(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)?sleep\s+\d+(?:\.\d+)?[
 WAIT_ONLY = re.compile(r"^\s*sleep\s+\d+(?:\.\d+)?[smhd]?\s*$")
 
 POLLS: tuple[PollShape, ...] = (
-    PollShape(("BashOutput", "TaskOutput"), _CC, "the output and status of a background shell or task"),
+    PollShape(
+        ("BashOutput", "mcp__acp__BashOutput", "TaskOutput"), _CC, "the output and status of a background shell or task"
+    ),
     PollShape(("write_stdin",), _CODEX, "empty `chars` to a running session: read what it printed since", _no_chars),
     PollShape(("wait_agent", "wait"), _CODEX, "wait for a spawned agent, or (code mode) for a cell still running"),
     PollShape(
         ("execute_bash", "run"), _OH, "an empty `command`: more output of the command still running", _empty_command
     ),
     PollShape(
-        ("Bash", "exec_command", "exec", "shell", "shell_command", "run_shell_command", "bash", "execute_bash", "run"),
+        (
+            "Bash",
+            "mcp__acp__Bash",
+            "exec_command",
+            "exec",
+            "shell",
+            "shell_command",
+            "run_shell_command",
+            "bash",
+            "execute_bash",
+            "run",
+        ),
         ("claude_code", "codex", "gemini_cli", "pi", "opencode", "openhands", "mini_swe_agent", "swe_agent"),
         "a shell command that is a status view (`gh run watch|view|list`, `gh pr checks`, `kubectl rollout status`, "
         "`glab ci status`), or any command after a wait (`sleep N && …`)",

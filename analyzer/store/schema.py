@@ -13,7 +13,8 @@ from analyzer.tables import table as _t
 # the open file of window commands; OpenHands' security_risk; a Claude Code subagent's replayed lines read once);
 # 6: signals cycle6 .. cycle10 (cycles of up to ``rules.MAX_PERIOD`` calls; the derived tables are rebuilt)
 # 7: Codex code mode: a cell's action key is its tool call's (``semantics.code_action``), and a printed answer's
-#    chunk id and wall time are no part of a result key (the keys change: stores are rebuilt)
+#    chunk id and wall time are no part of a result key; Zed's `mcp__acp__Bash` and the like are keyed as the Claude
+#    Code tools they stand for (the keys change: stores are rebuilt)
 SCHEMA_VERSION = 7
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
