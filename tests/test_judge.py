@@ -87,6 +87,24 @@ def test_a_poll_whose_output_changes_is_not_stuck() -> None:
     assert not j.stuck and j.kind is None and "progress" in j.why
 
 
+def test_a_repeated_call_whose_answers_only_come_back_is_stuck_from_where_nothing_new_came() -> None:
+    """The same log read again and again, its tail length varied (tuning, not the action): the answers alternate but
+    none is new after the first two, so the repeats from there on are stuck, and the first two are not."""
+    log = "GET /relationship 200 in 827ms"
+    short, longer = f"{log}", f"Compiled /relationship\n{log}"
+    calls = [bash("cat server.log", short if i % 2 == 0 else longer) for i in range(8)]
+    [j] = judged("streak", calls)
+    assert j.stuck and j.positions == list(range(2, 8)) and "no new result" in j.why
+    # an answer that is new breaks the run: the log grew
+    calls[5] = bash("cat server.log", f"{log}\nGET /about 200 in 12ms")
+    got = judged("streak", calls)
+    assert [(x.positions, x.stuck) for x in got] == [([2, 3, 4], True)]
+    # results that keep changing are progress, as before
+    calls = [bash("cat build.log", f"step {i} of 9") for i in "abcdef"]
+    [j] = judged("streak", calls)
+    assert not j.stuck and "progress" in j.why
+
+
 def test_the_same_message_answered_with_the_same_request_in_other_words_is_stuck() -> None:
     # safety-unhelpful-bot (OpenHands): one chat sent 4 times, the person restates the same error each time
     ask = {"content": "Could you please provide the exact command you ran?", "npc_name": "Emily"}

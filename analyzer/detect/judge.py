@@ -805,7 +805,7 @@ def _with_stuck_runs(
             runs.append((start, i))
         start = i
     if not runs:
-        return [whole]
+        return _stale_runs(positions, calls, view, spread, keep) or [whole]
     out, prev = [], 0
     for s, e in runs:
         if s > prev and keep(positions[prev:s]):
@@ -821,6 +821,33 @@ def _with_stuck_runs(
         prev = e
     if prev < len(positions) and keep(positions[prev:]):
         out.append(_repeated_call(positions[prev:], view, spread))
+    return out
+
+
+def _stale_runs(
+    positions: Sequence[int], calls: list[CallView], view: View, spread: str, keep: Callable[[Sequence[int]], bool]
+) -> list[Judged]:
+    """A repeated call whose results changed (progress as a whole) but kept coming back: a repeat whose result says
+    what an earlier repeat's already said told the agent nothing new. A run of ``MIN_REPEATS``+ such repeats in a row
+    is stuck (the same result, no fix in between: only the order of the answers changed), judged apart from the
+    repeats around it; the calls that brought a new result are progress."""
+    stale = [any(alike(calls[j], calls[i]) for j in range(i)) for i in range(len(calls))]
+    out: list[Judged] = []
+    start = None
+    for i in range(len(calls) + 1):
+        if i < len(calls) and stale[i]:
+            start = i if start is None else start
+            continue
+        if start is not None and keep(positions[start:i]):
+            out.append(
+                Judged(
+                    list(positions[start:i]),
+                    True,
+                    f"the same {_label(calls[start])} {i - start}× {spread}, each time an answer it had already "
+                    "got (no new result)",
+                )
+            )
+        start = None
     return out
 
 

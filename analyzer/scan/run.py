@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 # Bump when signals or findings change meaning: every session is rescanned.
 # 2: findings judged (judge.py), repeat_tokens, why; 3: calls compared by action_key, drift claimed before streak;
 # 4: `waiting` findings (polls of a running process), the stuck run before a success a stuck finding of its own;
-#    cycles of up to 10 calls, short replies repeated 5+ times, text loops consecutive (or a repeated block)
-DETECTOR_VERSION = "4"
+#    cycles of up to 10 calls, short replies repeated 5+ times, text loops consecutive (or a repeated block);
+# 5: a run of repeats whose answers all came back from earlier repeats is stuck (``judge._stale_runs``)
+DETECTOR_VERSION = "5"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
 # since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store. Both are
