@@ -831,7 +831,7 @@ def _stale_runs(
     what an earlier repeat's already said told the agent nothing new. A run of ``MIN_REPEATS``+ such repeats in a row
     is stuck (the same result, no fix in between: only the order of the answers changed), judged apart from the
     repeats around it; the calls that brought a new result are progress."""
-    stale = [any(alike(calls[j], calls[i]) for j in range(i)) for i in range(len(calls))]
+    stale = _came_back(calls)
     out: list[Judged] = []
     start = None
     for i in range(len(calls) + 1):
@@ -848,6 +848,34 @@ def _stale_runs(
                 )
             )
         start = None
+    return out
+
+
+def _came_back(calls: list[CallView]) -> list[bool]:
+    """Per call, whether its result is ``alike`` an earlier call's: in one pass, by the keys ``alike`` compares (the
+    masked body; a failure's error signature; a message reply's words against the earlier replies')."""
+    bodies: set[str] = set()
+    errors: set[str] = set()
+    replies: list[frozenset[str]] = []
+    out = []
+    for c in calls:
+        if c.result is None or is_placeholder(c.result):
+            out.append(False)
+            continue
+        body = _comparable(c.result)
+        bad = failed(c)
+        sig = _error_signature(c.result) if bad else ""
+        words = _words(body) if is_message(c) and not bad else None
+        out.append(
+            body in bodies
+            or (sig != "" and sig in errors)
+            or (words is not None and any(jaccard(w, words) >= SIMILARITY for w in replies))
+        )
+        bodies.add(body)
+        if sig:
+            errors.add(sig)
+        if words is not None:
+            replies.append(words)
     return out
 
 
