@@ -120,6 +120,38 @@ def test_duplicate_session_id_in_two_files_is_recorded_not_loaded_twice(tmp_path
     check_consistent(db)
 
 
+def test_duplicate_session_id_is_kept_from_the_lowest_file_id_whatever_lands_first(
+    tmp_path: Path, db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One chunk a file, the biggest (parsed first) the highest file id: of the copies an ingest reads, the lowest
+    file id is kept, in process and with workers. A later ingest that brings another copy keeps the stored one; one
+    that reads the kept copy's file again, now without the session, loads it from the other copy (read again)."""
+    import analyzer.ingest.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "CHUNK_FILES", 1)
+    monkeypatch.setattr(pipeline, "CHUNK_BYTES_MIN", 1)
+    write_jsonl(tmp_path / "a.jsonl", pi_records("same", n_calls=1))
+    write_jsonl(tmp_path / "b.jsonl", pi_records("other", n_calls=1))
+    write_jsonl(tmp_path / "c.jsonl", pi_records("same", n_calls=9))
+    for workers in (1, 2):
+        store = tmp_path / f"w{workers}.duckdb"
+        ingest_paths(store, tmp_path, workers=workers)
+        assert query(store, "SELECT file_id, calls FROM sessions WHERE session_id = 'same'") == [(1, 1)]
+        ((fid, reason),) = query(store, "SELECT file_id, reason FROM ingest_errors")
+        assert fid == 3 and reason.endswith(f"already ingested from {tmp_path / 'a.jsonl'}; this copy was not loaded")
+        check_consistent(store)
+    write_jsonl(tmp_path / "0.jsonl", pi_records("same", n_calls=5))  # a new file: a new id, the stored copy stays
+    ingest_paths(db, tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl")
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT file_id, calls FROM sessions WHERE session_id = 'same'") == [(1, 1)]
+    write_jsonl(tmp_path / "a.jsonl", pi_records("renamed", n_calls=1))  # the kept copy's file changes
+    summary = ingest_paths(db, tmp_path)
+    assert summary.files_ingested == 3  # a.jsonl, and the two files with the other copies
+    assert query(db, "SELECT file_id, calls FROM sessions WHERE session_id = 'same'") == [(3, 9)]
+    assert query(db, "SELECT file_id FROM ingest_errors") == [(4,)]
+    check_consistent(db)
+
+
 def test_second_writer_gets_store_in_use(tmp_path: Path, db: Path) -> None:
     write_jsonl(tmp_path / "s.jsonl", pi_records("s1"))
     ingest_paths(db, tmp_path)

@@ -79,10 +79,9 @@ def both(spark, corpus: list[Path], tmp_path_factory: pytest.TempPathFactory, re
     from analyzer.scan.run import scan
     from analyzer.spark.run import run
 
-    # the fixtures copied from a realdata source are left out: the same session id in two files is kept from the
-    # one the store landed first, which across its chunks need not be the lowest file id that Spark keeps
-    fixtures = [FIXTURES / n for n in ("claude_code", "codex", "gemini", "openai_messages", "pi")]
-    roots = [*(c for c in corpus if c != FIXTURES), *fixtures, *REALDATA_DIRS]
+    # every fixture, those copied from a realdata source too: a session id in two files is kept from the lowest
+    # file id by both paths
+    roots = [*corpus, *REALDATA_DIRS]
     tmp = tmp_path_factory.mktemp("spark")
     db = tmp / "store.duckdb"
     ingest(roots, db, workers=1)
@@ -144,11 +143,14 @@ def test_spark_run_gives_the_stores_rows(both) -> None:  # noqa: ANN001
                 SELECT usage_key, count(DISTINCT session_id) AS sessions, count(*) FILTER (WHERE usage_counted) AS counted
                 FROM turns WHERE usage_key IS NOT NULL GROUP BY usage_key) WHERE sessions > 1""").fetchone()  # noqa: E501 (SQL text kept as is)
         assert shared[0] > 0 and shared[1] == 0
-        # and the archived copy of a session is loaded once
-        assert (
-            con.execute("SELECT count(*) FROM ingest_errors WHERE reason LIKE 'duplicate session id%'").fetchone()[0]
-            == 1
-        )
+        # and the archived copy of a session is loaded once, as is each fixture copied from the realdata set: both
+        # paths keep the copy of the lowest file id
+        dups = con.execute("""
+            SELECT e.excerpt, min(s.file_id) < min(e.file_id)
+            FROM ingest_errors e JOIN sessions s ON s.session_id = e.excerpt
+            WHERE e.reason LIKE 'duplicate session id %: already ingested from %' GROUP BY e.excerpt""").fetchall()
+        assert sum(sid.startswith("9e3d5b17-") for sid, _ in dups) == 1
+        assert len(dups) > 10 and all(lower for _, lower in dups)
     finally:
         con.close()
         pq.close()
@@ -204,58 +206,138 @@ def spark_submit(args: list[str], tmp_path: Path) -> str:
     return proc.stdout
 
 
-def test_a_second_run_parses_only_what_changed(spark, tmp_path: Path) -> None:  # noqa: ANN001
+def by_path(con, table: str) -> list[tuple]:  # noqa: ANN001
+    """``rows`` with each ``file_id`` replaced by its file's path (runs over other listings number files otherwise)."""
+    from analyzer.store.schema import ALL_TABLES
+
+    spec = next(t for t in ALL_TABLES if t.name == table)
+    if "file_id" not in spec.names:
+        return rows(con, table)
+    con.execute(
+        f"CREATE OR REPLACE TEMP VIEW _by_path AS SELECT * REPLACE ((SELECT f.path FROM files f WHERE "
+        f"f.file_id = t.file_id) AS file_id) FROM {table} t"
+    )
+    got = con.execute("SELECT * FROM _by_path").fetchall()
+    names = [d[0] for d in con.execute("SELECT * FROM _by_path LIMIT 0").description]
+    drop = {names.index(c) for c in ("ingested_at",) if table == "files"}
+    return sorted(tuple(v for i, v in enumerate(r) if i not in drop) for r in got)
+
+
+def parquet_files(out: Path) -> dict[str, int]:
+    """Every Parquet file of the tables under ``out`` (not ``_ingest``, not ``_stage``) and its mtime."""
+    return {
+        str(p.relative_to(out)): p.stat().st_mtime_ns
+        for p in out.rglob("*.parquet")
+        if not p.relative_to(out).parts[0].startswith("_")
+    }
+
+
+def test_a_second_run_parses_and_rewrites_only_what_changed(spark, tmp_path: Path) -> None:  # noqa: ANN001
     """Over an ``--out`` that holds a run's results (the first run through ``spark-submit``, the README's cluster
-    entry point), a run after adding a file, rewriting one and touching an opencode part file parses those (the part
-    file's whole session: the group read together) and nothing else, and writes the tables a fresh run writes; the
-    second run is the command's, and its summary counts them."""
+    entry point), a run after adding a file, rewriting one, removing one and touching an opencode part file parses
+    those (the part file's whole session: the group read together) and nothing else, scans only the sessions whose
+    fingerprint changed, rewrites only the partitions holding them (every other partition's files untouched), and
+    writes the tables of the store after the same two ingests and a scan (file ids included; the store keeps the
+    removed file's rows: left out), and those of a fresh run (up to file ids). A session id in two files (one chunk
+    a file for the store, the higher file id parsed and landed first before) is kept from the lower file id by both,
+    and from the other copy once the kept one's file no longer holds it. The second run is the command's."""
     import shutil
 
+    from helpers import pi_records, write_jsonl
     from typer.testing import CliRunner
 
+    import analyzer.ingest.pipeline as pipeline
     from analyzer.cli import app
+    from analyzer.scan.run import scan
     from analyzer.spark.run import run
+    from analyzer.store import connection
     from analyzer.store.parquet import open_dir
 
-    src = tmp_path / "src"
+    src, out, db = tmp_path / "src", tmp_path / "out", tmp_path / "store.duckdb"
     shutil.copytree(SAMPLE_DATA / "pi", src / "pi")
     shutil.copytree(SAMPLE_DATA / "opencode", src / "opencode")
+    write_jsonl(src / "twin" / "a.jsonl", pi_records("twin", n_calls=1))
+    write_jsonl(src / "twin" / "b.jsonl", pi_records("twin", n_calls=9))  # bigger: the store parsed it first
     n = sum(1 for p in src.rglob("*") if p.is_file())
-    said = spark_submit(["spark", "run", src.as_uri(), "--out", str(tmp_path / "out")], tmp_path)
-    assert "on local[2] (2 cores)" in said and f"{n:,} files parsed, 0 unchanged since the last run" in said, said
-
-    pi = sorted((src / "pi").rglob("*.jsonl"))
-    lines = pi[0].read_text().splitlines(keepends=True)
-    pi[0].write_text("".join(lines[: len(lines) // 2]))  # rewritten: fewer calls
-    shutil.copy(FIXTURES / "pi" / "earendil-pi_prompt-cache-replay-session.jsonl", src / "pi" / "added.jsonl")
-    part = sorted((src / "opencode").rglob("prt_*.json"))[0]
-    part.write_text(part.read_text() + "\n")
-    pq = open_dir(tmp_path / "out")
+    mp = pytest.MonkeyPatch()
+    mp.setattr(pipeline, "CHUNK_FILES", 1)  # a chunk a file, landed in file-id order
+    mp.setattr(pipeline, "CHUNK_BYTES_MIN", 1)
     try:
-        (session,) = pq.execute(
-            "SELECT reason[length('read with ') + 1:] FROM files WHERE path = ?", [str(part)]
-        ).fetchone()
-        group = pq.execute("SELECT count(*) FROM files WHERE path = ? OR reason = ?", [session, f"read with {session}"])
-        in_group = group.fetchone()[0]
+        pipeline.ingest([src], db, workers=1)
+        said = spark_submit(["spark", "run", src.as_uri(), "--out", str(out)], tmp_path)
+        assert "on local[2] (2 cores)" in said and f"{n:,} files parsed, 0 unchanged since the last run" in said, said
+        pq = open_dir(out)
+        try:
+            twin = "SELECT f.path, s.calls FROM sessions s JOIN files f USING (file_id) WHERE session_id = 'twin'"
+            assert pq.execute(twin).fetchall() == [(str(src / "twin" / "a.jsonl"), 1)]
+            assert connection.connect(db, read_only=True).execute(twin).fetchall() == pq.execute(twin).fetchall()
+            part = sorted((src / "opencode").rglob("prt_*.json"))[0]
+            (session,) = pq.execute(
+                "SELECT reason[length('read with ') + 1:] FROM files WHERE path = ?", [str(part)]
+            ).fetchone()
+            group = pq.execute(
+                "SELECT count(*) FROM files WHERE path = ? OR reason = ?", [session, f"read with {session}"]
+            )
+            in_group = group.fetchone()[0]
+            pi = sorted((src / "pi").rglob("*.jsonl"))
+            (removed_id,) = pq.execute("SELECT file_id FROM files WHERE path = ?", [str(pi[1])]).fetchone()
+            sessions_before = pq.execute("SELECT count(*) FROM sessions").fetchone()[0]
+        finally:
+            pq.close()
+        before = parquet_files(out)
+
+        lines = pi[0].read_text().splitlines(keepends=True)
+        pi[0].write_text("".join(lines[: len(lines) // 2]))  # rewritten: fewer calls
+        pi[1].unlink()
+        shutil.copy(FIXTURES / "pi" / "earendil-pi_prompt-cache-replay-session.jsonl", src / "pi" / "added.jsonl")
+        part.write_text(part.read_text() + "\n")
+        write_jsonl(src / "twin" / "a.jsonl", pi_records("renamed", n_calls=1))  # the kept copy's file: another id
+        pipeline.ingest([src], db, workers=1)
+        scan(db, workers=1)
     finally:
+        mp.undo()
+
+    res = CliRunner().invoke(app, ["spark", "run", str(src), "--out", str(out)])  # the command
+    assert res.exit_code == 0, res.output
+    parsed = 3 + in_group  # pi[0], added.jsonl and twin/a.jsonl, and the opencode session's group
+    assert f"{n:,} files" in res.output
+    assert f"{parsed:,} files parsed, {n - parsed:,} unchanged since the last run" in res.output
+    # rescanned: pi[0]'s, added.jsonl's, the opencode session, renamed and twin (now from b.jsonl)
+    assert "5 sessions scanned" in res.output, res.output
+    after = parquet_files(out)
+    kept = {f for f in before if f in after and after[f] == before[f]}
+    assert kept and len(kept) < len(before)
+    touched = {f.rsplit("/", 1)[0] for f in set(before) - kept} | {f.rsplit("/", 1)[0] for f in set(after) - kept}
+    assert not any(f.rsplit("/", 1)[0] in touched for f in kept)  # a partition is rewritten whole or not at all
+    assert all("p_format=pi" in f or "p_format=opencode" in f for f in touched), sorted(touched)
+
+    pq, con = open_dir(out), connection.connect(db)
+    try:
+        assert pq.execute("SELECT count(*) FROM sessions").fetchone()[0] == sessions_before + 1  # added, renamed; gone
+        assert pq.execute(twin).fetchall() == [(str(src / "twin" / "b.jsonl"), 9)]
+        con.execute(f"CREATE TEMP TABLE gone AS SELECT session_id FROM sessions WHERE file_id = {removed_id}")
+        for table in TABLES:
+            key = (
+                "session_id IN (SELECT session_id FROM gone)"
+                if table not in ("files", "ingest_errors")
+                else (f"file_id = {removed_id}")
+            )
+            con.execute(f"DELETE FROM {table} WHERE {key}")
+            assert table_rows(pq, table) == table_rows(con, table), table
+    finally:
+        con.close()
         pq.close()
 
-    res = CliRunner().invoke(app, ["spark", "run", str(src), "--out", str(tmp_path / "out")])  # the command
-    assert res.exit_code == 0, res.output
-    parsed = 2 + in_group
-    assert f"{n + 1:,} files" in res.output
-    assert f"{parsed:,} files parsed, {n + 1 - parsed:,} unchanged since the last run" in res.output
-
-    assert run([src], tmp_path / "fresh", spark=spark).files_parsed_in_tasks == n + 1
-    a, b = open_dir(tmp_path / "out"), open_dir(tmp_path / "fresh")
+    assert run([src], tmp_path / "fresh", spark=spark).files_parsed_in_tasks == n
+    a, b = open_dir(out), open_dir(tmp_path / "fresh")
     try:
         for table in TABLES:
-            assert rows(a, table) == rows(b, table), table
+            assert by_path(a, table) == by_path(b, table), table
         assert rows(a, "calls") != [] and rows(a, "files") != []
     finally:
         a.close()
         b.close()
-    res = CliRunner().invoke(app, ["report", "--from", str(tmp_path / "out"), "--out", str(tmp_path / "report"), "-q"])
+    res = CliRunner().invoke(app, ["report", "--from", str(out), "--out", str(tmp_path / "report"), "-q"])
     assert res.exit_code == 0, res.output
     assert (tmp_path / "report" / "index.html").is_file()
 

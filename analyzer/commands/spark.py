@@ -65,7 +65,9 @@ def run(
     out.print(
         f"{s.files:,} files ({mb:,.1f} MB) on {s.master} ({s.cores} cores): {r.get('sessions', 0):,} sessions, "
         f"{r.get('calls', 0):,} calls, {r.get('findings', 0):,} findings, {r.get('ingest_errors', 0):,} ingest "
-        f"errors\n{s.files_parsed_in_tasks:,} files parsed, {s.files_reused:,} unchanged since the last run\n"
+        f"errors\n{s.files_parsed_in_tasks:,} files parsed, {s.files_reused:,} unchanged since the last run; "
+        f"{s.sessions_scanned_in_tasks:,} sessions scanned; {s.partitions_rewritten:,} of {s.partitions_total:,} "
+        f"partitions rewritten\n"
         f"ingest {s.ingest_seconds:.1f} s ({mb / max(s.ingest_seconds, 1e-9):,.1f} MB/s), scan "
         f"{s.scan_seconds:.1f} s ({r.get('calls', 0) / max(s.scan_seconds, 1e-9):,.0f} calls/s); "
         f"wrote {out_dir}",

@@ -84,10 +84,12 @@ def load_chunk(
     either all of a chunk or none of it, and the ``files`` rows (with their hashes) commit with their data, so the next
     run picks up exactly the files that did not land."""
     ids = [o.file_id for o in outcomes]
+    con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {PENDING} (file_id INTEGER)")
     with transaction(con):
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _chunk_files AS SELECT unnest($ids::INTEGER[]) AS file_id", {"ids": ids}
         )
+        con.execute(f"DELETE FROM {PENDING} WHERE file_id IN (SELECT file_id FROM _chunk_files)")
         # Usage keys the old rows held: their winners may change once those rows are gone.
         con.execute(
             "CREATE OR REPLACE TEMP TABLE _keys AS SELECT DISTINCT usage_key FROM turns "
@@ -105,13 +107,31 @@ def load_chunk(
         con.execute(f"CREATE OR REPLACE TEMP TABLE _new_sessions AS SELECT * FROM {spool_source(spool, 'sessions')}")
 
         # A session id already in the store from another file (an archived copy, a duplicated dataset row) is
-        # recorded as an error and not loaded twice; within the chunk the lowest file id wins.
+        # recorded as an error and not loaded twice; within the chunk the lowest file id wins. A copy stored from a
+        # file this ingest reads again and has not landed yet (``PENDING``) does not count: it is replaced now (its
+        # rows go, it is read again when its file lands), so of the copies an ingest reads, landed in file-id order,
+        # the lowest file id is kept, unless a copy from a file it does not read is stored (that one stays).
+        con.execute(f"""
+            CREATE OR REPLACE TEMP TABLE _early AS
+            SELECT DISTINCT s.session_id, s.file_id FROM sessions s
+            WHERE s.session_id IN (SELECT session_id FROM _new_sessions)
+              AND s.file_id IN (SELECT file_id FROM {PENDING})
+        """)
+        if (one(con, "SELECT count(*) FROM _early") or (0,))[0]:  # rare; each DELETE scans a table
+            con.execute(
+                "INSERT INTO _keys SELECT DISTINCT usage_key FROM turns "
+                "WHERE (session_id, file_id) IN (SELECT (session_id, file_id) FROM _early) AND usage_key IS NOT NULL"
+            )
+            for table in ("calls", "turns", "sessions"):
+                con.execute(
+                    f"DELETE FROM {table} WHERE (session_id, file_id) IN (SELECT (session_id, file_id) FROM _early)"
+                )
         con.execute("""
             CREATE OR REPLACE TEMP TABLE _dup AS
             SELECT n.session_id, n.file_id,
                    coalesce(
                      (SELECT min(s.source_path) FROM sessions s WHERE s.session_id = n.session_id),
-                     (SELECT min(m.source_path) FROM _new_sessions m
+                     (SELECT arg_min(m.source_path, m.file_id) FROM _new_sessions m
                        WHERE m.session_id = n.session_id AND m.file_id < n.file_id)) AS other_path
             FROM _new_sessions n
             WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = n.session_id)
@@ -134,10 +154,10 @@ def load_chunk(
         for table, rows in outcome_tuples(outcomes).items():
             if rows:
                 _insert_rows(con, table, rows)
-        con.execute("""
+        con.execute(f"""
             INSERT INTO ingest_errors
             SELECT d.file_id, s.source_path, NULL,
-                   'duplicate session id ' || d.session_id || ': already ingested from ' || d.other_path ||
+                   '{DUPLICATE}' || d.session_id || ': already ingested from ' || d.other_path ||
                    '; this copy was not loaded', d.session_id
             FROM _dup d JOIN _new_sessions s USING (session_id, file_id)
         """)
@@ -145,7 +165,7 @@ def load_chunk(
             UPDATE files SET errors = errors + x.n, sessions = sessions - x.n
             FROM (SELECT file_id, count(*) AS n FROM _dup GROUP BY file_id) x WHERE files.file_id = x.file_id
         """)
-        for t in ("_new_sessions", "_dup", "_keys", "_touched", "_chunk_files"):
+        for t in ("_new_sessions", "_dup", "_early", "_keys", "_touched", "_chunk_files"):
             con.execute(f"DROP TABLE IF EXISTS {t}")
 
 
@@ -287,6 +307,34 @@ def file_states(con: duckdb.DuckDBPyConnection, full_results: bool) -> dict[str,
         {"full": full_results},
     ).fetchall()
     return {r[0]: (r[1], r[2], r[3], r[4], r[5]) for r in rows}
+
+
+PENDING = "_ingest_pending"  # temp table: the files an ingest reads that have not landed yet (``load_chunk``)
+DUPLICATE = "duplicate session id "  # how ``ingest_errors.reason`` of a copy not loaded begins
+
+
+def pending(con: duckdb.DuckDBPyConnection, ids: Sequence[int]) -> None:
+    """Record the files this ingest is about to read (``PENDING``). Their stored ``files`` rows get size -1 until
+    they land, so that after a kill the next ingest reads them again (a file read again for a duplicate session
+    (``other_copies``) is unchanged on disk)."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {PENDING} AS SELECT unnest($1::INTEGER[]) AS file_id", [list(ids)])
+    con.execute(f"UPDATE files SET size = -1 WHERE file_id IN (SELECT file_id FROM {PENDING})")
+
+
+def other_copies(con: duckdb.DuckDBPyConnection, ids: Sequence[int]) -> list[tuple[int, str]]:
+    """(file id, path) of the files holding a copy not loaded (an ingest error ``DUPLICATE``…) of a session stored
+    from one of the files ``ids``: read again with them, the session is decided again among every copy."""
+    return [
+        (int(r[0]), r[1])
+        for r in con.execute(
+            f"""
+            SELECT DISTINCT f.file_id, f.path FROM ingest_errors e JOIN files f USING (file_id)
+            WHERE e.reason LIKE '{DUPLICATE}%: already ingested from %' AND e.excerpt IN (
+                SELECT session_id FROM sessions WHERE file_id IN (SELECT unnest($1::INTEGER[])))
+            ORDER BY 1""",
+            [list(ids)],
+        ).fetchall()
+    ]
 
 
 def next_file_id(con: duckdb.DuckDBPyConnection) -> int:

@@ -264,23 +264,29 @@ def chunk_bytes(total: int, workers: int) -> int:
 
 def _chunks(tasks: Sequence[FileTask], limit: int) -> list[list[FileTask]]:
     """Group small files, up to ``limit`` bytes, so a transaction and a Parquet spool serve many; a big file is a
-    chunk of its own. Largest chunks first, so two workers finish together."""
+    chunk of its own. In file-id order, the order they land in (of a session id in several files, the lowest file id
+    lands first: ``land.load_chunk``); ``by_size`` gives the order to parse them in, largest first, so two workers
+    finish together."""
     chunks: list[list[FileTask]] = []
     cur: list[FileTask] = []
     size = 0
-    for t in sorted(tasks, key=lambda t: t.path):
-        if t.size >= limit:
-            chunks.append([t])
-            continue
-        if cur and (size + t.size > limit or len(cur) >= CHUNK_FILES):
+    for t in sorted(tasks, key=lambda t: t.file_id):
+        if cur and (t.size >= limit or size + t.size > limit or len(cur) >= CHUNK_FILES):
             chunks.append(cur)
             cur, size = [], 0
         cur.append(t)
         size += t.size
+        if size >= limit:  # a big file: a chunk of its own
+            chunks.append(cur)
+            cur, size = [], 0
     if cur:
         chunks.append(cur)
-    chunks.sort(key=lambda c: -sum(t.size for t in c))
     return chunks
+
+
+def by_size(chunks: Sequence[list[FileTask]]) -> list[int]:
+    """The chunks' indices, largest chunk first: the order to parse them in."""
+    return sorted(range(len(chunks)), key=lambda i: -sum(t.size for t in chunks[i]))
 
 
 def _same_content(path: str, old_hash: str | None) -> bool:
@@ -402,6 +408,20 @@ def _ingest_files(
         else:
             tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
     land.touch_files(con, touched)
+    # A session id in several files is kept from one (``land.load_chunk``): when a file holding a kept copy is read
+    # again, the files holding its other copies are read again with it, so the session is decided again among all
+    # of them (the lowest file id) rather than lost or kept from a stale copy.
+    listed = {display_path(f.path): f for f in files}
+    again = {t.file_id for t in tasks} | {o.file_id for o in unparsed}
+    for fid, path in land.other_copies(con, sorted(again)):
+        f = listed.get(path)
+        if f is not None and f.ignored is None and f.read_with is None and fid not in again:
+            from analyzer.ingest.parse import FileTask
+
+            tasks.append(FileTask(fid, f.path, f.size, f.mtime_ns))
+            again.add(fid)
+            summary.files_unchanged -= 1
+    land.pending(con, [t.file_id for t in tasks])
     if unparsed:
         _land(con, unparsed, {}, summary)
     if not tasks:
@@ -427,7 +447,7 @@ def _ingest_files(
                         progress(done, total)
 
                 outcomes, paths = parse_chunk(chunk, str(spool), f"c{i}", bump, full_results)
-                _land(con, outcomes, paths, summary)
+                _land(con, outcomes, paths, summary)  # in file-id order: the lowest file id of a session lands first
         else:
             _parse_parallel(con, chunks, spool, n_workers, total, summary, progress, full_results)
     finally:
@@ -461,15 +481,21 @@ def _parse_parallel(
         initializer=init_worker,
         initargs=(counter, os.getpid()),
     ) as pool:
-        pending: set[Future] = {
-            pool.submit(parse_chunk, c, str(spool), f"c{i}", None, full_results) for i, c in enumerate(chunks)
+        # parsed largest first, landed in file-id order (a chunk parsed early waits, on disk, for those before it):
+        # of a session id in several files read now, the lowest file id lands first and is kept
+        job: dict[Future, int] = {
+            pool.submit(parse_chunk, chunks[i], str(spool), f"c{i}", None, full_results): i for i in by_size(chunks)
         }
+        pending, parsed, landed = set(job), {}, 0
         while pending:
             done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
             if progress:
                 progress(min(counter.value, total), total)
             for fut in done:
-                outcomes, paths = fut.result()
+                parsed[job[fut]] = fut.result()
+            while landed in parsed:
+                outcomes, paths = parsed.pop(landed)
+                landed += 1
                 _land(con, outcomes, paths, summary)
                 for files in paths.values():
                     for p in files:

@@ -10,5 +10,8 @@ is Spark's own, as shuffles over the parsed rows. One module per stage:
 - ``ingest``: files' bytes -> rows, whole groups per task (``mapInArrow``), then the cross-file set work;
 - ``errors``: pyspark's and the JVM's errors as one line saying what to fix;
 - ``scan``: sessions -> signals and findings, whole sessions per group (``groupBy(...).applyInArrow``);
+- ``incremental``: what a run over a previous run's output parses, scans and rewrites (file ids kept, only the
+  partitions that change written);
+- ``hadoop``: frames of driver-side rows, and folders through Hadoop's filesystem layer;
 - ``run``: the job end to end, writing every table as Parquet in the layout of ``analyzer.store.parquet``.
 """

@@ -181,11 +181,19 @@ def _drop_replayed_calls(sessions: DataFrame, calls: DataFrame) -> DataFrame:
     return calls.join(drop, ["session_id", "seq"], "left_anti")
 
 
-def settle(spark: SparkSession, parsed: dict[str, DataFrame]) -> dict[str, DataFrame]:
+def settle(
+    spark: SparkSession,
+    parsed: dict[str, DataFrame],
+    kept: DataFrame | None = None,
+    read_again: DataFrame | None = None,
+) -> dict[str, DataFrame]:
     """The parsed files' rows -> the store's tables, across files: a session id seen in several files is kept from
-    the lowest file id (an error row for each other copy, as the store records it); usage counts once per
-    ``usage_key`` over the whole corpus (a window over the key: a shuffle); session totals are summed with the
-    store's own SQL."""
+    one copy (an error row for each other copy, as the store records it); usage counts once per ``usage_key`` over
+    the whole corpus (a window over the key: a shuffle); session totals are summed with the store's own SQL.
+
+    The copy kept is the store's (``land.load_chunk``): the copy a previous run kept (``kept``: session id, file id)
+    if its file is not read again (``read_again``: file ids); else the lowest file id among the copies in files read
+    again; a first run reads every file, so the lowest file id."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -194,10 +202,24 @@ def settle(spark: SparkSession, parsed: dict[str, DataFrame]) -> dict[str, DataF
     sessions, turns, calls = parsed["sessions"], parsed["turns"], parsed["calls"]
     files, errors = parsed["files"], parsed["ingest_errors"]
 
-    w = Window.partitionBy("session_id").orderBy("file_id")
-    ranked = sessions.withColumn("_rn", F.row_number().over(w)).withColumn("_other", F.first("source_path").over(w))
+    rank = F.lit(1)
+    if read_again is not None:
+        again = F.broadcast(read_again.select("file_id", F.lit(True).alias("_again")))
+        sessions = sessions.join(again, "file_id", "left")
+        rank = F.when(F.col("_again"), 1).otherwise(2)
+        if kept is not None:
+            k = kept.select("session_id", "file_id", F.lit(True).alias("_kept"))
+            sessions = sessions.join(k, ["session_id", "file_id"], "left")
+            rank = F.when(F.col("_kept") & F.col("_again").isNull(), 0).otherwise(rank)
+    w = Window.partitionBy("session_id").orderBy("_rank", "file_id")
+    ranked = (
+        sessions.withColumn("_rank", rank)
+        .withColumn("_rn", F.row_number().over(w))
+        .withColumn("_other", F.first("source_path").over(w))
+        .drop(*[c for c in ("_again", "_kept") if c in sessions.columns])
+    )
     dup = ranked.where("_rn > 1").select("session_id", "file_id", "source_path", "_other").cache()
-    sessions = ranked.where("_rn = 1").drop("_rn", "_other")
+    sessions = ranked.where("_rn = 1").drop("_rn", "_other", "_rank")
     drop = dup.select("session_id", "file_id")
     turns = turns.join(F.broadcast(drop), ["session_id", "file_id"], "left_anti")
     calls = calls.join(F.broadcast(drop), ["session_id", "file_id"], "left_anti")

@@ -4,8 +4,9 @@ layout of ``analyzer.store.parquet`` (what ``loopscope report --from`` reads).
 The driver lists the files through Hadoop's filesystem layer (``listing``: classified as ``loopscope ingest`` does, so
 file ids and skips agree) and plans; it opens no transcript, and rows never pass through it: the bytes reach the
 tasks through Spark's ``binaryFile`` source, tasks parse and scan, Spark shuffles and writes. What each run parsed is
-kept under ``out/_ingest`` (the next run over the same ``out`` parses only new and changed files); a staging folder
-under ``out/_stage`` holds the scan's tagged output so each detector runs exactly once per session.
+kept under ``out/_ingest`` (the next run over the same ``out`` parses, scans and rewrites only what changed:
+``incremental``); a staging folder under ``out/_stage`` holds the scan's tagged output so each detector runs exactly
+once per session.
 """
 
 from __future__ import annotations
@@ -17,13 +18,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analyzer.errors import LoopscopeError, NothingToIngestError, UsageError
+from analyzer.spark.hadoop import children as _children
+from analyzer.spark.hadoop import delete as _delete
+from analyzer.spark.hadoop import exists as _exists
+from analyzer.spark.hadoop import frame as _frame
+from analyzer.spark.hadoop import mark as _mark
+from analyzer.spark.hadoop import rename as _rename
+from analyzer.store.parquet import P_DATE, P_FORMAT, PARTITION_KEYS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
     from analyzer.detect.stream.calls import Config
-    from analyzer.spark.listing import Listed
+    from analyzer.spark.incremental import Plan
     from analyzer.spark.session import TaskLog
 
 
@@ -46,6 +53,8 @@ class SparkSummary:
     calls_parsed_in_tasks: int = 0
     bytes_parsed_in_tasks: int = 0
     sessions_scanned_in_tasks: int = 0
+    partitions_rewritten: int = 0  # partition folders written, summed over the tables (all of them on a first run)
+    partitions_total: int = 0
     task_parse_seconds: float = 0.0  # summed over tasks: the per-file work itself, without Spark's job overheads
     task_scan_seconds: float = 0.0
     task_pids: frozenset[int] = frozenset()
@@ -95,7 +104,7 @@ def _run(
 
     from analyzer.detect.stream.calls import Config
     from analyzer.scan.run import detector_text
-    from analyzer.spark import ingest, scan
+    from analyzer.spark import incremental, ingest, scan
     from analyzer.spark.listing import list_files
     from analyzer.spark.session import TaskLog, spark_session, tagged_schema
 
@@ -114,17 +123,48 @@ def _run(
     log = TaskLog(spark)
 
     # -- ingest: the new and changed groups of files, their bytes handed to tasks a group at a time
-    parsed = _parse(spark, listed, out, log, summary)
-    tables = ingest.settle(spark, parsed)
-    _write(tables["sessions"], tables["sessions"], out, "sessions", summary)
+    plan = incremental.plan(spark, listed, out)
+    parsed, old = _parse(spark, plan, out, log, summary)
+    prev = None  # the previous run's sessions: which copy of each id it kept, and where each session was
+    if _exists(spark, f"{out}/sessions"):
+        cols = ["session_id", "file_id", F.col("p_format").cast("string"), F.col("p_date").cast("string")]
+        spark.read.parquet(f"{out}/sessions").select(*cols).write.mode("overwrite").parquet(f"{stage}/prev")
+        prev = spark.read.parquet(f"{stage}/prev")
+    again = incremental.again(parsed, prev, plan.read_again, spark)
+    tables = ingest.settle(spark, parsed, prev, incremental.ids(spark, again) if prev is not None else None)
+    only = only_files = None  # the partitions to write: all of them on a full run
+    if not plan.full and prev is not None and not plan.read_again:
+        only, only_files = set(), set()  # nothing read again: no ingest table changes
+    elif not plan.full and prev is not None:
+        sessions_new = tables["sessions"]
+        hit, copies = incremental.affected(spark, parsed, old, again)
+        hit.write.mode("overwrite").parquet(f"{stage}/affected")
+        hit = spark.read.parquet(f"{stage}/affected")
+        places = prev.join(hit, "session_id").select("p_format", "p_date")
+        places = places.unionByName(
+            sessions_new.join(hit, "session_id").select(
+                F.expr(P_FORMAT).alias("p_format"), F.expr(P_DATE).alias("p_date")
+            )
+        )
+        only = {(r[0], r[1]) for r in places.distinct().collect()}
+        held = [t.join(copies, "session_id").select("file_id") for t in (parsed["sessions"], old["sessions"])]
+        fids = held[0].unionByName(held[1]).unionByName(incremental.ids(spark, again)).distinct()
+        fmts = tables["files"].join(fids, "file_id").select(F.expr(P_FORMAT).alias("p_format"))
+        if _exists(spark, f"{out}/files"):
+            was = spark.read.parquet(f"{out}/files").join(fids, "file_id")
+            fmts = fmts.unionByName(was.select(F.col("p_format").cast("string")))
+        only_files = {(r[0],) for r in fmts.distinct().collect()}
+    _mark(spark, f"{out}/{incremental.INGEST}/{incremental.RUNNING}", True)
+    _write(tables["sessions"], tables["sessions"], out, "sessions", summary, only=only)
     sessions = _read(spark, out, "sessions", tables["sessions"])
     for name in ("files", "ingest_errors", "turns", "calls"):
-        _write(tables[name], sessions, out, name, summary, files=tables["files"])
+        part = only_files if name in ("files", "ingest_errors") else only
+        _write(tables[name], sessions, out, name, summary, files=tables["files"], only=part)
     summary.ingest_seconds = time.perf_counter() - t0
     summary.files_parsed_in_tasks, summary.bytes_parsed_in_tasks = log.files.value, log.bytes.value
     summary.calls_parsed_in_tasks = log.calls.value
 
-    # -- scan: whole sessions per group, a group per ~CALLS_PER_GROUP calls
+    # -- scan: the sessions whose fingerprint changed (all of them on a full run), whole sessions per group
     t1 = time.perf_counter()
     calls, turns, files = (_read(spark, out, n, tables[n]) for n in ("calls", "turns", "files"))
     detector = detector_text(config)
@@ -146,6 +186,25 @@ def _run(
             )
         ).alias("fingerprint"),
     )
+    scan_only = None
+    state = f"{out}/scan_state"
+    if only is not None and _exists(spark, state):
+        was = spark.read.parquet(state).select("session_id", "fingerprint")
+        fp = fp.join(was, ["session_id", "fingerprint"], "left_anti")
+        fp.write.mode("overwrite").parquet(f"{stage}/todo")
+        fp = spark.read.parquet(f"{stage}/todo")
+        gone = was.join(sessions, "session_id", "left_anti").select("session_id")
+        places = (
+            prev.join(fp.select("session_id").unionByName(gone), "session_id")
+            .select("p_format", "p_date")
+            .unionByName(
+                sessions.join(fp, "session_id").select(
+                    F.expr(P_FORMAT).alias("p_format"), F.expr(P_DATE).alias("p_date")
+                )
+            )
+        )
+        scan_only = only | {(r[0], r[1]) for r in places.distinct().collect()}
+        calls, turns = (t.join(fp.select("session_id"), "session_id", "left_semi") for t in (calls, turns))
     buckets = max(sc.defaultParallelism, summary.rows.get("calls", 0) // scan.CALLS_PER_GROUP + 1)
     grouped = scan.grouped_input(fp, calls, turns, buckets)
     (
@@ -161,73 +220,42 @@ def _run(
             df = df.withColumn("detector", F.lit(detector)).withColumn(
                 "scanned_at", F.current_timestamp().cast("timestamp_ntz")
             )
-        _write(df, sessions, out, name, summary)
+        if scan_only is not None and _exists(spark, f"{out}/{name}"):  # the other sessions' rows, as they were
+            kept = _read(spark, out, name, df, partitions=True)
+            kept = kept.join(F.broadcast(_partitions(spark, scan_only)), ["p_format", "p_date"], "left_semi")
+            kept = kept.join(sessions.select("session_id"), "session_id", "left_semi")
+            kept = kept.join(fp.select("session_id"), "session_id", "left_anti").select(*df.columns)
+            df = df.unionByName(kept)
+        _write(df, sessions, out, name, summary, only=scan_only if only is not None else None)
     summary.scan_seconds = time.perf_counter() - t1
     summary.sessions_scanned_in_tasks = log.sessions.value
     summary.task_parse_seconds, summary.task_scan_seconds = log.parse_seconds.value, log.scan_seconds.value
     summary.task_pids = frozenset(log.pids.value)
+    _finish(spark, plan, out)
     if not keep_stage:
         _delete(spark, stage)
     summary.seconds = time.perf_counter() - t0
     return summary
 
 
-INGEST = "_ingest"  # under --out: what each run parsed, kept so the next run parses only what changed
-
-
 def _parse(
-    spark: SparkSession, listed: list[Listed], out: str, log: TaskLog, summary: SparkSummary
-) -> dict[str, DataFrame]:
-    """The parsed rows of every listed file (``ingest.PARSED`` tables, file ids of this listing). A file whose path,
-    size and mtime match what a previous run over ``out`` parsed keeps that run's rows (its file id renumbered);
-    the groups with a new, changed or removed file are parsed in tasks, from their bytes (``binaryFile``), and
-    their rows kept under ``out/_ingest/`` for the next run."""
+    spark: SparkSession, plan: Plan, out: str, log: TaskLog, summary: SparkSummary
+) -> tuple[dict[str, DataFrame], dict[str, DataFrame]]:
+    """The parsed rows of every listed file (``ingest.PARSED`` tables), and the rows a previous run parsed of the
+    files parsed again now or gone (``plan.stale``). A file whose path, size and mtime match what a previous run
+    over ``out`` parsed keeps that run's rows; the groups with a new, changed or removed file are parsed in tasks,
+    from their bytes (``binaryFile``), and their rows kept under ``out/_ingest/parsed/`` for the next run."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-    from analyzer.spark import ingest
+    from analyzer.spark import incremental, ingest
     from analyzer.spark.session import spark_schema, tagged_schema
 
     sc = spark.sparkContext
-    runs, parsed_dir = f"{out}/{INGEST}/runs", f"{out}/{INGEST}/parsed"
-    run_id = str(time.time_ns() // 1000)
-    rows = [
-        (
-            i,
-            x.found.path,
-            x.found.size,
-            x.found.mtime_ns,
-            x.found.ignored,
-            x.found.read_with,
-            x.found.read_format,
-            x.group,
-            x.uri,
-        )
-        for i, x in enumerate(listed, start=1)
-    ]
-    # What earlier runs parsed, latest first: path -> (run, file id, size, mtime, group, read_with). Listing-sized
-    # metadata, never a transcript's rows.
-    before: dict[str, tuple] = {}
-    earlier: set[str] = set()
-    if _exists(spark, runs):
-        for r in (
-            spark.read.parquet(runs).select("run", "file_id", "path", "size", "mtime_ns", "grp", "read_with").collect()
-        ):
-            rec = (str(r["run"]), r["file_id"], r["size"], r["mtime_ns"], r["grp"], r["read_with"])
-            earlier.add(rec[0])
-            if r["path"] not in before or before[r["path"]][0] < rec[0]:
-                before[r["path"]] = rec
-    changed = set()
-    now = {r[1] for r in rows}
-    for r in rows:
-        b = before.get(r[1])
-        if b is None or (b[2], b[3], b[4], b[5]) != (r[2], r[3], r[7], r[5]):
-            changed.add(r[7])
-    changed.update(b[4] for p, b in before.items() if p not in now)  # a file gone from a group: the group again
-    todo = [r for r in rows if r[7] in changed]
-    summary.files_reused = len(rows) - len(todo)
+    parsed_dir = f"{out}/{incremental.INGEST}/parsed"
+    todo = plan.todo
+    summary.files_reused = len(plan.rows) - len(todo)
     if todo:
-        plan = _frame(spark, todo, spark_schema(ingest.TASK_COLS))
+        plan_df = _frame(spark, todo, spark_schema(ingest.TASK_COLS))
         # Spark's file source never returns a name starting with _ or . (its hidden files): such a file is recorded
         # as not handed over (``ingest.NOT_HANDED``), and not asked for, which would make it list the folder again
         uris = [r[8] for r in todo if r[4] is None and not r[8].rsplit("/", 1)[-1].startswith(("_", "."))]
@@ -238,9 +266,9 @@ def _parse(
                 .load(uris)
                 .select(F.col("path").alias("uri"), "content")
             )
-            plan = plan.join(content, "uri", "left")
+            plan_df = plan_df.join(content, "uri", "left")
         else:
-            plan = plan.withColumn("content", F.lit(None).cast("binary"))
+            plan_df = plan_df.withColumn("content", F.lit(None).cast("binary"))
         slices = max(1, min(len(todo), sc.defaultParallelism * 2))
         # files with their bytes: a few per Arrow batch handed to a task, not Spark's default 10,000
         batch = "spark.sql.execution.arrow.maxRecordsPerBatch"
@@ -248,58 +276,54 @@ def _parse(
         spark.conf.set(batch, str(ingest.CHUNK_FILES))
         try:
             (
-                plan.select(*[n for n, _ in ingest.TASK_COLS], "content")
+                plan_df.select(*[n for n, _ in ingest.TASK_COLS], "content")
                 .repartition(slices, "grp")
                 .sortWithinPartitions("grp", "file_id")
                 .mapInArrow(ingest.parse_task(log), tagged_schema(ingest.PARSED))
                 .write.mode("overwrite")
                 .partitionBy("_t")
-                .parquet(f"{parsed_dir}/run={run_id}")
+                .parquet(f"{parsed_dir}/run={plan.run_id}")
             )
         finally:
             if before_batch is None:
                 spark.conf.unset(batch)
             else:
                 spark.conf.set(batch, before_batch)
-        _frame(spark, todo, spark_schema(ingest.TASK_COLS)).drop("uri").write.mode("overwrite").parquet(
-            f"{runs}/run={run_id}"
-        )
-    # where each file's rows are: (run, file id then) -> file id now
-    where = [(run_id, r[0], r[0]) if r[7] in changed else (before[r[1]][0], before[r[1]][1], r[0]) for r in rows]
-    for old in earlier - {w[0] for w in where}:  # a run none of whose rows are used any more
-        _delete(spark, f"{parsed_dir}/run={old}")
-        _delete(spark, f"{runs}/run={old}")
-    keep = _frame(
-        spark,
-        where,
-        StructType(
-            [StructField("run", StringType()), StructField("_old", IntegerType()), StructField("_new", IntegerType())]
-        ),
-    )
+    from pyspark.sql.types import StringType
+
     schema = tagged_schema(ingest.PARSED).add("run", StringType())
-    frame = spark.read.schema(schema).option("basePath", parsed_dir).parquet(parsed_dir)
-    out_tables = {}
-    for name in ingest.PARSED:
-        df = frame.where(F.col("_t") == name).select(f"{name}.*", "run")
-        cols = [c for c in df.columns if c != "run"]
-        df = df.join(F.broadcast(keep), (df["run"] == keep["run"]) & (df["file_id"] == keep["_old"]))
-        out_tables[name] = df.select(*[F.col("_new").alias(c) if c == "file_id" else df[c] for c in cols])
-    return out_tables
-
-
-def _frame(spark: SparkSession, rows: list[tuple], schema: StructType) -> DataFrame:
-    """Rows made on the driver (the listing, never a transcript's rows) as a frame: through an RDD of a few slices,
-    so a listing of millions of files is not planted in every task's plan."""
-    sc = spark.sparkContext
-    return spark.createDataFrame(
-        sc.parallelize(rows, max(1, min(len(rows) // 10_000 + 1, sc.defaultParallelism))), schema
+    frame = (
+        spark.read.schema(schema).option("basePath", parsed_dir).parquet(parsed_dir)
+        if _exists(spark, parsed_dir)
+        else spark.createDataFrame([], schema)
     )
+    tables: tuple[dict[str, DataFrame], dict[str, DataFrame]] = ({}, {})
+    for which, rows in zip(tables, (plan.current, plan.stale)):
+        keep = F.broadcast(incremental.pairs(spark, rows))
+        for name in ingest.PARSED:
+            df = frame.where(F.col("_t") == name).select(f"{name}.*", "run")
+            which[name] = df.join(keep, ["run", "file_id"], "left_semi").drop("run")
+    return tables
 
 
-def _exists(spark: SparkSession, path: str) -> bool:
-    jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
-    p = jvm.org.apache.hadoop.fs.Path(path)
-    return bool(p.getFileSystem(conf).exists(p))
+def _finish(spark: SparkSession, plan: Plan, out: str) -> None:
+    """The run's manifest written, then the parsed runs no file uses any more removed, then the mark of a run
+    rewriting tables: a run stopped before this point leaves the previous manifest (its changes are parsed again)
+    and the mark (every table is written whole next time)."""
+    from analyzer.spark import incremental
+    from analyzer.spark.session import spark_schema
+
+    base = f"{out}/{incremental.INGEST}"
+    _frame(spark, plan.manifest, spark_schema(incremental.MANIFEST_COLS)).write.mode("overwrite").parquet(
+        f"{base}/manifest.new"
+    )
+    _delete(spark, f"{base}/manifest")
+    _rename(spark, f"{base}/manifest.new", f"{base}/manifest")
+    used = {f"run={r}" for r, _ in plan.current}
+    for name in _children(spark, f"{base}/parsed"):
+        if name not in used:
+            _delete(spark, f"{base}/parsed/{name}")
+    _mark(spark, f"{base}/{incremental.RUNNING}", False)
 
 
 def _tagged(spark: SparkSession, stage: str, parts: dict[str, list[tuple[str, str]]], name: str) -> DataFrame:
@@ -310,20 +334,21 @@ def _tagged(spark: SparkSession, stage: str, parts: dict[str, list[tuple[str, st
     return spark.read.schema(tagged_schema(parts)).parquet(stage).where(f"_t = '{name}'").select(f"{name}.*")
 
 
-def _delete(spark: SparkSession, path: str) -> None:
-    """Remove a folder through Hadoop's filesystem layer (local, HDFS or an object store alike)."""
-    jvm, conf = spark.sparkContext._jvm, spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
-    p = jvm.org.apache.hadoop.fs.Path(path)
-    p.getFileSystem(conf).delete(p, True)
-
-
 def _write(
-    df: DataFrame, sessions: DataFrame, out: str, name: str, summary: SparkSummary, files: DataFrame | None = None
+    df: DataFrame,
+    sessions: DataFrame,
+    out: str,
+    name: str,
+    summary: SparkSummary,
+    files: DataFrame | None = None,
+    only: set[tuple[str, ...]] | None = None,
 ) -> None:
-    """Write table ``name`` under ``out/name`` with the partition keys of ``analyzer.store.parquet``."""
+    """Write table ``name`` under ``out/name`` with the partition keys of ``analyzer.store.parquet``: whole, or only
+    the partitions ``only`` names (dynamic partition overwrite: every other partition's files are left as they are;
+    a partition of ``only`` left without rows is removed)."""
     from pyspark.sql import functions as F
 
-    from analyzer.store.parquet import P_DATE, P_FORMAT, partition_keys
+    from analyzer.store.parquet import partition_keys
 
     cols = df.columns
     keys = partition_keys(name)
@@ -340,13 +365,59 @@ def _write(
         parts = sessions.select("session_id", F.expr(P_FORMAT).alias("p_format"), F.expr(P_DATE).alias("p_date"))
         df = df.join(F.broadcast(parts), "session_id", "left").fillna("unknown", subset=list(keys))
     df = df.select(*cols, *keys)
-    if keys:
-        df = df.repartition(*keys)
-    df.write.mode("overwrite").partitionBy(*keys).parquet(f"{out}/{name}")
+    spark = df.sparkSession
+    target = f"{out}/{name}"
+    if only is not None and keys and not only and _exists(spark, target):
+        pass  # no partition to write: the table stays as it is
+    elif only is not None and keys and _exists(spark, target):
+        df = df.join(F.broadcast(_partitions(spark, only, keys)), list(keys), "left_semi")
+        folders = [f"{target}/{_folder(spark, keys, p)}" for p in sorted(only)]
+        before = {f: _children(spark, f) for f in folders}
+        df.repartition(*keys).write.mode("overwrite").option("partitionOverwriteMode", "dynamic").partitionBy(
+            *keys
+        ).parquet(target)
+        for f, names in before.items():
+            if names and _children(spark, f) == names:  # no row went there: its old files would stay
+                _delete(spark, f)
+        summary.partitions_rewritten += len(only)
+    else:
+        if keys:
+            df = df.repartition(*keys)
+        df.write.mode("overwrite").option("partitionOverwriteMode", "static").partitionBy(*keys).parquet(target)
+        summary.partitions_rewritten += sum(1 for _ in _leaves(spark, target, len(keys)))
+    summary.partitions_total += sum(1 for _ in _leaves(spark, target, len(keys)))
     if name in COUNTED:
-        summary.rows[name] = _read(df.sparkSession, out, name, df.drop(*keys)).count()
+        summary.rows[name] = _read(spark, out, name, df.drop(*keys)).count()
 
 
-def _read(spark: SparkSession, out: str, name: str, like: DataFrame) -> DataFrame:
-    """Table ``name`` as written under ``out`` (its own columns; the schema is given, so an empty table reads)."""
-    return spark.read.schema(like.schema).parquet(f"{out}/{name}").select(*like.columns)
+def _read(spark: SparkSession, out: str, name: str, like: DataFrame, partitions: bool = False) -> DataFrame:
+    """Table ``name`` as written under ``out`` (its own columns; the schema is given, so an empty table reads);
+    ``partitions``: with its partition keys."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    from analyzer.store.parquet import partition_keys
+
+    keys = partition_keys(name) if partitions else ()
+    schema = StructType([*like.schema.fields, *(StructField(k, StringType()) for k in keys)])  # (add() mutates)
+    return spark.read.schema(schema).parquet(f"{out}/{name}").select(*like.columns, *keys)
+
+
+def _partitions(spark: SparkSession, only: set[tuple[str, ...]], keys: Sequence[str] = PARTITION_KEYS) -> DataFrame:
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    schema = StructType([StructField(k, StringType()) for k in keys])
+    return spark.createDataFrame(sorted(only), schema)
+
+
+def _folder(spark: SparkSession, keys: Sequence[str], values: tuple[str, ...]) -> str:
+    """A partition's folder, its values escaped as Spark escapes them."""
+    esc = spark.sparkContext._jvm.org.apache.spark.sql.catalyst.catalog.ExternalCatalogUtils  # type: ignore[union-attr]
+    return "/".join(f"{k}={esc.escapePathName(v)}" for k, v in zip(keys, values))
+
+
+def _leaves(spark: SparkSession, path: str, depth: int) -> list[str]:
+    """The partition folders ``depth`` levels under ``path``."""
+    level = [path]
+    for _ in range(depth):
+        level = [f"{p}/{n}" for p in level for n in _children(spark, p) if "=" in n]
+    return level if depth else []
