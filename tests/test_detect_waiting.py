@@ -60,6 +60,19 @@ def test_a_lengthened_sleep_before_a_status_view_is_still_waiting():
     assert f[KIND] == WAITING and not f[STUCK] and f[REPEATS] == 4
 
 
+def test_a_background_shell_polled_between_sleeps_that_echo_is_waiting():
+    """BashOutput of a running install, then ``sleep 30 && echo "Wait complete"`` (an echo of fixed words looks at
+    nothing: a bare wait), round after round: waiting, as with a bare ``sleep``, not a stuck cycle."""
+    calls = []
+    for _ in range(5):
+        calls.append(
+            ("BashOutput", {"bash_id": "722599"}, ("<status>running</status>\n<stdout>Resolving</stdout>", False))
+        )
+        calls.append(("Bash", {"command": 'sleep 30 && echo "Wait complete"'}, ("Wait complete", False)))
+    (f,) = _found(calls)
+    assert f[KIND] == WAITING and not f[STUCK] and f[WASTED] == 0
+
+
 def test_codex_empty_write_stdin_on_a_running_session_is_waiting():
     out = "Chunk ID: {i}\nWall time: {i}.0 seconds\nProcess running with session ID 7\nOriginal token count: 3\n"
     calls = [
@@ -91,6 +104,8 @@ def test_a_command_that_is_no_poll_stays_stuck():
 def test_poll_state():
     assert poll_state(CallView("BashOutput", '{"bash_id":"1"}', "<status>running</status>", False)) == "running"
     assert poll_state(CallView("Bash", '{"command":"sleep 30"}', "", False)) == "wait"
+    assert poll_state(CallView("Bash", '{"command":"sleep 9 && echo \\"waited\\""}', "waited", False)) == "wait"
+    assert poll_state(CallView("Bash", '{"command":"sleep 9 && echo $(cat log)"}', "x", False)) is None
     assert poll_state(CallView("Bash", '{"command":"make"}', "in progress", False)) is None
     assert poll_state(CallView("write_stdin", '{"chars":"y\\n","session_id":1}', "Process running", False)) is None
 

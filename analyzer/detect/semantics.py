@@ -673,8 +673,12 @@ STATUS_COMMAND = re.compile(
 )
 # A wait before a look: ``sleep N && <command>`` (or ``sleep N; <command>``).
 WAIT_PREFIX = re.compile(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)?sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*\S")
-# A call that only waits (``sleep 30``): between two polls, part of the wait.
-WAIT_ONLY = re.compile(r"^\s*sleep\s+\d+(?:\.\d+)?[smhd]?\s*$")
+# A call that only waits (``sleep 30``, or ``sleep 30 && echo "Wait complete"``: an echo of fixed words looks at
+# nothing): between two polls, part of the wait.
+WAIT_ONLY = re.compile(
+    r"^\s*sleep\s+\d+(?:\.\d+)?[smhd]?\s*"
+    r"(?:(?:&&|;)\s*echo(?:\s+(?:\"[^\"$`\\]*\"|'[^']*'|[^\s;&|$`'\"\\]+))*\s*)?$"
+)
 
 POLLS: tuple[PollShape, ...] = (
     PollShape(
