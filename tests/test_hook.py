@@ -478,7 +478,7 @@ def test_hook_process_denies_exactly_where_the_replay_halts(corpus: Any, tmp_pat
     (one process per event, as Claude Code runs it) with its state file, under the settings file a calibration would
     write (tight thresholds, so there are halts to match). The in-process proofs below drive every session through
     the same ``run``, state file included; this one adds the process boundary, so it drives the sessions where a
-    decision carried from one process to the next matters (each process started costs ~0.1 s: all 26 sessions took
+    decision carried from one process to the next matters (each process started costs ~0.1 s: all 28 sessions took
     ~4.5 minutes of the suite)."""
     sessions, rows = corpus
     write_settings("loopscope", {"warn": 2, "halt": 3}, "test")
@@ -486,7 +486,7 @@ def test_hook_process_denies_exactly_where_the_replay_halts(corpus: Any, tmp_pat
     halts, _ = replay_marks(sessions, policy)
     halting = [s for s in sessions if halts[s.session_id]]
     n_sessions, n_calls, n_halts = _check(halting, rows, policy, tmp_path, env)
-    assert len(sessions) == 26 and n_sessions >= 4 and n_halts >= 5, (n_sessions, n_calls, n_halts)
+    assert len(sessions) == 28 and n_sessions >= 4 and n_halts >= 5, (n_sessions, n_calls, n_halts)
 
 
 @pytest.mark.parametrize(

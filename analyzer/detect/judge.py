@@ -61,6 +61,7 @@ class CallView:
     args: str | None  # canonical JSON
     result: str | None  # the head of the result text (``rules.RESULT_HEAD`` characters); None without a result
     is_error: bool | None
+    turn: str | None = None  # the assistant message that issued it (calls issued together share it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -423,6 +424,9 @@ _CASCADE_TEXTS = (
     "tool input validation",
 )
 _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
+# A refusal in the harness's validation envelope that is no invalid call: the file changed under the agent since it
+# read it (a linter, a formatter, another writer). Writing again the same way meets the same refusal.
+_STATE_ERROR = re.compile(r"modified since read|unexpectedly modified", re.I)
 _PLACEHOLDER = re.compile(
     r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
     r"\)?\s*$)",
@@ -512,7 +516,7 @@ def failed(c: CallView) -> bool:
     if c.result is None or is_placeholder(c.result):
         return False
     head = c.result[:600]
-    if _CASCADE.search(head):
+    if _CASCADE.search(head) and not _STATE_ERROR.search(head):
         return False
     code = _exit_code(c.result)
     flagged = bool(c.is_error) or (code is not None and code != 0) or bool(_ERROR_TEXT.search(head))
@@ -770,8 +774,13 @@ def _judge_streak(positions: Sequence[int], period: int | None, view: View, betw
 
 
 def _judge_window(positions: Sequence[int], period: int | None, view: View, between: Between) -> list[Judged]:
-    """A recurring call, split where a fix came between two of its occurrences (``_unfixed_pieces``)."""
+    """A recurring call, split where a fix came between two of its occurrences (``_unfixed_pieces``). Failed changes
+    that are not one action (``rules.failure_key``: an edit refused the same way, its text varied) are one blind
+    retry when they are on one target, failing alike (``_failure_runs``)."""
     spread = "within a few calls, with no change in between"
+    if len({_action_of(view(p)) for p in positions}) > 1:
+        runs = _failure_runs(positions, [view(p) for p in positions], "within a few calls, only looks in between")
+        return [j for j in runs if len(j.positions) >= MIN_REPEATS]
     return [j for piece in _unfixed_pieces(positions, view, between) for j in _with_stuck_runs(piece, view, spread)]
 
 
@@ -996,7 +1005,7 @@ def _pieces(
     return [(p, c) for p, c in out if len(p) >= MIN_REPEATS]
 
 
-def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]:
+def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str = "in a row") -> list[Judged]:
     """The same action failing again and again: consecutive real failures on one object."""
 
     def link(a: CallView, b: CallView) -> bool:
@@ -1020,6 +1029,8 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judge
     for ps, cs in _pieces(positions, calls, link):
         if format_error(cs[0]) and len(ps) < MIN_FORMAT_REFUSALS:
             continue
+        if _attempts(cs) < MIN_REPEATS:
+            continue  # one message's parallel calls are one attempt: none saw another's failure before it was sent
         if format_error(cs[0]):
             why = f"{len(ps)} replies in a row refused for their format (the same format error), no fix in between"
         elif is_answer(cs[0]):
@@ -1028,9 +1039,17 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judge
                 f"{'empty answer' if not _body(cs[0].result) else 'answer'} each time"
             )
         else:
-            why = f"{_label(cs[0])} failed {len(ps)}× in a row with the same error, no fix in between"
+            why = f"{_label(cs[0])} failed {len(ps)}× {spread} with the same error, no fix in between"
         out.append(Judged(ps, True, why))
     return out
+
+
+def _attempts(calls: list[CallView]) -> int:
+    """How many attempts a run of calls is: the messages that issued them (calls issued together in one message are
+    one attempt, made before any of their results came back); the calls themselves where a message is unknown."""
+    if any(c.turn is None for c in calls):
+        return len(calls)
+    return len({c.turn for c in calls})
 
 
 def _drift_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]:

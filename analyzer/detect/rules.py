@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from analyzer.tables import table
 
@@ -176,6 +176,14 @@ def is_mutating(tool: str) -> bool:
     if m is None:
         m = _mutating_cache[tool] = bool(MUTATING_TOOL.search(tool))
     return m
+
+
+def failure_key(tool: str, is_error: bool | None, result_key: Any) -> tuple[str, Any] | None:
+    """What makes failed changes of one target alike: a change-making tool (``is_mutating``) refused with the same
+    result. Such calls recurring within a window, with only looks in between, are one blind retry whatever their
+    text (an Edit refused "modified since read" after each Read); the judgement then requires one target
+    (``judge._failure_runs``)."""
+    return (tool, result_key) if is_error and result_key is not None and is_mutating(tool) else None
 
 
 # -- findings: episodes built from the signals ------------------------------------------------------------------------

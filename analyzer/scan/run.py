@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 # 2: findings judged (judge.py), repeat_tokens, why; 3: calls compared by action_key, drift claimed before streak;
 # 4: `waiting` findings (polls of a running process), the stuck run before a success a stuck finding of its own;
 #    cycles of up to 10 calls, short replies repeated 5+ times, text loops consecutive (or a repeated block);
-# 5: a run of repeats whose answers all came back from earlier repeats is stuck (``judge._stale_runs``)
+# 5: a run of repeats whose answers all came back from earlier repeats is stuck (``judge._stale_runs``); one target's
+#    failed changes with looks between are one retry (``rules.failure_key``); one message's calls are one attempt
 DETECTOR_VERSION = "5"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed

@@ -46,6 +46,7 @@ from analyzer.detect.rules import (
     SIMILARITY,
     TEXT_FIELDS,
     WINDOW,
+    failure_key,
     is_mutating,
 )
 from analyzer.detect.stream.text import normalize_text
@@ -198,7 +199,13 @@ class _Builder:
 
     def view(self, i: int) -> CallView:
         d = self.d
-        return CallView(d.tool[i], d.args[i], d.result_head(i) if d.result_key[i] is not None else None, d.is_error[i])
+        return CallView(
+            d.tool[i],
+            d.args[i],
+            d.result_head(i) if d.result_key[i] is not None else None,
+            d.is_error[i],
+            d.turn_id[i],
+        )
 
     def between(self, a: int, b: int) -> list[int]:
         """Top-level calls strictly between positions ``a`` and ``b`` of the session."""
@@ -398,25 +405,32 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
     changed = [0] * (n + 1)  # prefix count of successful state-changing calls
     for j in range(n):
         changed[j + 1] = changed[j] + (1 if sig[j][_PROGRESS] and is_mutating(d.tool[seg[j]]) else 0)
-    occ: dict[Any, list[int]] = {}
-    for j in range(n):
-        if not claimed[j]:
-            occ.setdefault(keys[j], []).append(j)
-    for positions in occ.values():
-        if len(positions) < MIN_REPEATS:
-            continue
-        chain = [positions[0]]
-        for p in positions[1:] + [None]:  # type: ignore[operator]
-            if p is not None and p - chain[-1] <= WINDOW and changed[p] == changed[chain[-1] + 1]:
-                chain.append(p)
+
+    def windows(key_of: Callable[[int], Any]) -> None:
+        occ: dict[Any, list[int]] = {}
+        for j in range(n):
+            if not claimed[j] and (k := key_of(j)) is not None:
+                occ.setdefault(k, []).append(j)
+        for positions in occ.values():
+            if len(positions) < MIN_REPEATS:
                 continue
-            if len(chain) >= MIN_REPEATS and any(
-                chain[x + MIN_REPEATS - 1] - chain[x] <= WINDOW for x in range(len(chain) - MIN_REPEATS + 1)
-            ):
-                for kept in b.calls("window", [seg[q] for q in chain], 1, len(chain), None):
-                    claimed[where[kept]] = True
-            if p is not None:
-                chain = [p]
+            chain = [positions[0]]
+            for p in positions[1:] + [None]:  # type: ignore[operator]
+                if p is not None and p - chain[-1] <= WINDOW and changed[p] == changed[chain[-1] + 1]:
+                    chain.append(p)
+                    continue
+                if len(chain) >= MIN_REPEATS and any(
+                    chain[x + MIN_REPEATS - 1] - chain[x] <= WINDOW for x in range(len(chain) - MIN_REPEATS + 1)
+                ):
+                    for kept in b.calls("window", [seg[q] for q in chain], 1, len(chain), None):
+                        claimed[where[kept]] = True
+                if p is not None:
+                    chain = [p]
+
+    windows(keys.__getitem__)
+    # then one target's failed changes (an edit refused the same way, its text varied, looks in between)
+    if d.result_key:
+        windows(lambda j: failure_key(d.tool[seg[j]], d.is_error[seg[j]], d.result_key[seg[j]]))
 
 
 def _results_alike(d: SessionData, a: int, b: int) -> bool:
@@ -574,13 +588,25 @@ def _text_episodes(b: _Builder) -> None:
 
 
 def _hot_turns(d: SessionData) -> set[int]:
-    """User turns where some signal reached the minimum an episode needs; the others cannot hold a call episode,
-    which spares most of a corpus the episode search."""
+    """User turns where some signal reached the minimum an episode needs, or a change failed the same way a third
+    time within a window (``failure_key``); the others cannot hold a call episode, which spares most of a corpus the
+    episode search."""
     hot: set[int] = set()
     ut = d.user_turn
+    seen: dict[Any, list[int]] = {}
+    top = 0
     for i, s in enumerate(d.signals):
         if any(s[j] > 2 for j in _HOT):
             hot.add(ut[i])
+        if d.parent[i] is not None or s[_STREAK] == 0 or not d.result_key:
+            continue
+        top += 1
+        k = failure_key(d.tool[i], d.is_error[i], d.result_key[i])
+        if k is not None:
+            at = seen.setdefault((ut[i], k), [])
+            at.append(top)
+            if len(at) >= MIN_REPEATS and at[-1] - at[-MIN_REPEATS] <= WINDOW:
+                hot.add(ut[i])
     return hot
 
 

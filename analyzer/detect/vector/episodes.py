@@ -143,7 +143,8 @@ def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.Da
         pl.col("user_turn").first(),
         (pl.max_horizontal(*HOT_SIGNALS) > 2).any().alias("_hot"),
     )
-    hot = runs.filter("_hot").select("session_id", "user_turn").unique()  # a user turn is hot wherever it recurs
+    hot = pl.concat([runs.filter("_hot").select("session_id", "user_turn"), _failing_turns(c)]).unique()
+    # (a user turn is hot wherever it recurs)
     if not hot.height:
         return [], c.clear()
     hot_runs = runs.join(hot, on=["session_id", "user_turn"], how="semi", nulls_equal=True)["_run"]
@@ -175,7 +176,7 @@ def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.Da
         & (pl.col("shared").fill_null(0) >= MIN_SHARED_WORDS)
     )
     links["failure"] = (j >= 1) & (pl.col("fail_run") > 1)
-    mutating = [t for t in top["tool"].unique().to_list() if t is not None and is_mutating(t)]
+    mutating = _mutating(top)
     step = (pl.col("progress").fill_null(False) & pl.col("tool").is_in(mutating)).cast(pl.Int64)
     top = top.with_columns(*[v.fill_null(False).alias(n) for n, v in links.items()], step.alias("_step"))
     done = pl.col("_step").cum_sum()  # successful state changes up to each call of its segment, and before it
@@ -306,10 +307,51 @@ def _runs(top: pl.DataFrame) -> pl.DataFrame:
     return pl.concat(frames, how="vertical_relaxed").sort(["seg", "kind", "first"])
 
 
+def _failure_key(mutating: list[str]) -> pl.Expr:
+    """``rules.failure_key`` as a number: a change-making tool's failure, by tool and result; null otherwise."""
+    return (
+        pl.when(
+            pl.col("is_error").fill_null(False) & pl.col("tool").is_in(mutating) & pl.col("result_key").is_not_null()
+        )
+        .then(pl.struct("tool", "result_key").hash(7))
+        .otherwise(None)
+    )
+
+
+def _mutating(frame: pl.DataFrame) -> list[str]:
+    return [t for t in frame["tool"].unique().to_list() if t is not None and is_mutating(t)]
+
+
+def _failing_turns(c: pl.DataFrame) -> pl.DataFrame:
+    """The user turns where a change failed the same way a third time within a window of top-level calls
+    (``stream.episodes._hot_turns``)."""
+    top = c.filter(pl.col("parent_call_id").is_null() & (pl.col("streak") > 0)).select(
+        "session_id", "user_turn", _failure_key(_mutating(c)).alias("fk"), pl.int_range(pl.len()).alias("_i")
+    )
+    top = top.filter(pl.col("fk").is_not_null()).sort(["session_id", "user_turn", "fk", "_i"])
+    ahead = MIN_REPEATS - 1
+    same = (
+        (pl.col("session_id") == pl.col("session_id").shift(-ahead))
+        & pl.col("user_turn").eq_missing(pl.col("user_turn").shift(-ahead))
+        & (pl.col("fk") == pl.col("fk").shift(-ahead))
+    )
+    near = (same & (pl.col("_i").shift(-ahead) - pl.col("_i") <= WINDOW)).fill_null(False)
+    return top.filter(near).select("session_id", "user_turn")
+
+
 def _window_candidates(top: pl.DataFrame) -> dict[int, list[list[tuple[int, int, int]]]]:
     """Per segment, the keys with 3 occurrences within one window of 10 calls (a window episode needs them; claims
-    only remove occurrences), each as its occurrences (j, changes before j, changes up to j)."""
-    occ = top.select("seg", "k", "j", "_chg", "_chg_after").sort(["seg", "k", "j"])
+    only remove occurrences), each as its occurrences (j, changes before j, changes up to j): the action keys, then
+    one target's failed changes (``rules.failure_key``: an edit refused the same way, its text varied)."""
+    out = _key_windows(top.select("seg", "k", "j", "_chg", "_chg_after"))
+    failing = top.select("seg", _failure_key(_mutating(top)).alias("k"), "j", "_chg", "_chg_after")
+    for seg, occ in _key_windows(failing.filter(pl.col("k").is_not_null())).items():
+        out.setdefault(seg, []).extend(occ)
+    return out
+
+
+def _key_windows(occ: pl.DataFrame) -> dict[int, list[list[tuple[int, int, int]]]]:
+    occ = occ.sort(["seg", "k", "j"])
     ahead = MIN_REPEATS - 1
     near = (
         (pl.col("j").shift(-ahead) - pl.col("j") <= WINDOW)
@@ -421,7 +463,9 @@ class _Views:
 
     def __init__(self, c: pl.DataFrame, heads: HeadsFn, rows: set[int]) -> None:
         order = sorted(rows)
-        sub = c.select("session_id", "seq", "tool", "args", "result_key", "is_error", "parent_call_id")[order]
+        sub = c.select("session_id", "seq", "tool", "args", "result_key", "is_error", "parent_call_id", "turn_id")[
+            order
+        ]
         keys = sub.filter(pl.col("result_key").is_not_null()).select("session_id", "seq")
         if keys.height:
             got = heads(keys).unique(["session_id", "seq"], keep="last")
@@ -430,7 +474,7 @@ class _Views:
             sub = sub.with_columns(pl.lit(None, pl.String).alias("head"))
         sub = sub.with_columns(pl.when(pl.col("result_key").is_not_null()).then(pl.col("head")).alias("head"))
         self.index = {r: i for i, r in enumerate(order)}
-        self.columns = [sub[col].to_list() for col in ("tool", "args", "head", "is_error")]
+        self.columns = [sub[col].to_list() for col in ("tool", "args", "head", "is_error", "turn_id")]
         self.top_level = dict(zip(order, sub["parent_call_id"].is_null().to_list()))
         self.views: dict[int, CallView] = {}  # made when first asked for: most rows are only gaps between repeats
 
@@ -438,8 +482,8 @@ class _Views:
         v = self.views.get(row)
         if v is None:
             i = self.index[row]
-            tool, args, head, err = (col[i] for col in self.columns)
-            v = self.views[row] = CallView(tool, args, head, err)
+            tool, args, head, err, turn = (col[i] for col in self.columns)
+            v = self.views[row] = CallView(tool, args, head, err, turn)
         return v
 
     def between(self, a: int, b: int) -> list[int]:

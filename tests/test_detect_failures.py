@@ -1,0 +1,73 @@
+"""Failed changes of one target, in both engines (the reference ``detect.stream`` and the scan's ``detect.vector``
+held to the same rows): an edit refused the same way after each re-read is one blind retry whatever its text, and the
+calls one message issues together are one attempt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from test_detect_vector import build, reference, vectorised
+
+from analyzer.detect.rules import FINDINGS
+from analyzer.detect.stream.calls import Config
+
+KIND, STUCK, REPEATS = (FINDINGS.names.index(c) for c in ("kind", "stuck", "repeats"))
+FIRST, LAST, WHY = (FINDINGS.names.index(c) for c in ("first_seq", "last_seq", "why"))
+
+PAGE = "/repo/src/app/page.tsx"
+REFUSED = (
+    "<tool_use_error>File has been modified since read, either by the user or by a linter. Read it again before "
+    "attempting to write it.</tool_use_error>",
+    True,
+)
+
+
+def _found(messages: list[list[tuple[str, dict[str, Any], tuple[str, bool]]]]) -> list[tuple]:
+    """One session: each inner list is one assistant message's calls (100 tokens each)."""
+    data = build([[("block", [("", calls, 100, 0.1) for calls in messages], 1)]])
+    _, _, ref = reference(data, Config())
+    _, _, vec = vectorised(data, Config())
+    assert ref == vec  # both engines, the same rows
+    return sorted(ref, key=lambda f: f[FIRST])
+
+
+def _read(offset: int) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+    return ("Read", {"file_path": PAGE, "offset": offset, "limit": 20}, (f"{offset}→  <section>", False))
+
+
+def _edit(new: str) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+    return ("Edit", {"file_path": PAGE, "old_string": "{/* Comment */}", "new_string": new}, REFUSED)
+
+
+def test_an_edit_refused_the_same_way_after_each_read_is_one_blind_retry():
+    """Read, Edit refused "modified since read", four times, the new text varied and the read range too: the reads
+    change nothing and the refusal comes back, so the edits are stuck (the file keeps changing under the agent)."""
+    messages = []
+    for i in range(4):
+        messages += [[_read(340 + i)], [_edit(f"<Comment v{i} />")]]
+    (f,) = _found(messages)
+    assert f[STUCK] and f[REPEATS] == 4 and (f[FIRST], f[LAST]) == (1, 7)
+    assert "only looks in between" in f[WHY] and "same error" in f[WHY]
+
+
+def test_one_message_of_parallel_edits_all_refused_is_one_attempt():
+    """Nine edits sent together in one message, all refused: the agent saw none of the refusals before sending the
+    others, so it retried nothing; a re-read and a second batch refused again is two attempts, still no loop."""
+    denied = ("EACCES: permission denied, open '/repo/CLAUDE.md'", True)
+    batch = [
+        ("Edit", {"file_path": "/repo/CLAUDE.md", "old_string": f"## {i}", "new_string": "x"}, denied) for i in range(5)
+    ]
+    assert [f for f in _found([batch]) if f[STUCK]] == []
+    refused = [_edit(f"<Product {i} />") for i in range(9)]
+    assert [f for f in _found([refused, [_read(1)], refused]) if f[STUCK]] == []
+
+
+def test_edits_of_different_files_refused_alike_are_no_loop():
+    messages = []
+    for i in range(4):
+        path = f"/repo/src/{i}.tsx"
+        messages += [
+            [("Read", {"file_path": path}, ("x", False))],
+            [("Edit", {"file_path": path, "old_string": "a", "new_string": f"b{i}"}, REFUSED)],
+        ]
+    assert [f for f in _found(messages) if f[STUCK]] == []
