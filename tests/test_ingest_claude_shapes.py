@@ -157,3 +157,39 @@ def test_a_resume_whose_copied_prompts_keep_the_earlier_id_does_not_take_that_se
     db2 = tmp_path / "two.duckdb"
     ingest_paths(db2, write_jsonl(tmp_path / "c" / "export.jsonl", copied))
     assert query(db2, "SELECT session_id FROM sessions ORDER BY 1") == sorted([(TRUNK,), (OTHER,)])
+
+
+def test_a_response_recorded_again_on_another_branch_is_one_call(tmp_path: Path, db: Path) -> None:
+    """Claude Code can write one API response again under new line uuids (the same message.id, requestId and tool
+    ids), each copy with its tool result: one call, one result, no error (three copies read as three calls made a
+    streak of a call the agent sent once)."""
+    recs = session(TRUNK, 0, ("toolu_a",))
+    reply, result = recs[1], recs[2]
+    for _ in range(2):  # the same exchange, recorded twice more with new uuids
+        recs += [
+            dict(reply, uuid=f"again-{len(recs)}"),
+            dict(result, uuid=f"again-{len(recs) + 1}"),
+        ]
+    recs += session(TRUNK, 50, ("toolu_b",))[1:]
+    ingest_paths(db, write_jsonl(tmp_path / f"{TRUNK}.jsonl", recs))
+    assert query(db, "SELECT call_id, result_text FROM calls ORDER BY seq") == [
+        ("toolu_a", "out toolu_a"),
+        ("toolu_b", "out toolu_b"),
+    ]
+    assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+
+
+def test_a_continuation_written_under_the_earlier_session_id_is_its_own_session(tmp_path: Path, db: Path) -> None:
+    """A file named by a session id whose every line carries the earlier session's id (snapshot lines without an id
+    among them), beside the earlier session's own file: its calls are its own session's, not a duplicate refused
+    with its calls lost."""
+    original = session(TRUNK, 0, ("toolu_1", "toolu_2"))
+    later = session(TRUNK, 100, ("toolu_3", "toolu_4"))  # every line says TRUNK
+    later.insert(2, {"type": "file-history-snapshot", "messageId": "m", "snapshot": {}, "isSnapshotUpdate": False})
+    write_jsonl(tmp_path / "a" / f"{TRUNK}.jsonl", original)
+    write_jsonl(tmp_path / "b" / f"{OTHER}.jsonl", later)
+    ingest_paths(db, tmp_path)
+    assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+    assert query(db, "SELECT session_id, list(call_id ORDER BY seq) FROM calls GROUP BY 1 ORDER BY 1") == sorted(
+        [(TRUNK, ["toolu_1", "toolu_2"]), (OTHER, ["toolu_3", "toolu_4"])]
+    )

@@ -304,6 +304,9 @@ class _Session:
     # The ``uuid`` of every user and assistant line read: a subagent transcript that is resumed can write its earlier
     # lines again, byte for byte (same uuids, same tool_use ids); a copy is not a second message or a second call.
     uuids: set[str] = field(default_factory=set)
+    # The ``tool_use`` ids read: one API response recorded again on another branch of the conversation (a new
+    # ``uuid``, the same ``message.id``, ``requestId`` and tool ids) is not a second call.
+    call_ids: set[str] = field(default_factory=set)
 
     def copy(self, rec: dict[str, Any]) -> bool:
         """Whether ``rec`` is a line of this session already read (its ``uuid`` seen); records it otherwise."""
@@ -392,8 +395,8 @@ class Parser:
             for held, at in prefix:
                 self._feed({**held, "sessionId": self.stem}, at)
             return rec
-        if foreign and len(prefix) < PREFIX_LINES:
-            prefix.append((rec, line))
+        if (foreign or (prefix and not sid)) and len(prefix) < PREFIX_LINES:
+            prefix.append((rec, line))  # a line without a session id (a snapshot) between held lines is held too
             return None
         if prefix:  # too long to be a copy: the held lines are what they say
             self._flush_prefix()
@@ -497,9 +500,12 @@ class Parser:
                 continue
             btype = block.get("type")
             if btype == "tool_use" or btype == "server_tool_use":
-                s.b.call(
-                    _str(block.get("id")), str(block.get("name") or "?"), block.get("input"), ts, line, turn_id=tid
-                )
+                cid = _str(block.get("id"))
+                if cid is not None:
+                    if cid in s.call_ids:
+                        continue
+                    s.call_ids.add(cid)
+                s.b.call(cid, str(block.get("name") or "?"), block.get("input"), ts, line, turn_id=tid)
             elif isinstance(btype, str) and btype.endswith("_tool_result"):  # a server tool's result, same message
                 self._server_result(s.b, block, ts, line)
 
@@ -534,7 +540,7 @@ class Parser:
             others = []
             for block in content:
                 if isinstance(block, dict) and block.get("type") == "tool_result":
-                    self._result(s.b, block, ts, line)
+                    self._result(s.b, block, ts, line, s.call_ids)
                 else:
                     others.append(block)
             if not others:
@@ -555,7 +561,14 @@ class Parser:
             text = _command_text(text)
         self._prompt(s, text, ts, line, rec.get("uuid"))
 
-    def _result(self, b: SessionBuilder, block: dict[str, Any], ts: Any, line: int) -> None:
+    def _result(
+        self,
+        b: SessionBuilder,
+        block: dict[str, Any],
+        ts: Any,
+        line: int,
+        called: set[str] | frozenset[str] = frozenset(),
+    ) -> None:
         cid = _str(block.get("tool_use_id"))
         c = block.get("content")
         text = c if isinstance(c, str) else text_of(c)
@@ -563,7 +576,8 @@ class Parser:
         kind = result_kind(text, is_error)
         if kind == "rejected":
             is_error = True
-        if not b.result(cid, text, is_error, ts, error_kind=kind):
+        if not b.result(cid, text, is_error, ts, error_kind=kind) and not (cid and cid in called):
+            # (the result of a call read before: the same exchange recorded again on another branch)
             self.ctx.error(line, f"tool result for a call not in this session ({cid})", {"tool_use_id": cid})
 
     def _attachment(self, rec: dict[str, Any], line: int) -> None:
@@ -585,7 +599,12 @@ class Parser:
         s.b.user_prompt(text, ts, line, turn_id=_str(uuid))
 
     def close(self) -> int:
-        self._flush_prefix()  # the file's own session never came: the held lines are their own session's
+        # The file's own session never came: a file named by a session id whose every line carries another one is
+        # that session's continuation, written under the earlier id by some Claude Code versions; read as a session
+        # of the earlier id it is refused as a duplicate of the earlier file, and its calls are lost.
+        held, self.prefix = self.prefix or [], None
+        for rec, at in held:
+            self._feed({**rec, "sessionId": self.stem}, at)
         self._release()
         for s in self.sessions.values():
             s.b.finish()
