@@ -814,7 +814,7 @@ def _with_stuck_runs(
             runs.append((start, i))
         start = i
     if not runs:
-        return _stale_runs(positions, calls, view, spread, keep) or [whole]
+        return _stale_runs(positions, calls, spread, keep) or [whole]
     out, prev = [], 0
     for s, e in runs:
         if s > prev and keep(positions[prev:s]):
@@ -834,7 +834,7 @@ def _with_stuck_runs(
 
 
 def _stale_runs(
-    positions: Sequence[int], calls: list[CallView], view: View, spread: str, keep: Callable[[Sequence[int]], bool]
+    positions: Sequence[int], calls: list[CallView], spread: str, keep: Callable[[Sequence[int]], bool]
 ) -> list[Judged]:
     """A repeated call whose results changed (progress as a whole) but kept coming back: a repeat whose result says
     what an earlier repeat's already said told the agent nothing new. A run of ``MIN_REPEATS``+ such repeats in a row

@@ -187,7 +187,7 @@ def _top_level(c: pl.DataFrame, heads: _HeadCache) -> tuple[list[Emitted], pl.Da
     heads.expect(top)
     top = top.with_columns(pl.col("drift") & _results_alike(top, heads))
     runs_by_kind = _runs(top)
-    windows = _window_candidates(top)
+    windows = _window_candidates(top, mutating)
     if not runs_by_kind.height and not windows:
         return [], top
     seg_len = dict(top.group_by("seg").len().iter_rows())
@@ -339,12 +339,12 @@ def _failing_turns(c: pl.DataFrame) -> pl.DataFrame:
     return top.filter(near).select("session_id", "user_turn")
 
 
-def _window_candidates(top: pl.DataFrame) -> dict[int, list[list[tuple[int, int, int]]]]:
+def _window_candidates(top: pl.DataFrame, mutating: list[str]) -> dict[int, list[list[tuple[int, int, int]]]]:
     """Per segment, the keys with 3 occurrences within one window of 10 calls (a window episode needs them; claims
     only remove occurrences), each as its occurrences (j, changes before j, changes up to j): the action keys, then
     one target's failed changes (``rules.failure_key``: an edit refused the same way, its text varied)."""
     out = _key_windows(top.select("seg", "k", "j", "_chg", "_chg_after"))
-    failing = top.select("seg", _failure_key(_mutating(top)).alias("k"), "j", "_chg", "_chg_after")
+    failing = top.select("seg", _failure_key(mutating).alias("k"), "j", "_chg", "_chg_after")
     for seg, occ in _key_windows(failing.filter(pl.col("k").is_not_null())).items():
         out.setdefault(seg, []).extend(occ)
     return out
