@@ -195,7 +195,12 @@ _IGNORED_KEYS = frozenset(
 _SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "git-grep", "glob"})
 _WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
 _PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
-_SPLIT = re.compile(r"\s*(?:&&|\|\||;|\n)\s*")
+# A command's steps (between ``&&``, ``||``, ``;`` and newlines) and a step's pipeline stages (between ``|``), quoted
+# text kept whole: the ``;`` of an awk program or the ``|`` of a ``grep -E "a|b"`` pattern separates nothing. A lone
+# quote the shell would refuse is read as a character.
+_QUOTED = r"\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\""
+_STEP = re.compile(rf"(?:{_QUOTED}|[^'\"\\&|;\n]|(?<!&)&(?!&)|(?<!\|)\|(?!\|)|['\"\\])+", re.S)
+_STAGE = re.compile(rf"(?:{_QUOTED}|[^'\"\\|]|['\"\\])+", re.S)
 _PATHLIKE = re.compile(r"^(?:[~./]|[A-Za-z]:\\|https?://)|/|\.[A-Za-z0-9]{1,6}$")
 
 
@@ -283,13 +288,24 @@ def _steps(command: str) -> tuple[list[list[str]], str]:
 
     cmd = _HEREDOC.sub(keep_body, cmd)
     steps = []
-    for seg in _SPLIT.split(cmd):
-        first = seg.split("|", 1)[0].strip()  # a pipeline is about its first step: `grep x f | head` is a grep
-        toks = _tokens(first)
+    for seg in _STEP.findall(cmd):
+        # a pipeline is about its first step (`grep x f | head` is a grep), past stages that only feed it words
+        # (`echo PASS | sudo -S …` is the sudo)
+        stages = [t.strip() for t in _STAGE.findall(seg)]
+        while len(stages) > 1 and _tokens(stages[0])[:1] in (["echo"], ["printf"], ["yes"]):
+            stages = stages[1:]
+        toks = _tokens(stages[0]) if stages else []
         while toks and (toks[0] in _PREFIXES or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", toks[0])):
+            takes_value = ("-u", "-g") if toks[0] == "sudo" else ()  # sudo -u USER: the user is no program
             toks = toks[1:]
             while toks and (toks[0].startswith("-") or re.fullmatch(r"\d+[smh]?", toks[0])):
-                toks = toks[1:]
+                toks = toks[2:] if toks[0] in takes_value else toks[1:]
+        if len(toks) == 3 and toks[0].rsplit("/", 1)[-1] in ("bash", "sh", "zsh") and toks[1] in ("-c", "-lc"):
+            inner, more = _steps(toks[2])  # `sudo -u x bash -c '…'` runs the script
+            steps.extend(inner)
+            if more:
+                bodies.append(more)
+            continue
         if toks and toks[0].rsplit("/", 1)[-1] not in _WRAPPERS:
             steps.append(toks)
     return steps, "\n".join(bodies)
@@ -319,6 +335,9 @@ def action(tool: str, args: str | None) -> Action:
                         options.append((name, value))
                     continue
                 if re.fullmatch(r"\d+[smhkKMG%]?", t):  # a flag's number (--retry 5, -n 20): not the object
+                    continue
+                if "\n" in t:  # a program of many lines (`python -c "…"`): its lines are the action, as a script's
+                    exact.append(t)
                     continue
                 if pattern_first:
                     exact.append(t)

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 #    cycles of up to 10 calls, short replies repeated 5+ times, text loops consecutive (or a repeated block);
 # 5: a run of repeats whose answers all came back from earlier repeats is stuck (``judge._stale_runs``); one target's
 #    failed changes with looks between are one retry (``rules.failure_key``); one message's calls are one attempt
-DETECTOR_VERSION = "5"
+# 6: a shell command's steps and pipeline stages split outside quotes only (an awk program's ``;``, a pattern's ``|``),
+#    past an ``echo … |`` feeder, ``sudo -u USER`` and ``bash -c '…'``; a many-line inline program is the action
+DETECTOR_VERSION = "6"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
 # since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store. Both are
