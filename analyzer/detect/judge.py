@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -554,20 +554,41 @@ def is_message(c: CallView) -> bool:
     return isinstance(a, dict) and any(_key(k) in _RECIPIENT_KEYS for k in a)
 
 
+class ResultKey(NamedTuple):
+    """What ``alike`` compares of a result, declared once (``_came_back`` keeps sets of them): the body with numbers
+    masked; a failure's error signature ("" for a call that did not fail); a message reply's words (None for any
+    other result)."""
+
+    body: str
+    signature: str
+    words: frozenset[str] | None
+
+
+@lru_cache(maxsize=_RESULTS)
+def result_key(c: CallView) -> ResultKey | None:
+    """The comparison key of a call's result; None when it has no comparable result (none, or a placeholder)."""
+    if c.result is None or is_placeholder(c.result):
+        return None
+    body = _comparable(c.result)
+    bad = failed(c)
+    words = _words(body) if not bad and is_message(c) else None
+    return ResultKey(body, _error_signature(c.result) if bad else "", words)
+
+
 def alike(a: CallView, b: CallView) -> bool | None:
     """Whether two results say the same thing (ignoring numbers such as element indices, line numbers and ids);
     None when either has no comparable result (none, or a placeholder). Two replies to messages say the same thing
     when their words pass the shared-token bar (``SIMILARITY``), as two assistant texts do: a person restating the
     same request in other words has given no new answer."""
-    if a.result is None or b.result is None or is_placeholder(a.result) or is_placeholder(b.result):
+    ka, kb = result_key(a), result_key(b)
+    if ka is None or kb is None:
         return None
-    ra, rb = _comparable(a.result), _comparable(b.result)
-    if ra == rb:
+    if ka.body == kb.body:
         return True
-    if is_message(a) and is_message(b) and not failed(a) and not failed(b):
-        return jaccard(_words(ra), _words(rb)) >= SIMILARITY
+    if ka.words is not None and kb.words is not None:
+        return jaccard(ka.words, kb.words) >= SIMILARITY
     # two failures say the same thing when their error says the same thing, whatever code or output they echo
-    return failed(a) and failed(b) and _error_signature(a.result) == _error_signature(b.result) != ""
+    return ka.signature != "" and ka.signature == kb.signature
 
 
 @lru_cache(maxsize=_RESULTS)
@@ -880,30 +901,26 @@ def _stale_runs(
 
 
 def _came_back(calls: list[CallView]) -> list[bool]:
-    """Per call, whether its result is ``alike`` an earlier call's: in one pass, by the keys ``alike`` compares (the
-    masked body; a failure's error signature; a message reply's words against the earlier replies')."""
+    """Per call, whether its result is ``alike`` an earlier call's: in one pass, by the parts of ``result_key``."""
     bodies: set[str] = set()
     errors: set[str] = set()
     replies: list[frozenset[str]] = []
     out = []
     for c in calls:
-        if c.result is None or is_placeholder(c.result):
+        k = result_key(c)
+        if k is None:
             out.append(False)
             continue
-        body = _comparable(c.result)
-        bad = failed(c)
-        sig = _error_signature(c.result) if bad else ""
-        words = _words(body) if is_message(c) and not bad else None
         out.append(
-            body in bodies
-            or (sig != "" and sig in errors)
-            or (words is not None and any(jaccard(w, words) >= SIMILARITY for w in replies))
+            k.body in bodies
+            or (k.signature != "" and k.signature in errors)
+            or (k.words is not None and any(jaccard(w, k.words) >= SIMILARITY for w in replies))
         )
-        bodies.add(body)
-        if sig:
-            errors.add(sig)
-        if words is not None:
-            replies.append(words)
+        bodies.add(k.body)
+        if k.signature:
+            errors.add(k.signature)
+        if k.words is not None:
+            replies.append(k.words)
     return out
 
 
