@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
+
+from analyzer.spark.ingest import Task
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -41,6 +43,21 @@ MANIFEST_COLS = [
 ]
 
 
+class Manifested(NamedTuple):
+    """A row of the manifest (``MANIFEST_COLS``, in that order)."""
+
+    path: str
+    file_id: int
+    size: int
+    mtime_ns: int
+    grp: str
+    read_with: str | None
+    run: str | None
+
+
+assert list(Manifested._fields) == [n for n, _ in MANIFEST_COLS]
+
+
 @dataclass
 class Plan:
     """What this run parses and what it compares with. ``rows``: the listing in ``ingest.TASK_COLS`` order, with
@@ -49,16 +66,16 @@ class Plan:
 
     run_id: str
     full: bool
-    rows: list[tuple]
+    rows: list[Task]
     changed: set[str] = field(default_factory=set)  # groups parsed in this run
     current: list[tuple[str, int]] = field(default_factory=list)  # (run, file id) of every listed file's rows
     stale: list[tuple[str, int]] = field(default_factory=list)  # (run, file id): replaced rows of changed files
     read_again: list[int] = field(default_factory=list)  # files of changed groups and removed files
-    manifest: list[tuple] = field(default_factory=list)
+    manifest: list[Manifested] = field(default_factory=list)
 
     @property
-    def todo(self) -> list[tuple]:
-        return [r for r in self.rows if r[7] in self.changed]
+    def todo(self) -> list[Task]:
+        return [r for r in self.rows if r.grp in self.changed]
 
 
 def plan(spark: SparkSession, listed: list[Listed], out: str) -> Plan:
@@ -69,41 +86,46 @@ def plan(spark: SparkSession, listed: list[Listed], out: str) -> Plan:
     manifest = f"{out}/{INGEST}/manifest"
     if not _exists(spark, manifest) and _exists(spark, f"{manifest}.new/_SUCCESS"):
         manifest += ".new"  # a run stopped between writing its manifest and putting it in place
-    before: dict[str, tuple] = {}
+    before: dict[str, Manifested] = {}
     if _exists(spark, manifest):
         for r in spark.read.parquet(manifest).collect():
-            before[r["path"]] = tuple(r[n] for n, _ in MANIFEST_COLS)
+            before[r["path"]] = Manifested(*(r[n] for n in Manifested._fields))
     full = not before or _exists(spark, f"{out}/{INGEST}/{RUNNING}")
-    next_id = max((b[1] for b in before.values()), default=0) + 1
+    next_id = max((b.file_id for b in before.values()), default=0) + 1
     rows = []
     for x in listed:
         b = before.get(x.found.path)
         if b is None:
             fid, next_id = next_id, next_id + 1
         else:
-            fid = b[1]
+            fid = b.file_id
         f = x.found
-        rows.append((fid, f.path, f.size, f.mtime_ns, f.ignored, f.read_with, f.read_format, x.group, x.uri))
+        rows.append(Task(fid, f.path, f.size, f.mtime_ns, f.ignored, f.read_with, f.read_format, x.group, x.uri))
     p = Plan(run_id, full, rows)
-    now = {r[1]: r for r in rows}
+    now = {r.path: r for r in rows}
     for r in rows:
-        b = before.get(r[1])
-        if b is None or b[6] is None or (b[2], b[3], b[4], b[5]) != (r[2], r[3], r[7], r[5]):
-            p.changed.add(r[7])
-            if b is not None and b[6] is not None:
-                p.changed.add(b[4])  # the group it left is read again too
-    p.changed.update(b[4] for path, b in before.items() if b[6] is not None and path not in now)
+        b = before.get(r.path)
+        if (
+            b is None
+            or b.run is None
+            or (b.size, b.mtime_ns, b.grp, b.read_with) != (r.size, r.mtime_ns, r.grp, r.read_with)
+        ):
+            p.changed.add(r.grp)
+            if b is not None and b.run is not None:
+                p.changed.add(b.grp)  # the group it left is read again too
+    p.changed.update(b.grp for path, b in before.items() if b.run is not None and path not in now)
     for path, b in before.items():
-        if b[6] is not None and (path not in now or b[4] in p.changed or now[path][7] in p.changed):
-            p.stale.append((b[6], b[1]))
-            p.read_again.append(b[1])
+        if b.run is not None and (path not in now or b.grp in p.changed or now[path].grp in p.changed):
+            p.stale.append((b.run, b.file_id))
+            p.read_again.append(b.file_id)
     for r in rows:
-        mine = r[7] in p.changed
-        p.current.append((run_id if mine else before[r[1]][6], r[0]))
+        mine = r.grp in p.changed
+        run = run_id if mine else before[r.path].run
+        p.current.append((run, r.file_id))
         if mine:
-            p.read_again.append(r[0])
-        p.manifest.append((r[1], r[0], r[2], r[3], r[7], r[5], run_id if mine else before[r[1]][6]))
-    p.manifest += [(path, b[1], b[2], b[3], b[4], b[5], None) for path, b in before.items() if path not in now]
+            p.read_again.append(r.file_id)
+        p.manifest.append(Manifested(r.path, r.file_id, r.size, r.mtime_ns, r.grp, r.read_with, run))
+    p.manifest += [b._replace(run=None) for path, b in before.items() if path not in now]
     p.read_again = sorted(set(p.read_again))
     return p
 

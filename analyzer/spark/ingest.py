@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from analyzer.ingest.land import CALL_TOTALS_SQL, TURN_TOTALS_SQL, USAGE_ORDER, landed_sql, outcome_rows, spool_source
 from analyzer.spark.listing import is_uri, shown
@@ -44,6 +44,23 @@ TASK_COLS = [
     ("grp", "VARCHAR"),
     ("uri", "VARCHAR"),
 ]
+
+
+class Task(NamedTuple):
+    """A listed file as a task row (``TASK_COLS``, in that order)."""
+
+    file_id: int
+    path: str
+    size: int | None
+    mtime_ns: int | None
+    ignored: str | None
+    read_with: str | None
+    read_format: str | None
+    grp: str
+    uri: str
+
+
+assert list(Task._fields) == [n for n, _ in TASK_COLS]
 
 CHUNK_FILES = 64  # files landed together in a task: one DuckDB pass per chunk, not per file
 CHUNK_BYTES = 32 << 20

@@ -258,7 +258,7 @@ def _parse(
         plan_df = _frame(spark, todo, spark_schema(ingest.TASK_COLS))
         # Spark's file source never returns a name starting with _ or . (its hidden files): such a file is recorded
         # as not handed over (``ingest.NOT_HANDED``), and not asked for, which would make it list the folder again
-        uris = [r[8] for r in todo if r[4] is None and not r[8].rsplit("/", 1)[-1].startswith(("_", "."))]
+        uris = [r.uri for r in todo if r.ignored is None and not r.uri.rsplit("/", 1)[-1].startswith(("_", "."))]
         if uris:
             content = (
                 spark.read.format("binaryFile")
