@@ -137,3 +137,35 @@ def test_the_stuck_run_before_a_success_in_a_window():
     calls += [(*curl, ('{"ok": true}', False))]
     (f,) = _found(calls)
     assert f[KIND] == "window" and f[STUCK] and f[REPEATS] == 4 and f[LAST] == 6
+
+
+def test_a_stuck_run_that_ends_in_another_error_is_still_stuck():
+    """A sandboxed test failing the same way three times, then the same command run with more permissions failing on a
+    real test: the three were stuck (the same action, the same error, no fix), whatever came after them."""
+    run = ("shell", {"command": ["bash", "-lc", "go test ./internal/auth -v"]})
+    sandbox = ("failed in sandbox: ", True)
+    real = ("--- FAIL: TestService_RegisterLoginRefresh (0.01s)\nFAIL\nexit status 1", True)
+    found = _found([(*run, sandbox)] * 3 + [(*run, real)])
+    stuck = [f for f in found if f[STUCK]]
+    assert [(f[FIRST], f[LAST], f[REPEATS]) for f in stuck] == [(0, 2, 3)]
+
+
+def test_a_stuck_run_at_the_end_of_a_changing_streak_is_stuck():
+    """A health check that answered once and then failed the same way three times: the failing run is stuck."""
+    curl = ("Bash", {"command": "curl -s localhost:8080/health"})
+    found = _found([(*curl, ('{"ok": true}', False))] + [(*curl, ERR)] * 3)
+    stuck = [f for f in found if f[STUCK]]
+    assert [(f[FIRST], f[LAST]) for f in stuck] == [(1, 3)]
+
+
+def test_empty_reads_of_a_background_tasks_output_are_waiting():
+    """A dev server started in the background, its output file read three times while it boots (empty each time, the
+    last with `|| echo "No output yet"`): waiting, not a stuck streak."""
+    path = "/tmp/claude/-home-u-app/tasks/b8c5d29.output"
+    calls = [
+        ("Bash", {"command": f"sleep 5 && cat {path}"}, ("", False)),
+        ("Bash", {"command": f"cat {path}"}, ("", False)),
+        ("Bash", {"command": f'cat {path} 2>/dev/null || echo "No output yet"'}, ("", False)),
+    ]
+    (f,) = _found(calls)
+    assert f[KIND] == WAITING and not f[STUCK]

@@ -628,6 +628,12 @@ def test_sniff(rec: dict[str, Any], expected: bool) -> None:
             "failed to parse function arguments: missing field `cmd`",
             ("failed to parse function arguments: missing field `cmd`", True, "text"),
         ),
+        # older builds answer a command the sandbox stopped with a bare string (docs/formats.md, Codex pitfall 6)
+        ("failed in sandbox: ", ("failed in sandbox: ", True, "text")),
+        (
+            "failed in sandbox LinuxSeccomp with execution error: Denied",
+            ("failed in sandbox LinuxSeccomp with execution error: Denied", True, "text"),
+        ),
         ({"content": "denied", "success": False}, ("denied", True, "flag")),
         ('{"output":"ok","metadata":{"exit_code":0}}', ("ok", False, None)),
         ('{"status":"error","metadata":{"code":1}}', ('{"status":"error","metadata":{"code":1}}', False, None)),

@@ -85,6 +85,24 @@ def test_docs_hold_the_table() -> None:
 # -- the action key ---------------------------------------------------------------------------------------------------
 
 SAME = [
+    # the same script run from its folder, by its path, and with its exit code echoed (a shell that keeps failing)
+    (
+        "Bash",
+        {"command": "cd /Users/u/reverse-engineer && python3 extract_calculations.py"},
+        {"command": 'python3 /Users/u/reverse-engineer/extract_calculations.py || echo "Exit code: $?"'},
+    ),
+    # a sandboxed test run plain, then with its output captured into a log and printed back
+    (
+        "shell",
+        {"command": ["bash", "-lc", "go test ./internal/auth -run Test -v"]},
+        {
+            "command": [
+                "bash",
+                "-lc",
+                "set -eo pipefail; go test ./internal/auth -run Test -v > /tmp/t.log 2>&1; cat /tmp/t.log",
+            ]
+        },
+    ),
     # Claude Code: the description is rewritten on every call; timeout and background say how it runs
     ("Bash", {"command": "npm test"}, {"command": "npm test", "description": "Run the tests again", "timeout": 600000}),
     ("Bash", {"command": "npm test", "run_in_background": True}, {"command": "npm test"}),
@@ -200,6 +218,19 @@ def test_action_arguments_are_the_arguments_when_nothing_is_dropped() -> None:
         ("sleep 5", "sleep 5"),  # nothing but the wait: that is the action
         ("ls | tail -f", "ls | tail -f"),  # following a file is not a limit
         ("edit 44:46\n  x = 1\nend_of_edit", "edit 44:46\n  x = 1\nend_of_edit"),  # a script keeps its lines
+        # a tail that only reports how it ended, and shell options set first
+        ('python3 x.py || echo "Exit code: $?"', "python3 x.py"),
+        ('npm test; echo "exit: $?"', "npm test"),
+        ("ls build || true", "ls build"),
+        ("set -eo pipefail; make check", "make check"),
+        # output captured into a file and printed back
+        ("go test ./a -v > /tmp/t.log 2>&1; status=$?; cat /tmp/t.log; exit $status", "go test ./a -v"),
+        ("make > out.txt; cat other.txt", "make > out.txt; cat other.txt"),  # another file: not the capture
+        # `cd DIR &&` before relative paths: the paths joined to DIR
+        ("cd /r/tools && python3 extract.py --all", "python3 /r/tools/extract.py --all"),
+        ("cd /r && ./run.sh", "/r/run.sh"),
+        ("cd /r && make", "cd /r && make"),  # no path: the folder is the object
+        ("cd /r && cd sub && ls x.py", "cd /r && cd sub && ls x.py"),  # a second cd: left as written
     ],
 )
 def test_shell_action(command: str, action: str) -> None:
@@ -372,6 +403,8 @@ def test_a_store_without_action_keys_is_rebuilt_by_ingest_and_refused_by_the_res
         "sleep 30 && curl -s localhost:8080/health",
         "sleep 2.5; tail -n 5 build.log",
         "bash -lc 'sleep 10 && gh run view 1'",
+        "cat /tmp/claude/-home-u-app/tasks/b8c5d29.output",
+        "tail -n 20 /tmp/claude/-home-u-app/tasks/b8c5d29.output 2>/dev/null || echo 'No output yet'",
     ],
 )
 def test_every_shell_poll_holds_a_poll_word_so_a_bulk_read_keeps_its_result(command: str) -> None:
@@ -391,6 +424,19 @@ def test_running_poll_reads_the_status_a_poll_returns() -> None:
     assert not running_poll("Bash", {"command": "npm test"}, "tests pending")  # not a poll
     assert running_poll("write_stdin", {"session_id": 3, "chars": ""}, "Process running with session ID 3")
     assert not running_poll("write_stdin", {"session_id": 3, "chars": "y\n"}, "Process running with session ID 3")
+
+
+def test_an_empty_read_of_a_background_tasks_output_is_a_running_poll() -> None:
+    """Claude Code writes a background shell's output to ``…/tasks/ID.output``: reading it is ``BashOutput`` by another
+    name, and nothing in it yet means the process has not printed anything: it still runs. What it printed says
+    neither (a log unchanged since is judged as any repeat), and the same read of another file is no poll."""
+    from analyzer.detect.semantics import running_poll
+
+    read = {"command": "sleep 5 && cat /tmp/claude/-home-u-app/tasks/b8c5d29.output"}
+    assert running_poll("Bash", read, "")
+    assert running_poll("Bash", {"command": "cat /tmp/claude/-home-u-app/tasks/b8c5d29.output"}, "\n")
+    assert not running_poll("Bash", read, "ready - started server on 0.0.0.0:3000")
+    assert not running_poll("Bash", {"command": "cat /tmp/app/server.log"}, "")
 
 
 def test_gh_run_views_status_glyph_says_whether_the_run_still_runs() -> None:

@@ -44,7 +44,7 @@ from analyzer.detect.rules import (
     WINDOW,
     is_mutating,
 )
-from analyzer.detect.semantics import action_args, is_poll, is_wait, poll_status, shell_command, shell_words
+from analyzer.detect.semantics import action_args, call_poll_status, is_poll, is_wait, shell_command, shell_words
 
 # The judgement reads the same few calls again and again (every link, gap and round of a candidate compares them):
 # its pure functions of a result or a call are memoised, bounded by this many entries (results are heads of at most
@@ -769,7 +769,7 @@ def poll_state(c: CallView) -> str | None:
         return "wait"
     if not is_poll(c.tool, _args(c.args), cmd):
         return None
-    return poll_status(c.result)
+    return call_poll_status(cmd, c.result)
 
 
 def _waiting(kind: str, positions: Sequence[int], period: int | None, view: View) -> tuple[Judged, list[int]] | None:
@@ -850,7 +850,7 @@ def _with_stuck_runs(
     for i in range(1, len(calls) + 1):
         if i < len(calls) and failed(calls[i]) and failed(calls[i - 1]) and alike(calls[i - 1], calls[i]):
             continue
-        if i < len(calls) and keep(positions[start:i]) and failed(calls[start]) and not failed(calls[i]):
+        if keep(positions[start:i]) and failed(calls[start]):
             runs.append((start, i))
         start = i
     if not runs:
@@ -859,12 +859,18 @@ def _with_stuck_runs(
     for s, e in runs:
         if s > prev and keep(positions[prev:s]):
             out.append(_repeated_call(positions[prev:s], view, spread))
+        after = (
+            ""
+            if e == len(calls)
+            else ", before it worked again"
+            if not failed(calls[e])
+            else ", then it failed otherwise"
+        )
         out.append(
             Judged(
                 list(positions[s:e]),
                 True,
-                f"{_label(calls[s])} failed {e - s}× {spread} with the same error, no fix in between, before it "
-                "worked again",
+                f"{_label(calls[s])} failed {e - s}× {spread} with the same error, no fix in between{after}",
             )
         )
         prev = e

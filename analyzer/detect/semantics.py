@@ -447,6 +447,45 @@ _CD = re.compile(r"^cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|]+)\s*(?:&&|;)\s*")
 _SLEEP = re.compile(r"^sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*")
 _TIMEOUT = re.compile(r"^timeout(?:\s+(?:-[sk]\s+\S+|--?[A-Za-z][\w-]*(?:=\S+)?))*\s+\d+(?:\.\d+)?[smhd]?\s+(?=\S)")
 _TAIL = re.compile(r"\s*\|\s*(?:head|tail)(?:\s+(?:-[nc]\s*[+-]?\d+|-\d+|--lines=[+-]?\d+|--bytes=\d+|-q))*\s*$")
+# A tail that only reports how the command ended (``|| echo "failed"``, ``|| true``, ``; echo "exit: $?"``): the
+# command is the action, whatever is printed after it.
+_REPORT = re.compile(
+    r"\s*(?:\|\|\s*(?:true|:|echo(?:\s+[^;&|<>`\n]*)?)|(?:;|&&)\s*echo\s+[^;&|<>`\n]*\$\?[^;&|<>`\n]*)\s*$"
+)
+# Shell options set before the command (``set -eo pipefail;``): how failures propagate, not what runs.
+_SET_OPTIONS = re.compile(r"^set(?:\s+(?:[-+][A-Za-z]*o\s+\w+|[-+][A-Za-z]+))+\s*(?:;|&&)\s*")
+# Output captured into a file and printed back (``CMD > F 2>&1; cat F``, with ``status=$?`` and ``exit $status``
+# around the ``cat``): the command run, shown another way.
+_CAPTURED = re.compile(
+    r"^(?P<cmd>[^\n]+?)\s*(?:&>|>)\s*(?P<f>[^\s;&|<>'\"]+)(?:\s+2>&1)?\s*(?:;|&&)\s*(?:status=\$\?\s*;\s*)?"
+    r"cat\s+(?P=f)\s*(?:;\s*exit\s+\$(?:status|\?)\s*)?$"
+)
+# A relative path word after ``cd DIR &&`` (``extract.py``, ``src/a.ts``, ``./run.sh``): joined to DIR, it names the
+# object the same call without the ``cd`` names.
+_RELATIVE = re.compile(r"^(?:\./)?[\w@+-][\w.@+-]*(?:/[\w.@+-]+)*/?$")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
+_OPERATORS = ("&&", "||", "|", ";")
+
+
+def _in_folder(folder: str, cmd: str) -> str | None:
+    """``cd DIR && CMD`` as the command it runs when CMD names its objects by relative paths: those paths joined to
+    DIR (``cd /r && python3 x.py`` is ``python3 /r/x.py``). None where CMD names no path (``cd a && make``: the
+    folder is the object) or could leave DIR (another ``cd``, a multi-line script)."""
+    if "\n" in cmd:
+        return None
+    words = _raw_words(cmd)
+    if not words or "cd" in words:
+        return None
+    base = folder.strip("'\"").rstrip("/") or "/"
+    out, joined, program = [], False, True
+    for w in words:
+        relative = _RELATIVE.match(w) and ("/" in w or _EXTENSION.search(w)) and w not in (".", "..")
+        if relative and (not program or w.startswith("./")):  # a program named by its path is an object too
+            path = f"{base}/{w.removeprefix('./')}"
+            w, joined = (f'"{path}"' if any(c.isspace() for c in path) else path), True
+        out.append(w)
+        program = w in _OPERATORS
+    return " ".join(out) if joined else None
 
 
 @lru_cache(maxsize=16384)
@@ -474,12 +513,28 @@ def shell_action(command: str) -> str:
             break
         cmd = stripped
     cmd = cmd.strip()
+    if cmd.startswith("set"):
+        m = _SET_OPTIONS.match(cmd)
+        if m and m.end() < len(cmd):
+            cmd = cmd[m.end() :]
+    if "cat" in cmd[-200:] and "\n" not in cmd:
+        m = _CAPTURED.match(cmd)
+        if m:
+            cmd = m.group("cmd").strip()
+    while "\n" not in cmd and ("echo" in cmd[-80:] or cmd.endswith(("true", ":"))):
+        stripped = _REPORT.sub("", cmd).strip()
+        if stripped == cmd or not stripped:
+            break
+        cmd = stripped
     if "\n" not in cmd and ("  " in cmd or "\t" in cmd or "\r" in cmd or "2>" in cmd):
         words = _raw_words(cmd)
         if words is not None:
             kept = [w for w in words if w not in ("2>&1", "2>/dev/null")]
             cmd = " ".join(kept or words)
-    return f"{cd} {cmd}" if cd else cmd
+    if cd:
+        resolved = _in_folder(cd[3:-3], cmd)
+        return resolved if resolved is not None else f"{cd} {cmd}"
+    return cmd
 
 
 def action_args(tool: str, args: Any) -> Any:
@@ -671,6 +726,10 @@ STATUS_COMMAND = re.compile(
     r"^(?:cd\s+\S+\s*&&\s*)?(?:gh\s+(?:run\s+(?:watch|view|list)|pr\s+checks|workflow\s+view)|"
     r"kubectl\s+rollout\s+status|glab\s+ci\s+(?:status|view))\b"
 )
+# A look at a background task's output: Claude Code writes what a shell started with ``run_in_background`` prints to
+# ``<tmp>/claude/<project>/tasks/<id>.output`` and says so; reading that file (``cat``, ``tail``) is ``BashOutput`` by
+# another name. Nothing in it yet is a process that has not spoken yet: still running (``call_poll_status``).
+TASK_OUTPUT_READ = re.compile(r"^(?:cat|tail(?:\s+-[A-Za-z]+(?:\s*\d+)?)*)\s+['\"]?\S*/tasks/[\w.-]+\.output['\"]?$")
 # A wait before a look: ``sleep N && <command>`` (or ``sleep N; <command>``).
 WAIT_PREFIX = re.compile(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)?sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*\S")
 # A call that only waits (``sleep 30``, or ``sleep 30 && echo "Wait complete"``: an echo of fixed words looks at
@@ -704,7 +763,8 @@ POLLS: tuple[PollShape, ...] = (
         ),
         ("claude_code", "codex", "gemini_cli", "pi", "opencode", "openhands", "mini_swe_agent", "swe_agent"),
         "a shell command that is a status view (`gh run watch|view|list`, `gh pr checks`, `kubectl rollout status`, "
-        "`glab ci status`), or any command after a wait (`sleep N && …`)",
+        "`glab ci status`), a read of a background task's output file (`cat …/tasks/ID.output`), or any command "
+        "after a wait (`sleep N && …`)",
         shell=True,
     ),
 )
@@ -764,12 +824,28 @@ def is_poll(tool: str, args: Any, command: str | None) -> bool:
     if command is None:
         return False
     cmd = unwrap_shell(command).strip() if command.lstrip()[:2] in _SHELL_STARTS else command.strip()
-    return bool(WAIT_PREFIX.match(cmd) or STATUS_COMMAND.match(shell_action(cmd)))
+    if WAIT_PREFIX.match(cmd):
+        return True
+    action = shell_action(cmd)
+    return bool(STATUS_COMMAND.match(action) or TASK_OUTPUT_READ.match(action))
 
 
-# Words one of which every shell poll's arguments hold (``WAIT_PREFIX``, ``STATUS_COMMAND``): a bulk read may keep the
-# results of only the calls whose arguments hold one, and still see every poll (tests/test_semantics.py checks it).
-POLL_WORDS = ("sleep", "gh", "kubectl", "glab")
+def _task_output_read(command: str | None) -> bool:
+    return command is not None and ".output" in command and bool(TASK_OUTPUT_READ.match(shell_action(command)))
+
+
+def call_poll_status(command: str | None, result: str | None) -> str | None:
+    """``poll_status`` of a poll's result; an empty read of a background task's output file is ``running`` (the
+    process has printed nothing yet)."""
+    if result is not None and not result.strip() and _task_output_read(command):
+        return "running"
+    return poll_status(result)
+
+
+# Words one of which every shell poll's arguments hold (``WAIT_PREFIX``, ``STATUS_COMMAND``, ``TASK_OUTPUT_READ``): a
+# bulk read may keep the results of only the calls whose arguments hold one, and still see every poll
+# (tests/test_semantics.py checks it).
+POLL_WORDS = ("sleep", "gh", "kubectl", "glab", "/tasks/")
 # The tools a poll can be made with whatever their arguments say (``POLLS`` shapes that are not shell commands), and
 # those whose polls are shell commands (which hold one of ``POLL_WORDS``).
 POLL_TOOLS = tuple(sorted(t for t, shapes in _POLL_BY_TOOL.items() if any(not p.shell for p in shapes)))
@@ -801,9 +877,10 @@ def shell_command(a: Any) -> str | None:
 def running_poll(tool: str, args: Any, result: str | None) -> bool:
     """A poll (``POLLS``) whose result says the process still runs: waiting, which the live guard lets run on (the
     process, not the agent, decides when it ends). ``args``: the call's arguments as a dict."""
-    if tool not in _POLL_BY_TOOL or not result:
+    if tool not in _POLL_BY_TOOL or result is None:
         return False
-    return is_poll(tool, args, shell_command(args)) and poll_status(result) == "running"
+    command = shell_command(args)
+    return is_poll(tool, args, command) and call_poll_status(command, result) == "running"
 
 
 def is_wait(command: str | None) -> bool:

@@ -34,7 +34,9 @@ if TYPE_CHECKING:
 #    failed changes with looks between are one retry (``rules.failure_key``); one message's calls are one attempt
 # 6: a shell command's steps and pipeline stages split outside quotes only (an awk program's ``;``, a pattern's ``|``),
 #    past an ``echo … |`` feeder, ``sudo -u USER`` and ``bash -c '…'``; a many-line inline program is the action
-DETECTOR_VERSION = "6"
+# 7: the action keys of schema 8 (shell wrappers); a run of 3+ repeats failing the same way is stuck wherever it ends
+#    (before a success, another error, or the end); an empty read of a background task's output is a poll (waiting)
+DETECTOR_VERSION = "7"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
 # since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store. Both are

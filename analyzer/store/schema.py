@@ -15,11 +15,14 @@ from analyzer.tables import table as _t
 # 7: Codex code mode: a cell's action key is its tool call's (``semantics.code_action``), and a printed answer's
 #    chunk id and wall time are no part of a result key; Zed's `mcp__acp__Bash` and the like are keyed as the Claude
 #    Code tools they stand for (the keys change: stores are rebuilt)
-SCHEMA_VERSION = 7
+# 8: shell action keys without a report tail (``|| echo …``, ``; echo $?``), shell options (``set -eo pipefail;``) or
+#    an output captured and printed back (``> F 2>&1; cat F``), and with ``cd DIR && CMD rel/path`` as ``CMD
+#    DIR/rel/path``; Codex's "failed in sandbox" is an error (the keys change: stores are rebuilt)
+SCHEMA_VERSION = 8
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
 # transcripts by ``loopscope ingest`` and refused by every other command (``connection.old_store_message`` says why).
-KEYS_VERSION = 7
+KEYS_VERSION = 8
 
 
 def old_keys(version: int) -> str:
@@ -28,7 +31,11 @@ def old_keys(version: int) -> str:
         return "MD5 keys"
     if version < 4:
         return "no action keys"
-    return "arguments read by older adapters" if version < 5 else "keys of Codex code-mode cells made by older rules"
+    if version < 5:
+        return "arguments read by older adapters"
+    return (
+        "keys of Codex code-mode cells made by older rules" if version < 7 else "shell action keys made by older rules"
+    )
 
 
 # What the store keeps of a long result by default: its head and its tail, around a marker that says how much is left
@@ -191,7 +198,8 @@ CALLS = _t(
         "VARCHAR",
         "Hash of tool + the call's action arguments: the arguments without the fields its tool declares commentary "
         "or tuning (Claude Code's `description`, timeouts, output limits, wait times), a shell command reduced to "
-        "what it runs (no `sleep N &&`, `timeout N`, `| head`, `2>&1` wrapper; blanks collapsed). Equal keys are the "
+        "what it runs (no `sleep N &&`, `timeout N`, `| head`, `2>&1`, `|| echo …` or `set -o …` wrapper, no output "
+        "captured and printed back; `cd DIR && CMD rel` as `CMD DIR/rel`; blanks collapsed). Equal keys are the "
         "same action on the same object: the detector's signals, findings and the `loopscope` guard compare calls "
         'by it (docs/detectors.md, "The semantics of tool arguments"). Equals `call_key` when nothing was dropped.',
     ),

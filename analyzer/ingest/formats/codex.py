@@ -83,7 +83,7 @@ _INJECTED = (
 # on ordinary output would invent errors.
 _ERROR_TEXT = re.compile(
     r"(?:write_stdin failed:|apply_patch verification failed|failed to parse function arguments|unsupported call:"
-    r"|execution error:|aborted(?:\s*$| by user)|Script failed\b)",
+    r"|execution error:|aborted(?:\s*$| by user)|Script failed\b|failed in sandbox\b)",
     re.IGNORECASE,
 )
 _REJECTED_TEXT = re.compile(r"(?:exec command|patch) rejected by user", re.IGNORECASE)
