@@ -752,3 +752,47 @@ def test_code_mode_cells_retried_blindly_are_a_stuck_loop_and_polls_of_a_running
     found = query(db, "SELECT kind, first_seq, last_seq, stuck FROM findings ORDER BY first_seq")
     assert found[0][1:] == (0, 3, True), found
     assert [(k, s) for k, _, _, s in found[1:]] == [("waiting", False)], found
+
+
+def test_a_rollout_from_before_the_envelopes_is_read(tmp_path: Path, db: Path) -> None:
+    """Codex CLI of mid-2025 wrote a session header line (id, timestamp, instructions, git), then bare response items
+    and ``{"record_type": "state"}`` lines (docs/formats.md, Codex pitfall 7). Such a file was skipped as of no known
+    format; it is one session now, its prompts, calls, results and sandbox failures read as in a newer rollout."""
+    sid = "d7e0b7f3-b7c1-47c6-9aee-b17ae9c41262"
+    cwd = "<environment_context>\n  <cwd>E:\\ANPR\\ANPR_NEW</cwd>\n  <shell>powershell.exe</shell>\n"
+    cwd += "</environment_context>"
+    recs = [
+        {"id": sid, "timestamp": "2025-09-24T02:40:17.546Z", "instructions": None, "git": {"branch": "master"}},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": cwd}]},
+        {"record_type": "state"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "run the tests"}]},
+        {"type": "reasoning", "summary": [], "encrypted_content": "x"},
+        {"type": "function_call", "name": "shell", "arguments": '{"command":["pytest","-q"]}', "call_id": "c1"},
+        {"type": "function_call_output", "call_id": "c1", "output": "failed in sandbox: "},
+        {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": '{"command":["pytest","-q"],"with_escalated_permissions":true}',
+            "call_id": "c2",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "c2",
+            "output": '{"output":"3 passed","metadata":{"exit_code":0,"duration_seconds":1.2}}',
+        },
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "All 3 pass."}]},
+        {"record_type": "state"},
+    ]
+    path = write_jsonl(tmp_path / "sessions" / "2025" / "09" / "24" / f"rollout-2025-09-24T04-40-17-{sid}.jsonl", recs)
+    summary = ingest_paths(db, path)
+    assert summary.skipped == [] and summary.files_ingested == 1
+    assert query(db, "SELECT session_id, format, cwd, started_at::VARCHAR, user_turns FROM sessions") == [
+        (sid, CODEX, "E:\\ANPR\\ANPR_NEW", "2025-09-24 02:40:17.546", 1)
+    ]
+    got = [(c[0], c[1], c[3], c[4], c[5]) for c in calls(db)]
+    assert got == [
+        ("c1", "shell", "failed in sandbox: ", True, "text"),
+        ("c2", "shell", "3 passed", False, None),
+    ]
+    assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]

@@ -9,6 +9,10 @@ few unmistakable error texts.
 
 Decisions:
 
+* **Rollouts from before the envelopes** (mid-2025): a header line ``{id, timestamp, instructions, git}``, then bare
+  response items and ``{"record_type": "state"}`` lines (``legacy_header``): read as ``session_meta`` and
+  ``response_item`` records without timestamps; the working folder comes from the injected ``<environment_context>``.
+
 * **User prompts.** A prompt is an ``event_msg user_message`` or a ``response_item`` user message, whichever comes
   first; its twin from the other record kind is dropped (text is stored twice in newer builds; older builds write only
   the response item). Injected context is never a prompt: ``<environment_context>``, ``<user_instructions>``,
@@ -65,6 +69,7 @@ def default_roots() -> list[Path]:
 _ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+_CWD = re.compile(r"<environment_context>.*?<cwd>([^<]+)</cwd>", re.S)
 _UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 # Contextual user messages Codex injects itself (codex-rs contextual_user_message.rs / user_instructions.rs).
 _INJECTED = (
@@ -110,7 +115,24 @@ _AUTO_REVIEW = (
 
 
 def sniff(rec: Any) -> bool:
-    return isinstance(rec, dict) and rec.get("type") in _ENVELOPES and isinstance(rec.get("payload"), dict)
+    return (
+        isinstance(rec, dict) and rec.get("type") in _ENVELOPES and isinstance(rec.get("payload"), dict)
+    ) or legacy_header(rec)
+
+
+def legacy_header(rec: Any) -> bool:
+    """The first line of a rollout written before the envelopes (Codex CLI of mid-2025): the session's id and start
+    time, its instructions and git state; bare response items and ``{"record_type": "state"}`` lines follow
+    (docs/formats.md, Codex pitfall 7)."""
+    return (
+        isinstance(rec, dict)
+        and "type" not in rec
+        and "payload" not in rec
+        and "instructions" in rec
+        and isinstance(rec.get("id"), str)
+        and bool(_UUID_TAIL.search(rec["id"]))
+        and isinstance(rec.get("timestamp"), str)
+    )
 
 
 # -- usage, as ccusage reads it ----------------------------------------------------------------------------------------
@@ -381,6 +403,7 @@ class Parser:
         }
         # errors known from end events before the output arrives: call_id -> (is_error, kind)
         self._hints: dict[str, tuple[bool, str | None]] = {}
+        self._legacy = False  # a rollout from before the envelopes: its items are bare (``legacy_header``)
 
     def _builder(self) -> SessionBuilder:
         if self.b is None:
@@ -394,6 +417,8 @@ class Parser:
             return
         kind = rec.get("type")
         if kind not in _ENVELOPES:
+            if self._legacy or legacy_header(rec):
+                self._legacy_record(rec, line)
             return  # newer record kinds (world_state, realtime_item, ...) carry no calls or prompts
         p = rec.get("payload")
         if not isinstance(p, dict):
@@ -414,6 +439,20 @@ class Parser:
                 b.cwd = p["cwd"]
         elif kind == "session_meta":
             self._meta(b, p, line)
+
+    def _legacy_record(self, rec: dict[str, Any], line: int) -> None:
+        """A line of a rollout from before the envelopes: the session header, a bare response item (no timestamp of
+        its own), or a state snapshot (nothing to read)."""
+        if legacy_header(rec) and not self._meta_seen:
+            self._legacy = True
+            self._meta(self._builder(), {"id": rec["id"], "timestamp": rec["timestamp"]}, line)
+        elif "record_type" not in rec and isinstance(rec.get("type"), str):
+            b = self._builder()
+            if not b.cwd and rec.get("role") == "user":  # no turn_context yet: the cwd is in the injected context
+                m = _CWD.search(text_of(rec.get("content")))
+                if m:
+                    b.cwd = m.group(1).strip()
+            self._item(b, rec, None, line)
 
     def _meta(self, b: SessionBuilder, p: dict[str, Any], line: int) -> None:
         if self._meta_seen:
