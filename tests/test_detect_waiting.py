@@ -169,3 +169,12 @@ def test_empty_reads_of_a_background_tasks_output_are_waiting():
     ]
     (f,) = _found(calls)
     assert f[KIND] == WAITING and not f[STUCK]
+
+
+def test_answers_that_came_back_before_a_failing_run_are_still_judged():
+    """A health check answering A, B, A, B, A (answers it already had), then failing the same way three times: both the
+    run of answers that came back and the failing run are stuck, each on its own."""
+    curl = ("Bash", {"command": "curl -s localhost:8080/health"})
+    answers = [(*curl, (f'{{"state": "{x}"}}', False)) for x in "ABABA"]
+    found = _found(answers + [(*curl, ERR)] * 3)
+    assert [(f[FIRST], f[LAST]) for f in found if f[STUCK]] == [(2, 4), (5, 7)]

@@ -796,3 +796,13 @@ def test_a_rollout_from_before_the_envelopes_is_read(tmp_path: Path, db: Path) -
         ("c2", "shell", "3 passed", False, None),
     ]
     assert query(db, "SELECT count(*) FROM ingest_errors") == [(0,)]
+
+
+def test_a_dataset_row_with_an_id_and_instructions_is_not_a_codex_header() -> None:
+    """Only the header's own keys make a rollout from before the envelopes: a chat-dataset row that also has an id, a
+    timestamp and instructions, with its messages, is left to the formats that read messages."""
+    from analyzer.ingest.formats.codex import legacy_header
+
+    header = {"id": "d7e0b7f3-b7c1-47c6-9aee-b17ae9c41262", "timestamp": "2025-09-24T02:40:17.546Z"}
+    assert legacy_header({**header, "instructions": None, "git": {"branch": "master"}})
+    assert not legacy_header({**header, "instructions": "be brief", "messages": [{"role": "user", "content": "hi"}]})

@@ -231,6 +231,15 @@ def test_action_arguments_are_the_arguments_when_nothing_is_dropped() -> None:
         ("cd /r && ./run.sh", "/r/run.sh"),
         ("cd /r && make", "cd /r && make"),  # no path: the folder is the object
         ("cd /r && cd sub && ls x.py", "cd /r && cd sub && ls x.py"),  # a second cd: left as written
+        ("cd / && cat etc/hosts", "cat /etc/hosts"),
+        ("cd - && cat a.py", "cd - && cat a.py"),  # not a folder's path
+        ("cd /a && cat x.py && make", "cd /a && cat x.py && make"),  # make still runs in /a
+        # what looks like a report or a capture inside quotes, or a partial capture, is the command's own
+        ("grep -n '; echo $?' a.sh", "grep -n '; echo $?' a.sh"),
+        ('git commit -m "retry || echo done"', 'git commit -m "retry || echo done"'),
+        ("python x.py 2> err.txt; cat err.txt", "python x.py 2> err.txt; cat err.txt"),
+        ("make >> build.log 2>&1; cat build.log", "make >> build.log 2>&1; cat build.log"),
+        ("make || echo failed > status.txt", "make || echo failed > status.txt"),  # the echo writes a file
     ],
 )
 def test_shell_action(command: str, action: str) -> None:
@@ -430,13 +439,19 @@ def test_an_empty_read_of_a_background_tasks_output_is_a_running_poll() -> None:
     """Claude Code writes a background shell's output to ``…/tasks/ID.output``: reading it is ``BashOutput`` by another
     name, and nothing in it yet means the process has not printed anything: it still runs. What it printed says
     neither (a log unchanged since is judged as any repeat), and the same read of another file is no poll."""
-    from analyzer.detect.semantics import running_poll
+    from analyzer.detect.semantics import POLL_WORDS, running_poll
 
     read = {"command": "sleep 5 && cat /tmp/claude/-home-u-app/tasks/b8c5d29.output"}
     assert running_poll("Bash", read, "")
     assert running_poll("Bash", {"command": "cat /tmp/claude/-home-u-app/tasks/b8c5d29.output"}, "\n")
     assert not running_poll("Bash", read, "ready - started server on 0.0.0.0:3000")
+    assert not running_poll("Bash", read, "Tests: 3 pending, 10 passed")  # the process's output, not a status
     assert not running_poll("Bash", {"command": "cat /tmp/app/server.log"}, "")
+    assert not running_poll("Bash", {"command": "cat ./tasks/notes.output"}, "")  # not Claude Code's task folder
+    # read from the project's folder: the same poll, and its arguments still hold a poll word
+    relative = {"command": "cd /tmp/claude/-home-u-app && cat tasks/b8c5d29.output"}
+    assert running_poll("Bash", relative, "")
+    assert re.search("|".join(POLL_WORDS), orjson.dumps(relative).decode())
 
 
 def test_gh_run_views_status_glyph_says_whether_the_run_still_runs() -> None:

@@ -855,10 +855,15 @@ def _with_stuck_runs(
         start = i
     if not runs:
         return _stale_runs(positions, calls, spread, keep) or [whole]
+
+    def apart(ps: Sequence[int]) -> list[Judged]:  # the repeats around a failing run, judged as a repeat of their own
+        piece = _repeated_call(ps, view, spread)
+        return [piece] if piece.stuck else _stale_runs(ps, [view(p) for p in ps], spread, keep) or [piece]
+
     out, prev = [], 0
     for s, e in runs:
         if s > prev and keep(positions[prev:s]):
-            out.append(_repeated_call(positions[prev:s], view, spread))
+            out.extend(apart(positions[prev:s]))
         after = (
             ""
             if e == len(calls)
@@ -875,7 +880,7 @@ def _with_stuck_runs(
         )
         prev = e
     if prev < len(positions) and keep(positions[prev:]):
-        out.append(_repeated_call(positions[prev:], view, spread))
+        out.extend(apart(positions[prev:]))
     return out
 
 

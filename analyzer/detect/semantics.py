@@ -447,19 +447,69 @@ _CD = re.compile(r"^cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|]+)\s*(?:&&|;)\s*")
 _SLEEP = re.compile(r"^sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*")
 _TIMEOUT = re.compile(r"^timeout(?:\s+(?:-[sk]\s+\S+|--?[A-Za-z][\w-]*(?:=\S+)?))*\s+\d+(?:\.\d+)?[smhd]?\s+(?=\S)")
 _TAIL = re.compile(r"\s*\|\s*(?:head|tail)(?:\s+(?:-[nc]\s*[+-]?\d+|-\d+|--lines=[+-]?\d+|--bytes=\d+|-q))*\s*$")
-# A tail that only reports how the command ended (``|| echo "failed"``, ``|| true``, ``; echo "exit: $?"``): the
-# command is the action, whatever is printed after it.
-_REPORT = re.compile(
-    r"\s*(?:\|\|\s*(?:true|:|echo(?:\s+[^;&|<>`\n]*)?)|(?:;|&&)\s*echo\s+[^;&|<>`\n]*\$\?[^;&|<>`\n]*)\s*$"
-)
 # Shell options set before the command (``set -eo pipefail;``): how failures propagate, not what runs.
 _SET_OPTIONS = re.compile(r"^set(?:\s+(?:[-+][A-Za-z]*o\s+\w+|[-+][A-Za-z]+))+\s*(?:;|&&)\s*")
-# Output captured into a file and printed back (``CMD > F 2>&1; cat F``, with ``status=$?`` and ``exit $status``
-# around the ``cat``): the command run, shown another way.
-_CAPTURED = re.compile(
-    r"^(?P<cmd>[^\n]+?)\s*(?:&>|>)\s*(?P<f>[^\s;&|<>'\"]+)(?:\s+2>&1)?\s*(?:;|&&)\s*(?:status=\$\?\s*;\s*)?"
-    r"cat\s+(?P=f)\s*(?:;\s*exit\s+\$(?:status|\?)\s*)?$"
+# A one-line command's top-level steps: the text between ``&&``, ``||`` and ``;`` outside quotes (a pipeline is one
+# step), each with the operator before it. One pass, linear in the length; a lone quote is read as a character.
+_STEP_PART = re.compile(
+    r"(?P<op>&&|\|\||;)|(?P<text>(?:\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\"|[^'\"\\&|;]|(?<!&)&(?!&)|(?<!\|)\|(?!\|)|['\"\\])+)"
 )
+_ECHO = re.compile(r"echo(?:\s|$)")
+_EXIT_STATUS = re.compile(r"exit\s+\$(?:status|\?)$")
+# The end of a step whose output goes to a file: `` > F``, `` &> F``, optionally `` 2>&1`` (a ``2>`` or ``>>`` is not
+# the whole output, or not only this run's).
+_TO_FILE = re.compile(r"\s(?:&>|>)\s*([^\s;&|<>'\"`$]+)(?:\s+2>&1)?\s*$")
+
+
+def _steps_of(cmd: str) -> list[tuple[str, int, str]] | None:
+    """(operator before it, start, text) of each top-level step of a one-line command; None for a script."""
+    if "\n" in cmd:
+        return None
+    out: list[tuple[str, int, str]] = []
+    op = ""
+    for m in _STEP_PART.finditer(cmd):
+        if m.group("op"):
+            op = m.group("op")
+        else:
+            out.append((op, m.start(), m.group("text")))
+            op = ""
+    return out
+
+
+def _reports_only(op: str, text: str) -> bool:
+    """A step that only reports how the one before it ended: ``|| echo …``, ``|| true``, ``; echo "exit: $?"``."""
+    words = _raw_words(text.strip())
+    if not words or any(">" in w and w[0] not in "'\"" for w in words):  # writing a file is no report
+        return False
+    if op == "||":
+        return words in (["true"], [":"]) or words[0] == "echo"
+    return op in (";", "&&") and words[0] == "echo" and any("$?" in w for w in words)
+
+
+def _without_report(cmd: str) -> str:
+    """``cmd`` without its reporting tail: steps that only report the exit (``_reports_only``), or its output captured
+    into a file and printed back (``CMD > F 2>&1; status=$?; cat F; exit $status``): the command run, shown another
+    way."""
+    steps = _steps_of(cmd)
+    if not steps or len(steps) < 2:
+        return cmd
+    n = len(steps)
+    while n > 1 and _reports_only(steps[n - 1][0], steps[n - 1][2]):
+        n -= 1
+    k = n
+    if k > 1 and _EXIT_STATUS.match(steps[k - 1][2].strip()):
+        k -= 1
+    if k >= 2 and steps[k - 1][2].strip().startswith("cat "):
+        shown = steps[k - 1][2].split()
+        j = k - 1
+        if j > 1 and steps[j - 1][2].strip() == "status=$?":
+            j -= 1
+        m = _TO_FILE.search(steps[j - 1][2])
+        if len(shown) == 2 and m and m.group(1) == shown[1]:
+            return cmd[: steps[j - 1][1] + m.start()].strip()
+    return cmd[: steps[n][1]].rstrip().removesuffix(steps[n][0]).rstrip() if n < len(steps) else cmd
+
+
 # A relative path word after ``cd DIR &&`` (``extract.py``, ``src/a.ts``, ``./run.sh``): joined to DIR, it names the
 # object the same call without the ``cd`` names.
 _RELATIVE = re.compile(r"^(?:\./)?[\w@+-][\w.@+-]*(?:/[\w.@+-]+)*/?$")
@@ -470,13 +520,16 @@ _OPERATORS = ("&&", "||", "|", ";")
 def _in_folder(folder: str, cmd: str) -> str | None:
     """``cd DIR && CMD`` as the command it runs when CMD names its objects by relative paths: those paths joined to
     DIR (``cd /r && python3 x.py`` is ``python3 /r/x.py``). None where CMD names no path (``cd a && make``: the
-    folder is the object) or could leave DIR (another ``cd``, a multi-line script)."""
-    if "\n" in cmd:
+    folder is the object), could leave DIR (another ``cd``, ``pushd``, a multi-line script), runs more than one
+    step (``cd a && cat x.py && make``: the later steps still run in DIR), or where DIR is not a path (``cd -``,
+    ``cd $D``)."""
+    base = folder.strip("'\"").rstrip("/")
+    if "\n" in cmd or folder in ("-", "") or folder.startswith("$"):
         return None
+    steps = _steps_of(cmd)
     words = _raw_words(cmd)
-    if not words or "cd" in words:
+    if not words or not steps or len(steps) > 1 or any(w in ("cd", "pushd", "popd") for w in words):
         return None
-    base = folder.strip("'\"").rstrip("/") or "/"
     out, joined, program = [], False, True
     for w in words:
         relative = _RELATIVE.match(w) and ("/" in w or _EXTENSION.search(w)) and w not in (".", "..")
@@ -517,15 +570,8 @@ def shell_action(command: str) -> str:
         m = _SET_OPTIONS.match(cmd)
         if m and m.end() < len(cmd):
             cmd = cmd[m.end() :]
-    if "cat" in cmd[-200:] and "\n" not in cmd:
-        m = _CAPTURED.match(cmd)
-        if m:
-            cmd = m.group("cmd").strip()
-    while "\n" not in cmd and ("echo" in cmd[-80:] or cmd.endswith(("true", ":"))):
-        stripped = _REPORT.sub("", cmd).strip()
-        if stripped == cmd or not stripped:
-            break
-        cmd = stripped
+    if ("echo" in cmd or "cat " in cmd or cmd.endswith(("true", ":"))) and "\n" not in cmd:
+        cmd = _without_report(cmd)
     if "\n" not in cmd and ("  " in cmd or "\t" in cmd or "\r" in cmd or "2>" in cmd):
         words = _raw_words(cmd)
         if words is not None:
@@ -729,7 +775,9 @@ STATUS_COMMAND = re.compile(
 # A look at a background task's output: Claude Code writes what a shell started with ``run_in_background`` prints to
 # ``<tmp>/claude/<project>/tasks/<id>.output`` and says so; reading that file (``cat``, ``tail``) is ``BashOutput`` by
 # another name. Nothing in it yet is a process that has not spoken yet: still running (``call_poll_status``).
-TASK_OUTPUT_READ = re.compile(r"^(?:cat|tail(?:\s+-[A-Za-z]+(?:\s*\d+)?)*)\s+['\"]?\S*/tasks/[\w.-]+\.output['\"]?$")
+TASK_OUTPUT_READ = re.compile(
+    r"^(?:cat|tail(?:\s+-[A-Za-z]+(?:\s*\d+)?)*)\s+['\"]?\S*/claude[^/\s]*/[^/\s]+/tasks/[\w.-]+\.output['\"]?$"
+)
 # A wait before a look: ``sleep N && <command>`` (or ``sleep N; <command>``).
 WAIT_PREFIX = re.compile(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)?sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*\S")
 # A call that only waits (``sleep 30``, or ``sleep 30 && echo "Wait complete"``: an echo of fixed words looks at
@@ -835,17 +883,18 @@ def _task_output_read(command: str | None) -> bool:
 
 
 def call_poll_status(command: str | None, result: str | None) -> str | None:
-    """``poll_status`` of a poll's result; an empty read of a background task's output file is ``running`` (the
-    process has printed nothing yet)."""
-    if result is not None and not result.strip() and _task_output_read(command):
-        return "running"
+    """``poll_status`` of a poll's result. A read of a background task's output file says ``running`` when it is empty
+    (the process has printed nothing yet) and nothing otherwise: what the process printed is its own output, not a
+    status (a log that says "3 pending" is not a run in progress)."""
+    if result is not None and _task_output_read(command):
+        return "running" if not result.strip() else None
     return poll_status(result)
 
 
 # Words one of which every shell poll's arguments hold (``WAIT_PREFIX``, ``STATUS_COMMAND``, ``TASK_OUTPUT_READ``): a
 # bulk read may keep the results of only the calls whose arguments hold one, and still see every poll
 # (tests/test_semantics.py checks it).
-POLL_WORDS = ("sleep", "gh", "kubectl", "glab", "/tasks/")
+POLL_WORDS = ("sleep", "gh", "kubectl", "glab", "tasks/")
 # The tools a poll can be made with whatever their arguments say (``POLLS`` shapes that are not shell commands), and
 # those whose polls are shell commands (which hold one of ``POLL_WORDS``).
 POLL_TOOLS = tuple(sorted(t for t, shapes in _POLL_BY_TOOL.items() if any(not p.shell for p in shapes)))

@@ -69,6 +69,7 @@ def default_roots() -> list[Path]:
 _ENVELOPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CALL_ITEMS = frozenset({"function_call", "custom_tool_call", "local_shell_call", "web_search_call"})
 _OUTPUT_ITEMS = frozenset({"function_call_output", "custom_tool_call_output"})
+_LEGACY_HEADER_KEYS = frozenset({"id", "timestamp", "instructions", "git"})
 _CWD = re.compile(r"<environment_context>.*?<cwd>([^<]+)</cwd>", re.S)
 _UUID_TAIL = re.compile(r"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$")
 # Contextual user messages Codex injects itself (codex-rs contextual_user_message.rs / user_instructions.rs).
@@ -126,9 +127,8 @@ def legacy_header(rec: Any) -> bool:
     (docs/formats.md, Codex pitfall 7)."""
     return (
         isinstance(rec, dict)
-        and "type" not in rec
-        and "payload" not in rec
         and "instructions" in rec
+        and rec.keys() <= _LEGACY_HEADER_KEYS  # a dataset row with an id and instructions holds more (messages)
         and isinstance(rec.get("id"), str)
         and bool(_UUID_TAIL.search(rec["id"]))
         and isinstance(rec.get("timestamp"), str)
