@@ -44,7 +44,16 @@ from analyzer.detect.rules import (
     WINDOW,
     is_mutating,
 )
-from analyzer.detect.semantics import action_args, call_poll_status, is_poll, is_wait, shell_command, shell_words
+from analyzer.detect.semantics import (
+    SHELL_STAGE,
+    SHELL_STEP,
+    action_args,
+    call_poll_status,
+    is_poll,
+    is_wait,
+    shell_command,
+    shell_words,
+)
 
 # The judgement reads the same few calls again and again (every link, gap and round of a candidate compares them):
 # its pure functions of a result or a call are memoised, bounded by this many entries (results are heads of at most
@@ -195,12 +204,6 @@ _IGNORED_KEYS = frozenset(
 _SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "git-grep", "glob"})
 _WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
 _PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
-# A command's steps (between ``&&``, ``||``, ``;`` and newlines) and a step's pipeline stages (between ``|``), quoted
-# text kept whole: the ``;`` of an awk program or the ``|`` of a ``grep -E "a|b"`` pattern separates nothing. A lone
-# quote the shell would refuse is read as a character.
-_QUOTED = r"\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\""
-_STEP = re.compile(rf"(?:{_QUOTED}|[^'\"\\&|;\n]|(?<!&)&(?!&)|(?<!\|)\|(?!\|)|['\"\\])+", re.S)
-_STAGE = re.compile(rf"(?:{_QUOTED}|[^'\"\\|]|['\"\\])+", re.S)
 _PATHLIKE = re.compile(r"^(?:[~./]|[A-Za-z]:\\|https?://)|/|\.[A-Za-z0-9]{1,6}$")
 
 
@@ -288,10 +291,10 @@ def _steps(command: str) -> tuple[list[list[str]], str]:
 
     cmd = _HEREDOC.sub(keep_body, cmd)
     steps = []
-    for seg in _STEP.findall(cmd):
+    for seg in SHELL_STEP.findall(cmd):
         # a pipeline is about its first step (`grep x f | head` is a grep), past stages that only feed it words
         # (`echo PASS | sudo -S …` is the sudo)
-        stages = [t.strip() for t in _STAGE.findall(seg)]
+        stages = [t.strip() for t in SHELL_STAGE.findall(seg)]
         while len(stages) > 1 and _tokens(stages[0])[:1] in (["echo"], ["printf"], ["yes"]):
             stages = stages[1:]
         toks = _tokens(stages[0]) if stages else []

@@ -449,12 +449,15 @@ _TIMEOUT = re.compile(r"^timeout(?:\s+(?:-[sk]\s+\S+|--?[A-Za-z][\w-]*(?:=\S+)?)
 _TAIL = re.compile(r"\s*\|\s*(?:head|tail)(?:\s+(?:-[nc]\s*[+-]?\d+|-\d+|--lines=[+-]?\d+|--bytes=\d+|-q))*\s*$")
 # Shell options set before the command (``set -eo pipefail;``): how failures propagate, not what runs.
 _SET_OPTIONS = re.compile(r"^set(?:\s+(?:[-+][A-Za-z]*o\s+\w+|[-+][A-Za-z]+))+\s*(?:;|&&)\s*")
-# A one-line command's top-level steps: the text between ``&&``, ``||`` and ``;`` outside quotes (a pipeline is one
-# step), each with the operator before it. One pass, linear in the length; a lone quote is read as a character.
-_STEP_PART = re.compile(
-    r"(?P<op>&&|\|\||;)|(?P<text>(?:\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\"|[^'\"\\&|;]|(?<!&)&(?!&)|(?<!\|)\|(?!\|)|['\"\\])+)"
-)
-_ECHO = re.compile(r"echo(?:\s|$)")
+# A command's steps (the text between ``&&``, ``||``, ``;`` and newlines; a pipeline is one step) and a step's
+# pipeline stages (between ``|``), quoted text kept whole: the ``;`` of an awk program or the ``|`` of a
+# ``grep -E "a|b"`` pattern separates nothing. One pass, linear in the length; a lone quote the shell would refuse is
+# read as a character. The judgement reads a command's objects with them (``judge._steps``), the action key its tail.
+_QUOTED = r"\\.|'[^']*'|\"(?:[^\"\\]|\\.)*\""
+SHELL_STEP = re.compile(rf"(?:{_QUOTED}|[^'\"\\&|;\n]|(?<!&)&(?!&)|(?<!\|)\|(?!\|)|['\"\\])+", re.S)
+SHELL_STAGE = re.compile(rf"(?:{_QUOTED}|[^'\"\\|]|['\"\\])+", re.S)
+# A one-line command's top-level steps, each with the operator before it (``_steps_of``).
+_STEP_PART = re.compile(rf"(?P<op>&&|\|\||;)|(?P<text>{SHELL_STEP.pattern})")
 _EXIT_STATUS = re.compile(r"exit\s+\$(?:status|\?)$")
 # The end of a step whose output goes to a file: `` > F``, `` &> F``, optionally `` 2>&1`` (a ``2>`` or ``>>`` is not
 # the whole output, or not only this run's).
