@@ -71,3 +71,39 @@ def test_edits_of_different_files_refused_alike_are_no_loop():
             [("Edit", {"file_path": path, "old_string": "a", "new_string": f"b{i}"}, REFUSED)],
         ]
     assert [f for f in _found(messages) if f[STUCK]] == []
+
+
+NOT_FOUND = (
+    "<tool_use_error>String to replace not found in file.\nString:                 if (item.webUrl != null) {"
+    "</tool_use_error>",
+    True,
+)
+
+
+def test_an_edit_whose_old_text_is_not_in_the_file_is_a_real_failure():
+    """Claude Code wraps "String to replace not found" in the same envelope as an invalid call, but the call was valid:
+    the file does not hold the old text. Sent again after each re-read with the same wrong indentation, it is the
+    failing edit retried blindly (c500308d in cc-l: eight such edits of one file)."""
+    messages = []
+    for i in range(3):
+        edit = ("Edit", {"file_path": PAGE, "old_string": "    if (item.webUrl != null) {", "new_string": f"v{i}"})
+        messages += [[_read(200 + i)], [(*edit, NOT_FOUND)]]
+    (f,) = _found(messages)
+    assert f[STUCK] and f[REPEATS] == 3 and (f[FIRST], f[LAST]) == (1, 5)
+    assert "same error" in f[WHY]
+
+
+def test_near_identical_calls_sent_together_are_one_attempt_not_drift():
+    """Three requests that differ by one id, sent in one message and answered alike, are a batch over three objects
+    the agent asked about at once, not a retry: none saw another's answer. Sent one message after another, the same
+    three calls retried with the answer in hand are drift."""
+    answer = ('{"errors":[{"message":"Field \\"name\\" of required type \\"String!\\" was not provided."}]}', False)
+
+    def post(i: int) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+        body = f'{{"query":"mutation {{ saveEndpoint(input: {{ id: \\"endpoint{i}x\\", idleTimeout: 1800 }}) }}"}}'
+        command = f"curl -s -X POST https://api.example.com/graphql -d '{body}'"
+        return ("Bash", {"command": command}, answer)
+
+    assert [f for f in _found([[post(i) for i in range(3)]]) if f[STUCK]] == []
+    (f,) = _found([[post(i)] for i in range(3)])
+    assert f[KIND] == "drift" and f[STUCK] and f[REPEATS] == 3

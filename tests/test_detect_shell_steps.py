@@ -48,6 +48,29 @@ def test_different_alternation_patterns_are_different_questions() -> None:
     assert not same_object(a, b)
 
 
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        # a pickaxe or --grep value is a search pattern: another string asks another question (awesumsawz, tuning)
+        (
+            "git -C /repo log --all -S mhrt-affiliate --oneline",
+            "git -C /repo log --all -S overview-mhrt-affiliate",
+            False,
+        ),
+        ("git log --grep login-page-fix --oneline", "git log --grep login-page-fix-2 --oneline", False),
+        # a positional word names the object: another subcommand, branch or SWE-agent edit range is another object
+        ("ssh prod-db-1 uptime", "ssh prod-db-2 uptime", False),
+        ("git checkout feature-a", "git checkout feature-b", False),
+        ("edit 29:30\nresult = compute(value)\nend_of_edit", "edit 30:31\nresult = compute(value)\nend_of_edit", False),
+        # a flag's value may drift (the same action with drifted flags), and so may a quoted text
+        ('psql -U postgres -c "select count(*) from users"', 'psql -U admin -c "select count(*) from users"', True),
+        ("docker logs --tail 50 web", "docker logs --tail 200 web", True),
+    ],
+)
+def test_positional_words_name_the_object_and_flag_values_may_drift(first: str, second: str, same: bool) -> None:
+    assert same_object(_action(first), _action(second)) is same
+
+
 def test_a_many_line_inline_program_is_the_action() -> None:
     lines = ["import sys", "sys.modules['erfa'] = None", "from astropy import modeling"]
     first = 'python -c "\n{}\n"'.format("\n".join(lines))

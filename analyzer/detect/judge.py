@@ -204,6 +204,7 @@ _IGNORED_KEYS = frozenset(
 _SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "git-grep", "glob"})
 _WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
 _PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
+_PATTERN_FLAGS = frozenset({"-S", "-G", "--grep", "-e", "--regexp"})  # git log -S X, grep -e X
 _PATHLIKE = re.compile(r"^(?:[~./]|[A-Za-z]:\\|https?://)|/|\.[A-Za-z0-9]{1,6}$")
 
 
@@ -331,11 +332,16 @@ def action(tool: str, args: str | None) -> Action:
             is_search = program in _SEARCH_PROGRAMS or program == "git-grep"
             search = search or is_search
             pattern_first = is_search and program not in ("find", "fd", "locate")  # grep PATTERN [PATH...]
+            flag = ""  # the flag just before this word: the word may be its value
+            says = program in ("echo", "printf")  # its words are a message, not an object
             for t in toks[1:]:
+                before, flag = flag, ""
                 if t.startswith("-"):
                     if "=" in t:  # --option=value: the same option with another value asks another thing
                         name, _, value = t.partition("=")
                         options.append((name, value))
+                    else:
+                        flag = t
                     continue
                 if re.fullmatch(r"\d+[smhkKMG%]?", t):  # a flag's number (--retry 5, -n 20): not the object
                     continue
@@ -348,8 +354,8 @@ def action(tool: str, args: str | None) -> Action:
                     continue
                 if (_PATHLIKE.search(t) or is_search) and " " not in t and len(t) < 300:
                     paths.add(t.rstrip("/"))
-                elif is_search:
-                    exact.append(t)
+                elif is_search or before in _PATTERN_FLAGS or not (before or says or re.search(r"\s", t)):
+                    exact.append(t)  # a search pattern, or a positional word (not a flag's value): the object
                 else:
                     words.append(t)
         return Action(
@@ -448,7 +454,7 @@ _CASCADE_TEXTS = (
 _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
 # A refusal in the harness's validation envelope that is no invalid call: the file changed under the agent since it
 # read it (a linter, a formatter, another writer). Writing again the same way meets the same refusal.
-_STATE_ERROR = re.compile(r"modified since read|unexpectedly modified", re.I)
+_STATE_ERROR = re.compile(r"modified since read|unexpectedly modified|string to replace not found", re.I)
 _PLACEHOLDER = re.compile(
     r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
     r"\)?\s*$)",
@@ -1114,6 +1120,8 @@ def _drift_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]
 
     out = []
     for ps, cs in _pieces(positions, calls, link):
+        if _attempts(cs) < MIN_REPEATS:
+            continue  # one message's parallel calls are one attempt: a retry needs the result it repeats
         errors = all(failed(c) for c in cs[1:])
         why = f"{_label(cs[0])} retried {len(ps)}× with arguments barely changing, " + (
             "failing the same way each time" if errors else "getting the same answer each time"
