@@ -205,6 +205,7 @@ _SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find
 _WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
 _PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
 _PATTERN_FLAGS = frozenset({"-S", "-G", "--grep", "-e", "--regexp"})  # git log -S X, grep -e X
+_REDIRECTION = re.compile(r"^(?:\d*|&)[<>]")
 _PATHLIKE = re.compile(r"^(?:[~./]|[A-Za-z]:\\|https?://)|/|\.[A-Za-z0-9]{1,6}$")
 
 
@@ -336,6 +337,9 @@ def action(tool: str, args: str | None) -> Action:
             says = program in ("echo", "printf")  # its words are a message, not an object
             for t in toks[1:]:
                 before, flag = flag, ""
+                if _REDIRECTION.match(t):  # `2>&1`, `> log`: where output goes, like a flag (its target may follow)
+                    flag = t
+                    continue
                 if t.startswith("-"):
                     if "=" in t:  # --option=value: the same option with another value asks another thing
                         name, _, value = t.partition("=")
