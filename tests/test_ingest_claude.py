@@ -4,6 +4,7 @@ calls, and token totals that agree with ccusage session by session."""
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -730,3 +731,30 @@ def test_usage_rules_agree_with_ccusage_live(tmp_path: Path, db: Path) -> None:
     reference = ccusage_tokens(files)
     ingest_paths(db, tmp_path / "projects")
     assert by_ccusage_session(db) == reference == CCUSAGE_RULES
+
+
+def _screenshot(data: str) -> list[dict[str, Any]]:
+    return [
+        text("# take_screenshot response\nTook a screenshot of the current page's viewport."),
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}},
+    ]
+
+
+def test_a_results_images_are_part_of_its_text_by_digest(tmp_path: Path, db: Path) -> None:
+    """A screenshot's answer is its image: the text ("Took a screenshot") is the same every time, so without the image
+    four screenshots of a changing page read as the same result four times (Jason-liu-0219/my-claude). Each image is a
+    line naming it by a digest of its data, never the data itself."""
+    shots = ["iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB", "iVBORw0KGgoAAAANSUhEUgAAAAIAAAAC", "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB"]
+    records: list[dict[str, Any]] = [user(0, "check the hover style")]
+    for i, data in enumerate(shots):
+        cid = f"toolu_{i}"
+        records.append(assistant(2 * i + 1, f"msg_{i}", f"req_{i}", [tool_use(cid, "take_screenshot", {})], None))
+        records.append(user(2 * i + 2, [tool_result(cid, _screenshot(data))]))
+    ingest_paths(db, write_jsonl(tmp_path / f"{TRUNK}.jsonl", records))
+    rows = query(db, "SELECT result_text, result_key FROM calls ORDER BY seq")
+    texts = [r[0] for r in rows]
+    assert all(t.startswith("# take_screenshot response\nTook a screenshot") for t in texts)
+    assert all(re.search(r"\n\[image/png, 24 bytes, sha1 [0-9a-f]{12}\]$", t) for t in texts)
+    assert not any(data in t for data in shots for t in texts)
+    keys = [r[1] for r in rows]
+    assert keys[0] != keys[1] and keys[0] == keys[2]  # another image is another result; the same image, the same

@@ -394,7 +394,7 @@ def test_output_shapes_and_error_detection(tmp_path: Path, db: Path) -> None:
         ),
         "c7": ("exec_command", '{"raw":"not json at all"}', "aborted", True, "text"),
         "c8": ("shell", '{"command":["ls"]}', "a.py\n", False, None),
-        "c9": ("view_image", '{"path":"a.png"}', "image attached", False, None),
+        "c9": ("view_image", '{"path":"a.png"}', "image attached\n[image, 6 bytes, sha1 fb72c7ee7901]", False, None),
     }
     assert query(db, "SELECT calls, error_calls FROM sessions") == [(9, 6)]
     errs = query(db, "SELECT line, reason FROM ingest_errors")

@@ -5,6 +5,7 @@ transcript; a store remembers its choice and switching re-reads what was stored 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,21 @@ def test_results_are_stored_zstd_compressed_and_read_back_whole(tmp_path: Path) 
         "SELECT DISTINCT compression FROM pragma_storage_info('calls') "
         "WHERE column_name = 'result_text' AND segment_type = 'VARCHAR'",
     ) == [("ZSTD",)]
+
+
+@pytest.mark.parametrize(
+    ("part", "kind"),
+    [
+        ({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}, "image/png"),
+        ({"type": "input_image", "image_url": "data:image/jpeg;base64,AAAA"}, "image"),  # Codex
+        ({"type": "image", "data": "AAAA", "mimeType": "image/webp"}, "image/webp"),  # pi
+    ],
+)
+def test_a_results_image_is_a_line_naming_it_by_digest(part: dict, kind: str) -> None:
+    from analyzer.ingest.base import result_text_of
+
+    got = result_text_of([{"type": "text", "text": "Took a screenshot"}, part])
+    first, second = got.split("\n")
+    assert first == "Took a screenshot"
+    assert re.fullmatch(rf"\[{re.escape(kind)}, [0-9,]+ bytes, sha1 [0-9a-f]{{12}}\]", second)
+    assert result_text_of([part]) == second and result_text_of("plain") == "plain"

@@ -10,6 +10,7 @@ on disk: docs/formats.md.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -286,6 +287,29 @@ def text_of(content: Any, types: tuple[str, ...] = ("text", "input_text", "outpu
                     out.append(t)
         return "\n".join(out)
     return ""
+
+
+_IMAGE_TYPES = ("image", "input_image", "image_url")
+
+
+def result_text_of(content: Any) -> str:
+    """A tool result's text, each image it holds a line naming the image by a digest of its data: a screenshot's
+    answer is its image, so two screenshots are the same result only when their images are (the text alone, "Took a
+    screenshot", is the same every time)."""
+    text = text_of(content)
+    if not isinstance(content, list):
+        return text
+    marks = []
+    for part in content:
+        if not isinstance(part, dict) or part.get("type") not in _IMAGE_TYPES:
+            continue
+        source = part.get("source") if isinstance(part.get("source"), dict) else {}
+        url = part.get("image_url")
+        data = source.get("data") or part.get("data") or (url.get("url") if isinstance(url, dict) else url)
+        if isinstance(data, str) and data:
+            kind = source.get("media_type") or part.get("mimeType") or "image"
+            marks.append(f"[{kind}, {len(data) * 3 // 4:,} bytes, sha1 {hashlib.sha1(data.encode()).hexdigest()[:12]}]")
+    return "\n".join(x for x in (text, *marks) if x)
 
 
 _MAX_DECODE = 8  # double-encoded arguments: never loop forever on pathological input

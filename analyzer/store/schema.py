@@ -18,11 +18,13 @@ from analyzer.tables import table as _t
 # 8: shell action keys without a report tail (``|| echo …``, ``; echo $?``), shell options (``set -eo pipefail;``) or
 #    an output captured and printed back (``> F 2>&1; cat F``), and with ``cd DIR && CMD rel/path`` as ``CMD
 #    DIR/rel/path``; Codex's "failed in sandbox" is an error (the keys change: stores are rebuilt)
-SCHEMA_VERSION = 8
+# 9: a tool result's images are part of its text, each a line with a digest of its data (``base.result_text_of``), so
+#    two screenshots are the same result only when their images are (result keys change: stores are rebuilt)
+SCHEMA_VERSION = 9
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
 # transcripts by ``loopscope ingest`` and refused by every other command (``connection.old_store_message`` says why).
-KEYS_VERSION = 8
+KEYS_VERSION = 9
 
 
 def old_keys(version: int) -> str:
@@ -33,9 +35,9 @@ def old_keys(version: int) -> str:
         return "no action keys"
     if version < 5:
         return "arguments read by older adapters"
-    return (
-        "keys of Codex code-mode cells made by older rules" if version < 7 else "shell action keys made by older rules"
-    )
+    if version < 7:
+        return "keys of Codex code-mode cells made by older rules"
+    return "shell action keys made by older rules" if version < 8 else "result keys made without the results' images"
 
 
 # What the store keeps of a long result by default: its head and its tail, around a marker that says how much is left

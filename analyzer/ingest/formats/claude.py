@@ -71,7 +71,7 @@ from typing import Any
 
 import orjson
 
-from analyzer.ingest.base import FileContext, text_of
+from analyzer.ingest.base import FileContext, result_text_of, text_of
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder
 
@@ -570,8 +570,7 @@ class Parser:
         called: set[str] | frozenset[str] = frozenset(),
     ) -> None:
         cid = _str(block.get("tool_use_id"))
-        c = block.get("content")
-        text = c if isinstance(c, str) else text_of(c)
+        text = result_text_of(block.get("content"))
         is_error = block.get("is_error") is True
         kind = result_kind(text, is_error)
         if kind == "rejected":

@@ -48,7 +48,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from analyzer.ingest.base import LOCAL, FileContext, Files, parse_arguments, text_of
+from analyzer.ingest.base import LOCAL, FileContext, Files, parse_arguments, result_text_of, text_of
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder, parse_ts
 
@@ -306,14 +306,14 @@ def _cell_exit_code(text: str) -> int | None:
 def parse_output(output: Any) -> tuple[str, int | None, bool | None]:
     """(result text, exit code if known, explicit error flag if known) of a call output in any of its shapes."""
     if isinstance(output, list):
-        text = text_of(output)
+        text = result_text_of(output)
         return text, _cell_exit_code(text), None
     if isinstance(output, dict):  # {"content": …, "success": bool} from some builds
         body = output.get("content", output.get("output", output.get("text")))
         text = (
             body
             if isinstance(body, str)
-            else (text_of(body) if isinstance(body, list) else orjson.dumps(output).decode())
+            else (result_text_of(body) if isinstance(body, list) else orjson.dumps(output).decode())
         )
         ok = output.get("success")
         return text, None, (not ok) if isinstance(ok, bool) else None

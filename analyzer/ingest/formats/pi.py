@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analyzer.ingest.base import FileContext, text_of
+from analyzer.ingest.base import FileContext, result_text_of, text_of
 from analyzer.ingest.cost import Usage
 from analyzer.ingest.rows import SessionBuilder, as_int
 
@@ -97,7 +97,7 @@ class Parser:
             self._assistant(b, rec, msg, ts, line)
         elif role == "toolResult":
             cid = msg.get("toolCallId")
-            text = text_of(msg.get("content"))
+            text = result_text_of(msg.get("content"))
             if not b.result(cid, text, bool(msg.get("isError")), ts):
                 self.ctx.error(line, f"tool result for a call not in this file ({cid})", rec)
         # bashExecution is the user's own shell command; custom/summary roles carry no calls.
