@@ -133,9 +133,14 @@ def raw_gemini(path: Path) -> list[Raw]:
 def raw_codex(path: Path) -> list[Raw]:
     out = []
     for _, rec in json_lines(path):
-        if not isinstance(rec, dict) or rec.get("type") != "response_item" or not isinstance(rec.get("payload"), dict):
+        if not isinstance(rec, dict):
             continue
-        p = rec["payload"]
+        if rec.get("type") == "response_item" and isinstance(rec.get("payload"), dict):
+            p = rec["payload"]
+        elif "payload" not in rec:  # a rollout from before the envelopes (mid-2025): the items stand bare
+            p = rec
+        else:
+            continue
         t, ns, name = p.get("type"), p.get("namespace"), p.get("name")
         if ns:
             name = f"{ns}{name}" if ns.endswith("_") else f"{ns}.{name}"
