@@ -214,7 +214,8 @@ CALLS = _t(
     (
         "result_text",
         "VARCHAR",
-        "Result text; NULL when the call got no result (an aborted turn). A result longer "
+        "Result text, each image in the result a line `[image/png, N bytes, sha1 …]` (its data is never stored); "
+        "NULL when the call got no result (an aborted turn). A result longer "
         f"than {STORED_HEAD_CHARS:,} + {STORED_TAIL_CHARS:,} characters keeps only its first {STORED_HEAD_CHARS:,} and "
         f"last {STORED_TAIL_CHARS:,}, with a line `[… N characters not stored: loopscope show SESSION:SEQ prints the "
         "whole result …]` between them, unless the store was ingested with `--full-results`; `loopscope show` reads a "
