@@ -65,6 +65,8 @@ def test_different_alternation_patterns_are_different_questions() -> None:
         # a flag's value may drift (the same action with drifted flags), and so may a quoted text
         ('psql -U postgres -c "select count(*) from users"', 'psql -U admin -c "select count(*) from users"', True),
         ("docker logs --tail 50 web", "docker logs --tail 200 web", True),
+        # a boolean flag before a positional word: the words cannot say whether `-k` takes a value
+        ("make all", "make -k all", True),
         # a redirection is no word of the command (sample_data's terraform plan, flags added one by one)
         (
             "terraform -chdir=envs/staging plan -no-color 2>&1",

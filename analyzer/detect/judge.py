@@ -221,6 +221,8 @@ class Action:
     drifting: frozenset[str]  # words of the parts that may drift (code, old text, messages)
     search: bool
     options: tuple[tuple[str, str], ...] = ()  # --name=value options: one name with two values asks two things
+    objects: frozenset[str] = frozenset()  # a command's positional words: what it acts on
+    valued: frozenset[str] = frozenset()  # words right after a flag: that flag's value, or a positional word
 
 
 def _args(args: str | None) -> Any:
@@ -323,6 +325,8 @@ def action(tool: str, args: str | None) -> Action:
         steps, bodies = _steps(command)
         programs, paths, exact, words = [], set(), [], [bodies]
         options: list[tuple[str, str]] = []
+        objects: set[str] = set()
+        valued: set[str] = set()
         search = False
         for toks in steps:
             program = toks[0].rsplit("/", 1)[-1]
@@ -358,10 +362,12 @@ def action(tool: str, args: str | None) -> Action:
                     continue
                 if (_PATHLIKE.search(t) or is_search) and " " not in t and len(t) < 300:
                     paths.add(t.rstrip("/"))
-                elif is_search or before in _PATTERN_FLAGS or not (before or says or re.search(r"\s", t)):
-                    exact.append(t)  # a search pattern, or a positional word (not a flag's value): the object
+                elif is_search or before in _PATTERN_FLAGS:
+                    exact.append(t)  # a search pattern: another one asks another question
                 else:
                     words.append(t)
+                    if not (says or re.search(r"\s", t)):  # (echo's words and quoted text are no object)
+                        (valued if before else objects).add(t)
         return Action(
             tool.lower(),
             "+".join(programs),
@@ -370,6 +376,8 @@ def action(tool: str, args: str | None) -> Action:
             _words(" ".join(words)),
             search,
             tuple(sorted(options)),
+            frozenset(objects),
+            frozenset(valued),
         )
     a = action_args(tool, _args(args))  # commentary and tuning, as the tool's semantics declare them, dropped
     if isinstance(a, dict) and not any(_key(k) in _NAMED_KEYS for k in a):
@@ -405,7 +413,7 @@ def _nested_scope(a: frozenset[str], b: frozenset[str]) -> bool:
 def same_object(a: Action, b: Action) -> bool:
     """Two calls act on one object: the same tool and program, the same paths (for a search, the same pattern over
     the same or a nested scope), the same exact parts (search patterns: a different pattern is a different
-    question), and drifting parts that are near-identical."""
+    question), the same positional words (a flag's value may drift), and drifting parts that are near-identical."""
     if a.tool != b.tool or a.program != b.program or a.exact != b.exact:
         return False
     if a.options and b.options:
@@ -413,6 +421,10 @@ def same_object(a: Action, b: Action) -> bool:
         if any(mine.get(name, value) != value for name, value in b.options):
             return False
     if a.paths != b.paths and not (a.search and b.search and _nested_scope(a.paths, b.paths)):
+        return False
+    # every positional word of one is a word of the other: `make all` is `make -j2 all` (is `-j2` given a value? the
+    # words cannot say), `ssh db-1 uptime` is not `ssh db-2 uptime`
+    if not (a.objects <= b.objects | b.valued and b.objects <= a.objects | a.valued):
         return False
     if a.drifting == b.drifting:
         return True
