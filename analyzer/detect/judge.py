@@ -205,7 +205,7 @@ _SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find
 _WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
 _PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
 _PATTERN_FLAGS = frozenset({"-S", "-G", "--grep", "-e", "--regexp"})  # git log -S X, grep -e X
-_REDIRECTION = re.compile(r"^(?:\d*|&)[<>]")
+_REDIRECT_WORD = re.compile(r"^(?:\d*|&)[<>]")  # a word that redirects: `2>&1`, `>`, `2>err`
 _PATHLIKE = re.compile(r"^(?:[~./]|[A-Za-z]:\\|https?://)|/|\.[A-Za-z0-9]{1,6}$")
 
 
@@ -341,7 +341,7 @@ def action(tool: str, args: str | None) -> Action:
             says = program in ("echo", "printf")  # its words are a message, not an object
             for t in toks[1:]:
                 before, flag = flag, ""
-                if _REDIRECTION.match(t):  # `2>&1`, `> log`: where output goes, like a flag (its target may follow)
+                if _REDIRECT_WORD.match(t):  # `2>&1`, `> log`: where output goes, like a flag (its target may follow)
                     flag = t
                     continue
                 if t.startswith("-"):

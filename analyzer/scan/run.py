@@ -36,9 +36,10 @@ if TYPE_CHECKING:
 #    past an ``echo … |`` feeder, ``sudo -u USER`` and ``bash -c '…'``; a many-line inline program is the action
 # 7: the action keys of schema 8 (shell wrappers); a run of 3+ repeats failing the same way is stuck wherever it ends
 #    (before a success, another error, or the end); an empty read of a background task's output is a poll (waiting)
-# 8: a shell command's positional words (not a flag's value) and a pattern flag's value (``git log -S X``) name its
-#    object, so drift needs them equal; Claude Code's "String to replace not found" is a real failure of the edit;
-#    drift counts attempts (one message's parallel calls are one), as failure runs do
+# 8: a shell command's positional words and a pattern flag's value (``git log -S X``) name its object: drift needs
+#    each positional word among the other command's words (``judge.same_object``) and pattern values equal; Claude
+#    Code's "String to replace not found" is a real failure of the edit; drift counts attempts (one message's
+#    parallel calls are one), as failure runs do
 DETECTOR_VERSION = "8"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
