@@ -48,6 +48,7 @@ from analyzer.detect.semantics import (
     SHELL_STAGE,
     SHELL_STEP,
     action_args,
+    blind_step,
     call_poll_status,
     is_poll,
     is_wait,
@@ -591,8 +592,9 @@ class ResultKey(NamedTuple):
 
 @lru_cache(maxsize=_RESULTS)
 def result_key(c: CallView) -> ResultKey | None:
-    """The comparison key of a call's result; None when it has no comparable result (none, or a placeholder)."""
-    if c.result is None or is_placeholder(c.result):
+    """The comparison key of a call's result; None when it has no comparable result (none, a placeholder, or the
+    acknowledgement of a blind step: ``semantics.blind_step``)."""
+    if c.result is None or is_placeholder(c.result) or blind_step(c.tool, _args(c.args), c.result):
         return None
     body = _comparable(c.result)
     bad = failed(c)

@@ -965,3 +965,31 @@ def poll_status(result: str | None) -> str | None:
     if _RUNNING_WORDS.search(head):
         return "running"
     return "ended" if _ENDED_WORDS.search(head) else None
+
+
+# -- blind steps: a move whose result only acknowledges it --------------------------------------------------------
+
+# A step that moves on from wherever the last one left, and whose result only says it was done: a relative ``cd``
+# (``cd ..``, ``cd -``, ``cd sub``), whose silence says nothing of where it got, and a computer-use tool's click, key
+# press, typing or scroll, answered "Clicked at (500, 414)". Repeated, each goes one step further (``cd ..`` three
+# times climbs three folders; three clicks on a "+" add three passengers), so the same acknowledgement again is no
+# evidence of "the same result" (docs/detectors.md, The definition); a screenshot or a listing after them is.
+BLIND_ACTIONS = frozenset(
+    {"left_click", "right_click", "middle_click", "double_click", "triple_click", "key", "type", "scroll"}
+)
+_ACKNOWLEDGEMENT = re.compile(
+    r"\A\s*(?:(?:Left-|Right-|Middle-|Double-|Triple-)?[Cc]licked|Pressed|Typed|Scrolled)\b[^\n]*(?:\n|\Z)"
+)
+_RELATIVE_CD = re.compile(r"\Acd\s+(?:-|\.\.(?:/\.\.)*/?|(?![/~$\"'])[\w.@+-]+(?:/[\w.@+-]+)*/?)\s*\Z")
+
+
+def blind_step(tool: str, args: Any, result: str | None) -> bool:
+    """Whether a call is a blind step (see above): a relative ``cd`` with no output, or a click, key press, typing or
+    scroll (``BLIND_ACTIONS``, a computer-use tool's ``action``) answered only by its acknowledgement. ``args``: the
+    call's arguments as a dict."""
+    if not isinstance(args, dict):
+        return False
+    if args.get("action") in BLIND_ACTIONS:
+        return result is not None and bool(_ACKNOWLEDGEMENT.match(result))
+    command = shell_command(args)
+    return command is not None and not (result or "").strip() and bool(_RELATIVE_CD.match(command.strip()))

@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 #    each positional word among the other command's words (``judge.same_object``) and pattern values equal; Claude
 #    Code's "String to replace not found" is a real failure of the edit; drift counts attempts (one message's
 #    parallel calls are one), as failure runs do
-DETECTOR_VERSION = "8"
+# 9: a blind step's acknowledgement (a relative ``cd``'s silence, "Clicked at (x, y)") is no evidence of the same
+#    result (``semantics.blind_step``)
+DETECTOR_VERSION = "9"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
 # since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store. Both are
