@@ -107,3 +107,51 @@ def test_near_identical_calls_sent_together_are_one_attempt_not_drift():
     assert [f for f in _found([[post(i) for i in range(3)]]) if f[STUCK]] == []
     (f,) = _found([[post(i)] for i in range(3)])
     assert f[KIND] == "drift" and f[STUCK] and f[REPEATS] == 3
+
+
+DENIED = (
+    "Permission to use {} has been denied. IMPORTANT: You *may* attempt to accomplish this action using other tools."
+)
+APP = "C:/Users/u/shop/App.tsx"
+
+
+def _denied(tool: str, args: dict[str, Any]) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+    return (tool, args, (DENIED.format(tool), True))
+
+
+def _look(offset: int) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+    return ("Read", {"file_path": APP, "offset": offset, "limit": 50}, (f"{offset}→ import React", False))
+
+
+def test_one_change_refused_for_permission_through_several_tools_is_one_blind_retry():
+    """The same change of App.tsx denied through Edit, an MCP edit_file and `sed -i` (the file spelt three ways),
+    then sent again through the tools already refused, only reads in between: one wall, hit seven times."""
+    edit = _denied("Edit", {"file_path": APP, "old_string": "'home'", "new_string": "'home' | 'ai'"})
+    mcp = _denied("mcp__filesystem__edit_file", {"path": APP, "edits": [{"oldText": "'home'", "newText": "x"}]})
+    sed = _denied("Bash", {"command": "sed -i \"s/'home'/'ai'/\" \"/c/Users/u/shop/App.tsx\""})
+    sed2 = _denied("Bash", {"command": "sed -i '37 a const Ai = 1;' /mnt/c/Users/u/shop/App.tsx"})
+    messages = [[edit], [mcp], [sed], [_look(1)], [sed2], [edit], [_look(100)], [_look(200)], [sed2], [mcp]]
+    (f,) = [f for f in _found(messages) if f[STUCK]]
+    assert (f[FIRST], f[LAST], f[REPEATS]) == (0, 9, 7)
+    assert "one change of App.tsx refused for permission 7×" in f[WHY]
+
+
+def test_each_tool_tried_once_as_the_refusal_invites_is_no_loop():
+    """Two files' changes denied as one batch of Edits, then one of Writes, then one of `cat >` heredocs: each tool
+    tried once per file, as "you may attempt ... using other tools" invites, and none sent again after its refusal."""
+    files = ["/repo/a/CLAUDE.md", "/repo/b/CLAUDE.md"]
+    edits = [_denied("Edit", {"file_path": f, "old_string": "x", "new_string": "y"}) for f in files]
+    writes = [_denied("Write", {"file_path": f, "content": "y"}) for f in files]
+    heredocs = [_denied("Bash", {"command": f"cat > {f[len('/repo/') :]} << 'E'\ny\nE"}) for f in files]
+    assert [f for f in _found([edits, writes, heredocs]) if f[STUCK]] == []
+
+
+def test_changes_of_different_files_refused_in_turn_are_no_loop():
+    """Three files, each change denied once through Edit and once through `sed -i`: different objects."""
+    messages = []
+    for name in ("a.py", "b.py", "c.py"):
+        messages += [
+            [_denied("Edit", {"file_path": f"/repo/{name}", "old_string": "x", "new_string": "y"})],
+            [_denied("Bash", {"command": f"sed -i 's/x/y/' /repo/{name}"})],
+        ]
+    assert [f for f in _found(messages) if f[STUCK]] == []

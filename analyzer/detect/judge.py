@@ -50,8 +50,11 @@ from analyzer.detect.semantics import (
     action_args,
     blind_step,
     call_poll_status,
+    change_targets,
     is_poll,
+    is_refusal,
     is_wait,
+    same_target,
     shell_command,
     shell_words,
 )
@@ -1085,6 +1088,8 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
     def link(a: CallView, b: CallView) -> bool:
         if format_error(a) or format_error(b):  # replies refused for their format: the reply is the action
             return format_error(a) and format_error(b)
+        if refused(a) or refused(b):  # one change refused for permission, through whatever tool: the same wall
+            return refused(a) and refused(b) and same_target(_targets(a), _targets(b))
         x, y = action(a.tool, a.args), action(b.tool, b.args)
         # an edit that keeps failing on one file is one blind retry, however its guessed old text changes
         target = (
@@ -1105,8 +1110,15 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
             continue
         if _attempts(cs) < MIN_REPEATS:
             continue  # one message's parallel calls are one attempt: none saw another's failure before it was sent
+        if refused(cs[0]) and _attempts(cs) <= len({c.tool for c in cs}):
+            continue  # each tool tried once, as the refusal invites: no tool sent the change again after its refusal
         if format_error(cs[0]):
             why = f"{len(ps)} replies in a row refused for their format (the same format error), no fix in between"
+        elif refused(cs[0]):
+            tools = ", ".join(dict.fromkeys(c.tool for c in cs))
+            names = Counter(t[-1] for c in cs for t in _targets(c))
+            file = names.most_common(1)[0][0] if names else "one file"
+            why = f"one change of {file} refused for permission {len(ps)}× {spread} ({tools}), no grant in between"
         elif is_answer(cs[0]):
             why = (
                 f"the same search {_label(cs[0])} asked {len(ps)}× in a row, the same "
@@ -1116,6 +1128,16 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
             why = f"{_label(cs[0])} failed {len(ps)}× {spread} with the same error, no fix in between"
         out.append(Judged(ps, True, why))
     return out
+
+
+def refused(c: CallView) -> bool:
+    """A call refused for want of permission (``semantics.is_refusal``): it never ran."""
+    return bool(c.is_error) and is_refusal(c.result)
+
+
+@lru_cache(maxsize=_COMMANDS)
+def _targets(c: CallView) -> frozenset[tuple[str, ...]]:
+    return change_targets(_args(c.args))
 
 
 def _attempts(calls: list[CallView]) -> int:

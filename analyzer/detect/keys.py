@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 import xxhash
 
-from analyzer.detect.semantics import NOISE_FIELD_RE, NOISE_LINE_RE, NOISE_MARKERS, action_args
+from analyzer.detect.semantics import NOISE_FIELD_RE, NOISE_LINE_RE, NOISE_MARKERS, action_args, is_refusal
 
 _SORT = orjson.OPT_SORT_KEYS
 _NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
@@ -94,10 +94,17 @@ def normalize_result(text: str) -> str:
 
 
 def result_key(text: str | None, is_error: bool | None) -> str | None:
-    """Hash of the error flag and the normalised result text; ``None`` for a call that never got a result."""
+    """Hash of the error flag and the normalised result text; ``None`` for a call that never got a result. Every
+    permission refusal has one key, ``REFUSED``, whatever its words (``semantics.is_refusal``): "Permission to use
+    Edit has been denied" and "sed command requires approval" are the same wall."""
     if text is None and is_error is None:
         return None
+    if is_error and is_refusal(text):
+        return REFUSED
     return digest(f"{'E' if is_error else 'R'}\x00{normalize_result(text or '')}")
+
+
+REFUSED = digest("E\x00\x00permission refused")  # the result key of every permission refusal
 
 
 _WORD = re.compile(r"[a-z0-9_-]{3,}")

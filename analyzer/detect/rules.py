@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from analyzer.detect.keys import REFUSED
 from analyzer.tables import table
 
 # -- signals: threshold-free, one record per call / per assistant message --------------------------------------------
@@ -180,10 +181,19 @@ def is_mutating(tool: str) -> bool:
 
 def failure_key(tool: str, is_error: bool | None, result_key: Any) -> tuple[str, Any] | None:
     """What makes failed changes of one target alike: a change-making tool (``is_mutating``) refused with the same
-    result. Such calls recurring within a window, with only looks in between, are one blind retry whatever their
-    text (an Edit refused "modified since read" after each Read); the judgement then requires one target
-    (``judge._failure_runs``)."""
-    return (tool, result_key) if is_error and result_key is not None and is_mutating(tool) else None
+    result, or any call refused for permission (``keys.REFUSED``: one change sent through Edit, an MCP ``edit_file``
+    and ``sed -i`` meets one wall). Such calls recurring within a window, with only looks in between, are one blind
+    retry whatever their text (an Edit refused "modified since read" after each Read); the judgement then requires
+    one target (``judge._failure_runs``)."""
+    if not is_error or result_key is None:
+        return None
+    if result_key == REFUSED or result_key == REFUSED_NUMBER:
+        return (REFUSED_TOOL, result_key)
+    return (tool, result_key) if is_mutating(tool) else None
+
+
+REFUSED_TOOL = "\x00refused"  # the tool a permission refusal's failure key names: any tool
+REFUSED_NUMBER = int(REFUSED, 16)  # ``keys.REFUSED`` as the scan reads result keys: the number its hex digits spell
 
 
 # -- findings: episodes built from the signals ------------------------------------------------------------------------

@@ -993,3 +993,64 @@ def blind_step(tool: str, args: Any, result: str | None) -> bool:
         return result is not None and bool(_ACKNOWLEDGEMENT.match(result))
     command = shell_command(args)
     return command is not None and not (result or "").strip() and bool(_RELATIVE_CD.match(command.strip()))
+
+
+# -- permission refusals: the same change refused, whatever tool carries it ------------------------------------------
+
+# A harness's refusal of a call for want of permission, as it opens the result: Claude Code's "Permission to use Edit
+# has been denied", "Claude requested permissions to write to F, but you haven't granted it yet", "This command
+# requires approval", "sed command requires approval (…)". The call never ran, and sending the same change again,
+# through the same tool or another (Edit, an MCP ``edit_file``, ``sed -i``, a Python heredoc), meets the same wall
+# until the user grants it: one refusal, whatever its words (``keys.result_key`` gives them one key).
+PERMISSION_REFUSAL = re.compile(
+    r"\A\s*(?:Permission to use \S+ has been denied|Claude requested permissions to \w+ |"
+    r"[^\n]{0,100}?\brequires? (?:explicit )?approval\b)"
+)
+
+
+def is_refusal(result: str | None) -> bool:
+    """Whether an error result is a permission refusal (``PERMISSION_REFUSAL``)."""
+    return bool(result) and bool(PERMISSION_REFUSAL.match(result or ""))
+
+
+_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
+_EXT = r"\.[A-Za-z][A-Za-z0-9]{0,5}"
+# The paths a command or a program names: quoted (spaces allowed) or bare, ending in a file name with an extension.
+_QUOTED_PATH = re.compile(rf"""(['"])([^'"\n]*?\w{_EXT})\1""")
+_BARE_PATH = re.compile(rf"""(?<![\w'"/.\\-])((?:[A-Za-z]:)?[\w.@+\\/~-]*\w{_EXT})(?![\w/\\])""")
+# Where one disk is spelt three ways: ``C:/``, Git Bash's ``/c/``, WSL's ``/mnt/c/``.
+_DRIVE = re.compile(r"^(?:/mnt/[A-Za-z]/|/[A-Za-z]/|[A-Za-z]:/)")
+
+
+def _path(text: str) -> tuple[str, ...]:
+    """A path as its folders and name, its disk and leading ``./`` dropped, either slash."""
+    p = _DRIVE.sub("", text.strip().replace("\\", "/"))
+    return tuple(c for c in p.split("/") if c not in ("", "."))
+
+
+def change_targets(args: Any) -> frozenset[tuple[str, ...]]:
+    """The files a change-making call names (``_path``): an edit tool's path, a patch's files, the paths a shell
+    command or a program names. ``args``: the call's arguments as a dict."""
+    if not isinstance(args, dict):
+        return frozenset()
+    for k in _PATH_KEYS:
+        v = args.get(k)
+        if isinstance(v, str) and v.strip():
+            return frozenset({_path(v)})
+    patch = args.get("patch") or args.get("input")
+    if isinstance(patch, str) and "*** " in patch:
+        return frozenset(_path(p) for p in _PATCH_FILE.findall(patch))
+    code = args.get("code")
+    text = shell_command(args) or (code if isinstance(code, str) else None)
+    if text is None:
+        return frozenset()
+    found = [m.group(2) for m in _QUOTED_PATH.finditer(text)]
+    found += _BARE_PATH.findall(_QUOTED_PATH.sub(" ", text))
+    return frozenset(p for p in map(_path, found) if p)
+
+
+def same_target(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
+    """Whether two calls' targets (``change_targets``) share a file: one path the end of the other (a relative
+    ``docs/notes.txt`` after ``cd D:/repo`` is ``D:\\repo\\docs\\notes.txt``)."""
+    return any(x[-len(y) :] == y if len(y) <= len(x) else y[-len(x) :] == x for x in a for y in b)

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 #    Code's "String to replace not found" is a real failure of the edit; drift counts attempts (one message's
 #    parallel calls are one), as failure runs do
 # 9: a blind step's acknowledgement (a relative ``cd``'s silence, "Clicked at (x, y)") is no evidence of the same
-#    result (``semantics.blind_step``)
+#    result (``semantics.blind_step``); one change refused for permission through several tools is one blind retry
+#    when a tool sends it again after its refusal (``keys.REFUSED``, ``semantics.change_targets``)
 DETECTOR_VERSION = "9"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed

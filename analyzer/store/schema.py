@@ -20,11 +20,13 @@ from analyzer.tables import table as _t
 #    DIR/rel/path``; Codex's "failed in sandbox" is an error (the keys change: stores are rebuilt)
 # 9: a tool result's images are part of its text, each a line with a digest of its data (``base.result_text_of``), so
 #    two screenshots are the same result only when their images are (result keys change: stores are rebuilt)
-SCHEMA_VERSION = 9
+# 10: every permission refusal has one result key (``keys.REFUSED``), whatever its words and tool (result keys change:
+#    stores are rebuilt)
+SCHEMA_VERSION = 10
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
 # transcripts by ``loopscope ingest`` and refused by every other command (``connection.old_store_message`` says why).
-KEYS_VERSION = 9
+KEYS_VERSION = 10
 
 
 def old_keys(version: int) -> str:
@@ -37,7 +39,9 @@ def old_keys(version: int) -> str:
         return "arguments read by older adapters"
     if version < 7:
         return "keys of Codex code-mode cells made by older rules"
-    return "shell action keys made by older rules" if version < 8 else "result keys made without the results' images"
+    if version < 8:
+        return "shell action keys made by older rules"
+    return "result keys made without the results' images" if version < 9 else "permission refusals keyed by their words"
 
 
 # What the store keeps of a long result by default: its head and its tail, around a marker that says how much is left

@@ -32,6 +32,8 @@ from analyzer.detect.rules import (
     MIN_SHARED_WORDS,
     MIN_SHORT_REPEATS,
     MIN_TEXT_WORDS,
+    REFUSED_NUMBER,
+    REFUSED_TOOL,
     SIMILARITY,
     WINDOW,
     is_mutating,
@@ -308,11 +310,14 @@ def _runs(top: pl.DataFrame) -> pl.DataFrame:
 
 
 def _failure_key(mutating: list[str]) -> pl.Expr:
-    """``rules.failure_key`` as a number: a change-making tool's failure, by tool and result; null otherwise."""
+    """``rules.failure_key`` as a number: a change-making tool's failure, by tool and result, or any tool's
+    permission refusal (one key, whatever the tool); null otherwise."""
+    failing = pl.col("is_error").fill_null(False) & pl.col("result_key").is_not_null()
+    refused = pl.col("result_key").cast(pl.UInt64, strict=False) == REFUSED_NUMBER
     return (
-        pl.when(
-            pl.col("is_error").fill_null(False) & pl.col("tool").is_in(mutating) & pl.col("result_key").is_not_null()
-        )
+        pl.when(failing & refused)
+        .then(pl.struct(pl.lit(REFUSED_TOOL).alias("tool"), "result_key").hash(7))
+        .when(failing & pl.col("tool").is_in(mutating))
         .then(pl.struct("tool", "result_key").hash(7))
         .otherwise(None)
     )
