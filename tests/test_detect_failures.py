@@ -93,6 +93,17 @@ def test_an_edit_whose_old_text_is_not_in_the_file_is_a_real_failure():
     assert "same error" in f[WHY]
 
 
+def test_edits_of_different_old_texts_not_found_are_different_questions():
+    """A sweep of replace-all edits of one file, each for another class name, each "String to replace not found":
+    every old text asks whether another string is in the file, as another search pattern does, so nothing was retried
+    (RickH555 in cc-o: four classes absent from Recharge.tsx)."""
+    messages = [
+        [("Edit", {"file_path": PAGE, "old_string": old, "new_string": "bg-surface", "replace_all": True}, NOT_FOUND)]
+        for old in ("bg-white/[0.06]", "bg-white/[0.02]", "bg-[#1a1d21]", "bg-[#111111]")
+    ]
+    assert [f for f in _found(messages) if f[STUCK]] == []
+
+
 def test_near_identical_calls_sent_together_are_one_attempt_not_drift():
     """Three requests that differ by one id, sent in one message and answered alike, are a batch over three objects
     the agent asked about at once, not a retry: none saw another's answer. Sent one message after another, the same

@@ -475,6 +475,9 @@ _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
 # A refusal in the harness's validation envelope that is no invalid call: the file changed under the agent since it
 # read it (a linter, a formatter, another writer). Writing again the same way meets the same refusal.
 _STATE_ERROR = re.compile(r"modified since read|unexpectedly modified|string to replace not found", re.I)
+# ... of which these answer the text sent, not the file's state: another old text is another question ("is X in the
+# file?"), as another search pattern is, so only the same text again is a retry.
+_TEXT_ERROR = re.compile(r"string to replace not found", re.I)
 _PLACEHOLDER = re.compile(
     r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
     r"\)?\s*$)",
@@ -1091,13 +1094,15 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
         if refused(a) or refused(b):  # one change refused for permission, through whatever tool: the same wall
             return refused(a) and refused(b) and same_target(_targets(a), _targets(b))
         x, y = action(a.tool, a.args), action(b.tool, b.args)
-        # an edit that keeps failing on one file is one blind retry, however its guessed old text changes
+        # an edit that keeps being refused on one file is one blind retry, however its guessed old text changes,
+        # when the refusal is the file's state ("modified since read"), not an answer to the text sent
         target = (
             is_mutating(a.tool)
             and a.tool == b.tool
             and bool(x.paths)
             and x.paths == y.paths
             and command_text(a.args) is None
+            and not _TEXT_ERROR.search((a.result or "")[:600])
         )
         if not (target or same_object(x, y)) or not alike(a, b):
             return False
