@@ -51,12 +51,24 @@ def test_an_absolute_cd_or_a_look_repeated_alike_is_still_stuck():
 
 
 def test_blind_step_reads_the_action_and_its_acknowledgement():
-    assert blind_step("Bash", {"command": "cd .."}, "")
-    assert blind_step("bash", {"command": "cd ../.."}, None)
-    assert blind_step("Bash", {"command": "cd build"}, "")
-    assert not blind_step("Bash", {"command": "cd /repo"}, "")  # absolute: the same place each time
-    assert not blind_step("Bash", {"command": "cd .."}, "bash: cd: ..: Permission denied")  # a failure is a result
-    assert blind_step(CHROME, {"action": "left_click", "coordinate": [1, 2]}, f"Clicked at (1, 2){TAB}")
-    assert blind_step(CHROME, {"action": "scroll"}, "Scrolled down by 3 ticks at (640, 400)")
-    assert not blind_step(CHROME, {"action": "screenshot"}, "Successfully captured screenshot")
-    assert not blind_step(CHROME, {"action": "left_click"}, "Error: element is not visible")
+    assert blind_step({"command": "cd .."}, "")
+    assert blind_step({"command": "cd ../.."}, None)
+    assert blind_step({"command": "cd ..\\.."}, "")
+    assert blind_step({"command": "cd build"}, "")
+    assert not blind_step({"command": "cd /repo"}, "")  # absolute: the same place each time
+    assert not blind_step({"command": "cd .."}, "bash: cd: ..: Permission denied")  # a failure is a result
+    assert blind_step({"action": "left_click", "coordinate": [1, 2]}, f"Clicked at (1, 2){TAB}")
+    assert blind_step({"action": "scroll"}, "Scrolled down by 3 ticks at (640, 400)")
+    assert not blind_step({"action": "screenshot"}, "Successfully captured screenshot")
+    assert not blind_step({"action": "left_click"}, "Error: element is not visible")
+    # what follows the acknowledgement says where the step got: a screenshot, a navigation
+    assert not blind_step({"action": "left_click"}, "Clicked at (1, 2)\n[image/png, 5120 bytes, sha1 0123456789ab]")
+    assert not blind_step({"action": "key"}, "Pressed Return\n\nPage navigated to https://example.com/next")
+
+
+def test_a_codex_relative_cd_is_blind_behind_its_envelope():
+    """Codex prints an exit code, a wall time and "Output:" before a command's output: the body behind it is what
+    says a `cd ..` printed nothing."""
+    done = "Exit code: 0\nWall time: 0.1 seconds\nOutput:\n"
+    messages = [[("shell", {"command": ["bash", "-lc", "cd .."]}, (done, False))] for _ in range(3)]
+    assert [f for f in _found(messages) if f[STUCK]] == []

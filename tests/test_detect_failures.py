@@ -144,7 +144,7 @@ def test_one_change_refused_for_permission_through_several_tools_is_one_blind_re
     messages = [[edit], [mcp], [sed], [_look(1)], [sed2], [edit], [_look(100)], [_look(200)], [sed2], [mcp]]
     (f,) = [f for f in _found(messages) if f[STUCK]]
     assert (f[FIRST], f[LAST], f[REPEATS]) == (0, 9, 7)
-    assert "one change of App.tsx refused for permission 7×" in f[WHY]
+    assert "calls on App.tsx refused for permission 7×" in f[WHY]
 
 
 def test_each_tool_tried_once_as_the_refusal_invites_is_no_loop():
@@ -166,3 +166,27 @@ def test_changes_of_different_files_refused_in_turn_are_no_loop():
             [_denied("Bash", {"command": f"sed -i 's/x/y/' /repo/{name}"})],
         ]
     assert [f for f in _found(messages) if f[STUCK]] == []
+
+
+def test_one_file_tried_once_per_tool_is_no_loop_but_a_tool_sent_again_is():
+    """Edit, then Write, then a `cat >` heredoc of one file, each refused once: the tools the refusal invites, tried
+    in turn. An Edit sent again after its refusal, then the others together, is the retry."""
+    edit = _denied("Edit", {"file_path": "/repo/NOTES.md", "old_string": "a", "new_string": "b"})
+    write = _denied("Write", {"file_path": "/repo/NOTES.md", "content": "b"})
+    heredoc = _denied("Bash", {"command": "cat > /repo/NOTES.md << 'E'\nb\nE"})
+    mcp = _denied("mcp__filesystem__write_file", {"path": "/repo/NOTES.md", "content": "b"})
+    assert [f for f in _found([[edit], [write], [heredoc]]) if f[STUCK]] == []
+    (f,) = [f for f in _found([[edit], [edit], [write, heredoc, mcp]]) if f[STUCK]]
+    assert f[REPEATS] == 5 and "calls on NOTES.md refused for permission" in f[WHY]
+
+
+def test_refusals_of_different_files_are_not_linked_by_prose():
+    """Heredocs of three notes whose prose shares "e.g." and "os.path", each refused: no word of prose names a file."""
+    notes = [_denied("Bash", {"command": f"cat > notes/{n}.md << 'E'\nUse os.path, e.g. for {n}.\nE"}) for n in "abc"]
+    assert [f for f in _found([[c] for c in notes]) if f[STUCK]] == []
+
+
+def test_a_call_on_the_current_folder_refused_again_and_again_is_one_loop():
+    """The same Glob of `.` refused three times: `.` names no file to link by, and the identical call is the retry."""
+    glob = _denied("Glob", {"pattern": "**/*.py", "path": "."})
+    assert [f[REPEATS] for f in _found([[glob], [glob], [glob]]) if f[STUCK]] == [3]

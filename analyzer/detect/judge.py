@@ -50,10 +50,11 @@ from analyzer.detect.semantics import (
     action_args,
     blind_step,
     call_poll_status,
-    change_targets,
     is_poll,
     is_refusal,
     is_wait,
+    named_paths,
+    path_parts,
     same_target,
     shell_command,
     shell_words,
@@ -474,10 +475,11 @@ _CASCADE_TEXTS = (
 _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
 # A refusal in the harness's validation envelope that is no invalid call: the file changed under the agent since it
 # read it (a linter, a formatter, another writer). Writing again the same way meets the same refusal.
-_STATE_ERROR = re.compile(r"modified since read|unexpectedly modified|string to replace not found", re.I)
-# ... of which these answer the text sent, not the file's state: another old text is another question ("is X in the
-# file?"), as another search pattern is, so only the same text again is a retry.
+# Of these, "not found" answers the text sent, not the file's state: another old text is another question ("is X in
+# the file?"), as another search pattern is, so only the same text again is a retry (``_TEXT_ERROR``).
 _TEXT_ERROR = re.compile(r"string to replace not found", re.I)
+_STATE_ERROR = re.compile(rf"modified since read|unexpectedly modified|{_TEXT_ERROR.pattern}", re.I)
+ERROR_HEAD = 600  # characters of a result where its error is read (the envelope's first lines)
 _PLACEHOLDER = re.compile(
     r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
     r"\)?\s*$)",
@@ -566,7 +568,7 @@ def failed(c: CallView) -> bool:
     placeholder."""
     if c.result is None or is_placeholder(c.result):
         return False
-    head = c.result[:600]
+    head = c.result[:ERROR_HEAD]
     if _CASCADE.search(head) and not _STATE_ERROR.search(head):
         return False
     code = _exit_code(c.result)
@@ -600,7 +602,7 @@ class ResultKey(NamedTuple):
 def result_key(c: CallView) -> ResultKey | None:
     """The comparison key of a call's result; None when it has no comparable result (none, a placeholder, or the
     acknowledgement of a blind step: ``semantics.blind_step``)."""
-    if c.result is None or is_placeholder(c.result) or blind_step(c.tool, _args(c.args), c.result):
+    if c.result is None or is_placeholder(c.result) or blind_step(_args(c.args), _body(c.result)):
         return None
     body = _comparable(c.result)
     bad = failed(c)
@@ -1092,7 +1094,7 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
         if format_error(a) or format_error(b):  # replies refused for their format: the reply is the action
             return format_error(a) and format_error(b)
         if refused(a) or refused(b):  # one change refused for permission, through whatever tool: the same wall
-            return refused(a) and refused(b) and same_target(_targets(a), _targets(b))
+            return refused(a) and refused(b) and same_target(_targets(a.tool, a.args), _targets(b.tool, b.args))
         x, y = action(a.tool, a.args), action(b.tool, b.args)
         # an edit that keeps being refused on one file is one blind retry, however its guessed old text changes,
         # when the refusal is the file's state ("modified since read"), not an answer to the text sent
@@ -1102,7 +1104,7 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
             and bool(x.paths)
             and x.paths == y.paths
             and command_text(a.args) is None
-            and not _TEXT_ERROR.search((a.result or "")[:600])
+            and not _TEXT_ERROR.search((a.result or "")[:ERROR_HEAD])
         )
         if not (target or same_object(x, y)) or not alike(a, b):
             return False
@@ -1115,15 +1117,15 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
             continue
         if _attempts(cs) < MIN_REPEATS:
             continue  # one message's parallel calls are one attempt: none saw another's failure before it was sent
-        if refused(cs[0]) and _attempts(cs) <= len({c.tool for c in cs}):
-            continue  # each tool tried once, as the refusal invites: no tool sent the change again after its refusal
+        if refused(cs[0]) and not _resent(cs):
+            continue  # each tool tried once, as the refusal invites: no tool sent the call again after its refusal
         if format_error(cs[0]):
             why = f"{len(ps)} replies in a row refused for their format (the same format error), no fix in between"
         elif refused(cs[0]):
             tools = ", ".join(dict.fromkeys(c.tool for c in cs))
-            names = Counter(t[-1] for c in cs for t in _targets(c))
+            names = Counter(t[-1] for c in cs for t in _targets(c.tool, c.args))
             file = names.most_common(1)[0][0] if names else "one file"
-            why = f"one change of {file} refused for permission {len(ps)}× {spread} ({tools}), no grant in between"
+            why = f"calls on {file} refused for permission {len(ps)}× {spread} ({tools}), no grant in between"
         elif is_answer(cs[0]):
             why = (
                 f"the same search {_label(cs[0])} asked {len(ps)}× in a row, the same "
@@ -1141,8 +1143,26 @@ def refused(c: CallView) -> bool:
 
 
 @lru_cache(maxsize=_COMMANDS)
-def _targets(c: CallView) -> frozenset[tuple[str, ...]]:
-    return change_targets(_args(c.args))
+def _targets(tool: str, args: str | None) -> frozenset[tuple[str, ...]]:
+    """The files a call names, each as ``semantics.path_parts``: its path arguments (``action``'s paths), and the
+    paths its shell command, program or patch names (``semantics.named_paths``)."""
+    paths = {path_parts(p) for p in action(tool, args).paths}
+    a = _args(args)
+    text = command_text(args)
+    if text is None and isinstance(a, dict):
+        text = next((v for k in ("code", "input", "patch") if isinstance(v := a.get(k), str)), None)
+    if text is not None:
+        paths |= named_paths(text)
+    return frozenset(p for p in paths if p)
+
+
+def _resent(calls: list[CallView]) -> bool:
+    """Whether some tool sent the call again after its refusal: one tool in two or more attempts (messages; calls
+    where a message is unknown)."""
+    by_tool: dict[str, set[Any]] = {}
+    for i, c in enumerate(calls):
+        by_tool.setdefault(c.tool, set()).add(c.turn if c.turn is not None else i)
+    return any(len(turns) > 1 for turns in by_tool.values())
 
 
 def _attempts(calls: list[CallView]) -> int:

@@ -105,6 +105,7 @@ def result_key(text: str | None, is_error: bool | None) -> str | None:
 
 
 REFUSED = digest("E\x00\x00permission refused")  # the result key of every permission refusal
+REFUSED_NUMBER = int(REFUSED, 16)  # ``REFUSED`` as the scan reads result keys: the number its hex digits spell
 
 
 _WORD = re.compile(r"[a-z0-9_-]{3,}")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from analyzer.detect.keys import REFUSED
+from analyzer.detect.keys import REFUSED, REFUSED_NUMBER
 from analyzer.tables import table
 
 # -- signals: threshold-free, one record per call / per assistant message --------------------------------------------
@@ -193,7 +193,6 @@ def failure_key(tool: str, is_error: bool | None, result_key: Any) -> tuple[str,
 
 
 REFUSED_TOOL = "\x00refused"  # the tool a permission refusal's failure key names: any tool
-REFUSED_NUMBER = int(REFUSED, 16)  # ``keys.REFUSED`` as the scan reads result keys: the number its hex digits spell
 
 
 # -- findings: episodes built from the signals ------------------------------------------------------------------------

@@ -967,7 +967,7 @@ def poll_status(result: str | None) -> str | None:
     return "ended" if _ENDED_WORDS.search(head) else None
 
 
-# -- blind steps: a move whose result only acknowledges it --------------------------------------------------------
+# -- blind steps: a move whose result only acknowledges it ----------------------------------------------------------
 
 # A step that moves on from wherever the last one left, and whose result only says it was done: a relative ``cd``
 # (``cd ..``, ``cd -``, ``cd sub``), whose silence says nothing of where it got, and a computer-use tool's click, key
@@ -977,34 +977,42 @@ def poll_status(result: str | None) -> str | None:
 BLIND_ACTIONS = frozenset(
     {"left_click", "right_click", "middle_click", "double_click", "triple_click", "key", "type", "scroll"}
 )
+# The acknowledgement and nothing else but the browser extension's "Tab Context:" block: a result that goes on (a
+# screenshot's image line, "Page navigated to …") says where the step got.
 _ACKNOWLEDGEMENT = re.compile(
-    r"\A\s*(?:(?:Left-|Right-|Middle-|Double-|Triple-)?[Cc]licked|Pressed|Typed|Scrolled)\b[^\n]*(?:\n|\Z)"
+    r"\A\s*+(?:(?:Left-|Right-|Middle-|Double-|Triple-)?[Cc]licked|Pressed|Typed|Scrolled)\b[^\n]*+\s*+"
+    r"(?:Tab Context:(?:\n[ \t]*+(?:-|\u2022)[^\n]*+)*+\s*+)?\Z"
 )
-_RELATIVE_CD = re.compile(r"\Acd\s+(?:-|\.\.(?:/\.\.)*/?|(?![/~$\"'])[\w.@+-]+(?:/[\w.@+-]+)*/?)\s*\Z")
+_RELATIVE_CD = re.compile(
+    r"\Acd\s+(?:-|\.\.(?:[/\\]\.\.)*[/\\]?|(?![/~$\"'\\])[\w.@+-]+(?:[/\\][\w.@+-]+)*[/\\]?)\s*\Z"
+)
 
 
-def blind_step(tool: str, args: Any, result: str | None) -> bool:
+def blind_step(args: Any, body: str | None) -> bool:
     """Whether a call is a blind step (see above): a relative ``cd`` with no output, or a click, key press, typing or
-    scroll (``BLIND_ACTIONS``, a computer-use tool's ``action``) answered only by its acknowledgement. ``args``: the
-    call's arguments as a dict."""
+    scroll (``BLIND_ACTIONS``, the ``action`` of a computer-use tool's arguments) answered only by its
+    acknowledgement. ``args``: the call's arguments as a dict; ``body``: its result without the harness's envelope
+    (a Codex "Exit code: 0 … Output:" header, a ``<returncode>``)."""
     if not isinstance(args, dict):
         return False
     if args.get("action") in BLIND_ACTIONS:
-        return result is not None and bool(_ACKNOWLEDGEMENT.match(result))
+        return body is not None and bool(_ACKNOWLEDGEMENT.match(body))
     command = shell_command(args)
-    return command is not None and not (result or "").strip() and bool(_RELATIVE_CD.match(command.strip()))
+    return command is not None and not (body or "").strip() and bool(_RELATIVE_CD.match(command.strip()))
 
 
-# -- permission refusals: the same change refused, whatever tool carries it ------------------------------------------
+# -- permission refusals: the same call refused, whatever tool carries it -------------------------------------------
 
 # A harness's refusal of a call for want of permission, as it opens the result: Claude Code's "Permission to use Edit
 # has been denied", "Claude requested permissions to write to F, but you haven't granted it yet", "This command
-# requires approval", "sed command requires approval (…)". The call never ran, and sending the same change again,
-# through the same tool or another (Edit, an MCP ``edit_file``, ``sed -i``, a Python heredoc), meets the same wall
-# until the user grants it: one refusal, whatever its words (``keys.result_key`` gives them one key).
+# requires approval", "sed command requires approval (…)", "Commands that change directories and perform write
+# operations require explicit approval". The call never ran, and sending the same change again, through the same
+# tool or another (Edit, an MCP ``edit_file``, ``sed -i``, a Python heredoc), meets the same wall until the user
+# grants it: one refusal, whatever its words (``keys.result_key`` gives them one key). An error that only mentions
+# an approval ("Pull request #12 requires approval from a code owner") is none.
 PERMISSION_REFUSAL = re.compile(
-    r"\A\s*(?:Permission to use \S+ has been denied|Claude requested permissions to \w+ |"
-    r"[^\n]{0,100}?\brequires? (?:explicit )?approval\b)"
+    r"\A\s*+(?:Permission to use \S+ has been denied|Claude requested permissions to \w+ |"
+    r"(?:This |\w+ )?[Cc]ommands?\b[^\n]{0,100}?\brequires? (?:explicit )?approval\b)"
 )
 
 
@@ -1013,44 +1021,37 @@ def is_refusal(result: str | None) -> bool:
     return bool(result) and bool(PERMISSION_REFUSAL.match(result or ""))
 
 
-_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "file")
+Path = tuple[str, ...]
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
 _EXT = r"\.[A-Za-z][A-Za-z0-9]{0,5}"
-# The paths a command or a program names: quoted (spaces allowed) or bare, ending in a file name with an extension.
+# The paths a command or a program names: quoted (spaces allowed) and ending in a file name with an extension; bare
+# with a folder in them (``src/app.ts``, ``C:\\a\\b.md``); or a bare file name that ends a step or follows a
+# redirect (``sed -i 's/a/b/' App.tsx``, ``> notes.md``). Prose words with a dot (``e.g.``, ``os.path``) are none.
 _QUOTED_PATH = re.compile(rf"""(['"])([^'"\n]*?\w{_EXT})\1""")
-_BARE_PATH = re.compile(rf"""(?<![\w'"/.\\-])((?:[A-Za-z]:)?[\w.@+\\/~-]*\w{_EXT})(?![\w/\\])""")
+_FOLDER_PATH = re.compile(rf"""(?<![\w'"/.\\-])((?:[A-Za-z]:)?[\w.@+~-]*[/\\][\w.@+\\/~-]*\w{_EXT})(?![\w/\\])""")
+_LAST_NAME = re.compile(rf"""(?:(?<=>)|(?<=\s))([\w@+-][\w.@+-]*\w{_EXT})[ \t]*(?=$|[;&|\n])""", re.M)
 # Where one disk is spelt three ways: ``C:/``, Git Bash's ``/c/``, WSL's ``/mnt/c/``.
 _DRIVE = re.compile(r"^(?:/mnt/[A-Za-z]/|/[A-Za-z]/|[A-Za-z]:/)")
 
 
-def _path(text: str) -> tuple[str, ...]:
+def path_parts(text: str) -> Path:
     """A path as its folders and name, its disk and leading ``./`` dropped, either slash."""
     p = _DRIVE.sub("", text.strip().replace("\\", "/"))
     return tuple(c for c in p.split("/") if c not in ("", "."))
 
 
-def change_targets(args: Any) -> frozenset[tuple[str, ...]]:
-    """The files a change-making call names (``_path``): an edit tool's path, a patch's files, the paths a shell
-    command or a program names. ``args``: the call's arguments as a dict."""
-    if not isinstance(args, dict):
-        return frozenset()
-    for k in _PATH_KEYS:
-        v = args.get(k)
-        if isinstance(v, str) and v.strip():
-            return frozenset({_path(v)})
-    patch = args.get("patch") or args.get("input")
-    if isinstance(patch, str) and "*** " in patch:
-        return frozenset(_path(p) for p in _PATCH_FILE.findall(patch))
-    code = args.get("code")
-    text = shell_command(args) or (code if isinstance(code, str) else None)
-    if text is None:
-        return frozenset()
-    found = [m.group(2) for m in _QUOTED_PATH.finditer(text)]
-    found += _BARE_PATH.findall(_QUOTED_PATH.sub(" ", text))
-    return frozenset(p for p in map(_path, found) if p)
+def named_paths(text: str) -> frozenset[Path]:
+    """The files a shell command, a program or a patch names (``path_parts`` of each): a patch's files, or the paths
+    ``_QUOTED_PATH``, ``_FOLDER_PATH`` and ``_LAST_NAME`` find."""
+    found = _PATCH_FILE.findall(text) if "*** " in text else []
+    if not found:
+        found = [m.group(2) for m in _QUOTED_PATH.finditer(text)]
+        bare = _QUOTED_PATH.sub(" ", text)
+        found += _FOLDER_PATH.findall(bare) + _LAST_NAME.findall(bare)
+    return frozenset(p for p in map(path_parts, found) if p)
 
 
-def same_target(a: frozenset[tuple[str, ...]], b: frozenset[tuple[str, ...]]) -> bool:
-    """Whether two calls' targets (``change_targets``) share a file: one path the end of the other (a relative
-    ``docs/notes.txt`` after ``cd D:/repo`` is ``D:\\repo\\docs\\notes.txt``)."""
-    return any(x[-len(y) :] == y if len(y) <= len(x) else y[-len(x) :] == x for x in a for y in b)
+def same_target(a: frozenset[Path], b: frozenset[Path]) -> bool:
+    """Whether two calls' files share one: one path the end of the other (a relative ``docs/notes.txt`` after
+    ``cd D:/repo`` is ``D:\\repo\\docs\\notes.txt``). Empty paths name nothing."""
+    return any(x and y and (x[-len(y) :] == y if len(y) <= len(x) else y[-len(x) :] == x) for x in a for y in b)

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 #    parallel calls are one), as failure runs do
 # 9: a blind step's acknowledgement (a relative ``cd``'s silence, "Clicked at (x, y)") is no evidence of the same
 #    result (``semantics.blind_step``); one change refused for permission through several tools is one blind retry
-#    when a tool sends it again after its refusal (``keys.REFUSED``, ``semantics.change_targets``); edits of one file
+#    when a tool sends it again after its refusal (``keys.REFUSED``, ``judge._targets``); edits of one file
 #    for different old texts, each "not found", are different questions (``judge._TEXT_ERROR``)
 DETECTOR_VERSION = "9"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a

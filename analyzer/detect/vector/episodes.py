@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analyzer.detect.judge import CallView, judge_calls, judge_text, short_replies
-from analyzer.detect.keys import digest, normalize_result
+from analyzer.detect.keys import REFUSED_NUMBER, digest, normalize_result
 from analyzer.detect.rules import (
     CLAIM_ORDER,
     CYCLE_PERIODS,
@@ -32,7 +32,6 @@ from analyzer.detect.rules import (
     MIN_SHARED_WORDS,
     MIN_SHORT_REPEATS,
     MIN_TEXT_WORDS,
-    REFUSED_NUMBER,
     REFUSED_TOOL,
     SIMILARITY,
     WINDOW,
