@@ -124,3 +124,25 @@ def test_inline_programs_that_grow_are_no_loop() -> None:
         script = "\n".join([*lines, "from astropy.modeling import models"])
         calls.append([_bash(f'cd /testbed && python -c "\n{script}\n"', "Traceback ...\nImportError: erfa", True)])
     assert [f for f in _found(calls) if f[STUCK]] == []
+
+
+def test_powershell_searches_for_different_patterns_are_no_drift() -> None:
+    """PowerShell's grep is Select-String and its pattern -Pattern: three searches of one file for three patterns,
+    each finding nothing, ask three questions (akinori, a Codex rollout on Windows, tuning)."""
+    patterns = ["OCR.|.*\\(ocrResult && \\(", "OCR.*\\(ocrResult && \\(", "\\{ocrResult && \\(\\s*<\\>"]
+    calls = [
+        (
+            "shell",
+            {
+                "command": [
+                    "pwsh.exe",
+                    "-NoLogo",
+                    "-Command",
+                    f'Select-String -Path "src/pages/Edit.tsx" -Pattern "{p}" | ForEach-Object {{ $_.LineNumber }}',
+                ]
+            },
+            ("", False),
+        )
+        for p in patterns
+    ]
+    assert [f for f in _found([[c] for c in calls]) if f[STUCK]] == []

@@ -206,10 +206,13 @@ _IGNORED_KEYS = frozenset(
         ),
     )
 )
-_SEARCH_PROGRAMS = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "git-grep", "glob"})
+# (PowerShell's grep is ``Select-String``, its pattern ``-Pattern``.)
+_SEARCH_PROGRAMS = frozenset(
+    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "git-grep", "glob", "Select-String", "sls"}
+)
 _WRAPPERS = frozenset({"cd", "sleep", "export", "source", ".", "set", "true", "wait", "clear", "pushd", "popd"})
 _PREFIXES = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "stdbuf", "xargs"})
-_PATTERN_FLAGS = frozenset({"-S", "-G", "--grep", "-e", "--regexp"})  # git log -S X, grep -e X
+_PATTERN_FLAGS = frozenset({"-S", "-G", "--grep", "-e", "--regexp", "-Pattern"})  # git log -S X, grep -e X
 _REDIRECT_WORD = re.compile(r"^(?:\d*|&)[<>]")  # a word that redirects: `2>&1`, `>`, `2>err`
 _PATHLIKE = re.compile(r"^(?:[~./]|[A-Za-z]:\\|https?://)|/|\.[A-Za-z0-9]{1,6}$")
 
