@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 # 9: a blind step's acknowledgement (a relative ``cd``'s silence, "Clicked at (x, y)") is no evidence of the same
 #    result (``semantics.blind_step``); one change refused for permission through several tools is one blind retry
 #    when a tool sends it again after its refusal (``keys.REFUSED``, ``judge._targets``); edits of one file
-#    for different old texts, each "not found", are different questions (``judge._TEXT_ERROR``)
+#    for different old texts, each "not found", are different questions (``judge._TEXT_ERROR``); PowerShell's
+#    Select-String is a search program
 DETECTOR_VERSION = "9"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
