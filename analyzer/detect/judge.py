@@ -1153,7 +1153,7 @@ def _targets(tool: str, args: str | None) -> frozenset[tuple[str, ...]]:
     a = _args(args)
     text = command_text(args)
     if text is None and isinstance(a, dict):
-        text = next((v for k in ("code", "input", "patch") if isinstance(v := a.get(k), str)), None)
+        text = next((v for k in (*_CODE_KEYS, "input", "patch") if isinstance(v := a.get(k), str)), None)
     if text is not None:
         paths |= named_paths(text)
     return frozenset(p for p in paths if p)

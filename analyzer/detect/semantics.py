@@ -516,7 +516,8 @@ def _without_report(cmd: str) -> str:
 # A relative path word after ``cd DIR &&`` (``extract.py``, ``src/a.ts``, ``./run.sh``): joined to DIR, it names the
 # object the same call without the ``cd`` names.
 _RELATIVE = re.compile(r"^(?:\./)?[\w@+-][\w.@+-]*(?:/[\w.@+-]+)*/?$")
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
+_EXT = r"\.[A-Za-z][A-Za-z0-9]{0,5}"  # a file name's extension (``.py``, ``.tsx``), declared once
+_EXTENSION = re.compile(_EXT + "$")
 _OPERATORS = ("&&", "||", "|", ";")
 
 
@@ -1023,7 +1024,6 @@ def is_refusal(result: str | None) -> bool:
 
 Path = tuple[str, ...]
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
-_EXT = r"\.[A-Za-z][A-Za-z0-9]{0,5}"
 # The paths a command or a program names: quoted (spaces allowed) and ending in a file name with an extension; bare
 # with a folder in them (``src/app.ts``, ``C:\\a\\b.md``); or a bare file name that ends a step or follows a
 # redirect (``sed -i 's/a/b/' App.tsx``, ``> notes.md``). Prose words with a dot (``e.g.``, ``os.path``) are none.
