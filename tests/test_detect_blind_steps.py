@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from test_detect_failures import _found
+from test_detect_shell_steps import _bash
 
 from analyzer.detect.rules import FINDINGS
 from analyzer.detect.semantics import blind_step
@@ -23,10 +24,6 @@ def _click(x: int, y: int) -> tuple[str, dict[str, Any], tuple[str, bool]]:
         {"action": "left_click", "coordinate": [x, y], "tabId": 1593283066},
         (f"Clicked at ({x}, {y}){TAB}", False),
     )
-
-
-def _bash(command: str, result: str = "", error: bool = False) -> tuple[str, dict[str, Any], tuple[str, bool]]:
-    return ("Bash", {"command": command}, (result, error))
 
 
 def test_a_relative_cd_repeated_climbs_and_is_no_loop():

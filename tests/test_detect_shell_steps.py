@@ -15,7 +15,7 @@ from analyzer.detect.keys import canonical_json
 Call = tuple[str, dict[str, Any], tuple[str, bool]]
 
 
-def _bash(command: str, result: str, error: bool) -> Call:
+def _bash(command: str, result: str = "", error: bool = False) -> Call:
     return ("Bash", {"command": command}, (result, error))
 
 
