@@ -178,3 +178,24 @@ def test_answers_that_came_back_before_a_failing_run_are_still_judged():
     answers = [(*curl, (f'{{"state": "{x}"}}', False)) for x in "ABABA"]
     found = _found(answers + [(*curl, ERR)] * 3)
     assert [(f[FIRST], f[LAST]) for f in found if f[STUCK]] == [(2, 4), (5, 7)]
+
+
+TEAM_BUSY = (
+    '{"success":false,"message":"Cannot cleanup team with 1 active member(s): classif-fix. Use requestShutdown to '
+    'gracefully terminate teammates first.","team_name":"eq-type-fixes"}'
+)
+
+
+def test_deleting_a_team_while_a_teammate_runs_is_waiting():
+    """Claude Code's ``TeamDelete`` is refused while a teammate still runs; sent again between shutdown requests and
+    sleeps (as in ahmedarafa994/eq-prediction's 20b71268, calls 82-96), it waits for the teammate to exit: waiting,
+    not a stuck window. Once it works, the wait has ended."""
+    shutdown = ("SendMessage", {"to": "classif-fix", "message": "shut down"}, ('{"success":true}', False))
+    busy = ("TeamDelete", {}, (TEAM_BUSY, False))
+    calls = [busy, shutdown, busy, ("Bash", {"command": "sleep 3"}, ("", False)), busy, shutdown, busy]
+    calls.append(("TeamDelete", {}, ('{"success":true,"message":"Cleaned up team eq-type-fixes"}', False)))
+    (f,) = _found(calls)
+    assert f[KIND] == WAITING and not f[STUCK] and (f[FIRST], f[LAST]) == (0, 7)
+    assert poll_state(CallView("TeamDelete", "{}", TEAM_BUSY, False)) == "running"
+    # the same refusal from a tool that is no poll says nothing of a wait
+    assert poll_state(CallView("Bash", '{"command":"make"}', TEAM_BUSY, False)) is None

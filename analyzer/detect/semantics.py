@@ -795,6 +795,12 @@ POLLS: tuple[PollShape, ...] = (
     PollShape(
         ("BashOutput", "mcp__acp__BashOutput", "TaskOutput"), _CC, "the output and status of a background shell or task"
     ),
+    PollShape(
+        ("TeamDelete",),
+        _CC,
+        'deleting an agent team, refused while a teammate still runs ("Cannot cleanup team with 1 active member(s)"): '
+        "tried again, it asks whether the teammate has exited",
+    ),
     PollShape(("write_stdin",), _CODEX, "empty `chars` to a running session: read what it printed since", _no_chars),
     PollShape(("wait_agent", "wait"), _CODEX, "wait for a spawned agent, or (code mode) for a cell still running"),
     PollShape(
@@ -849,7 +855,7 @@ _STRUCTURED = re.compile(
 )
 _RUNNING_WORDS = re.compile(
     r"\b(?:in[ _]progress|still running|is running|pending|queued|waiting for|not (?:yet )?(?:finished|complete|"
-    r"ready)|Refreshing run status)\b",
+    r"ready)|Refreshing run status|\d+ active members?)\b",
     re.I,
 )
 # `gh run view`'s first line: the run's status glyph, then branch, workflow, "·" and the run id ("* main Release ·
