@@ -87,8 +87,13 @@ def corpus_paths(fetched: bool = False) -> list[Path]:
     return real + fixtures
 
 
+# A label's format is the reference counter's name for it (tools/transcripts.py); loopscope names one of them
+# otherwise.
+LOOPSCOPE_FORMAT = {"gemini": "gemini_cli"}
+
+
 def _groups(file: str, fmt: str) -> dict[str, str]:
-    return {"format": fmt, "source": source_of(file), "part": part(file)}
+    return {"format": LOOPSCOPE_FORMAT.get(fmt, fmt), "source": source_of(file), "part": part(file)}
 
 
 def read_findings(con: Any) -> list[Found]:
@@ -121,7 +126,7 @@ def episodes(labels: list[dict[str, Any]], readable: set[str] | None = None, fet
         )
         for lab in labels
         if present(lab["file"])
-        and (readable is None or lab["format"] in readable)
+        and (readable is None or LOOPSCOPE_FORMAT.get(lab["format"], lab["format"]) in readable)
         and (fetched or not (ROOT / lab["file"]).is_relative_to(FETCHED))
     ]
 

@@ -135,3 +135,55 @@ def test_indexes_inside_the_file(i: int) -> None:
         assert r["last_call_index"] < n_calls, f"{r['file']}: call {r['last_call_index']} >= {n_calls} calls"
     if r["message_index"] is not None and n_msgs is not None:
         assert r["message_index"] < n_msgs, f"{r['file']}: message {r['message_index']} >= {n_msgs}"
+
+
+GEMINI_FILES = sorted({r["file"] for r in LABELS if r["format"] == "gemini"})
+GEMINI_JSONL = [
+    {"sessionId": "s1", "projectHash": "h", "startTime": "2026-05-01T10:00:00Z", "kind": "main"},
+    {"id": "u1", "type": "user", "content": [{"text": "list the files"}]},
+    {"id": "g1", "type": "gemini", "content": "Looking.", "toolCalls": [{"id": "ls-1", "name": "list_directory"}]},
+    {"id": "g1", "type": "gemini", "content": "Looking.", "toolCalls": [
+        {"id": "ls-1", "name": "list_directory", "args": {"dir_path": "."}, "status": "success",
+         "result": [{"functionResponse": {"id": "ls-1", "name": "list_directory", "response": {"output": "a.py"}}}]},
+        {"id": "rd-1", "name": "read_file", "args": {"file_path": "b.py"}, "status": "error",
+         "result": [{"functionResponse": {"id": "rd-1", "name": "read_file", "response": {"error": "not found"}}}]},
+    ]},
+    {"$rewindTo": "g1"},
+    {"$set": {"messages": [{"id": "g2", "type": "gemini", "content": "", "toolCalls": [
+        {"id": "sh-1", "name": "run_shell_command", "args": {"command": "ls"}, "status": "cancelled"}]}]}},
+]  # fmt: skip
+
+
+def _loopscope_gemini_calls(path: Path) -> list[tuple[str | None, str, bool | None]]:
+    import tempfile
+
+    from helpers import ingest_paths, query
+
+    with tempfile.TemporaryDirectory() as d:
+        db = Path(d) / "s.duckdb"
+        ingest_paths(db, path)
+        return [
+            (cid, tool, bool(err))
+            for cid, tool, err in query(db, "select call_id, tool, is_error from calls order by session_id, seq")
+        ]
+
+
+@pytest.mark.parametrize("file", [None, *GEMINI_FILES])
+def test_gemini_calls_are_counted_as_loopscope_counts_them(file: str | None, tmp_path: Path) -> None:
+    """Gemini CLI labels give call indexes of the reference counter (tools/transcripts.py); they are scored against
+    loopscope's ``calls.seq``, so both read a chat the same way, call by call: a JSONL message appended again as it
+    grows is one message, a ``$set.messages`` checkpoint merges into them, ``$rewindTo`` is not applied, and a
+    cancelled or refused call is an error (the constructed chat, then every labelled Gemini CLI file)."""
+    if file is None:
+        path = tmp_path / "session-2026-05-01T10-00-s1.jsonl"
+        path.write_text("".join(json.dumps(o) + "\n" for o in GEMINI_JSONL), encoding="utf-8")
+    else:
+        path = ROOT / file
+    ref = [(c["id"], c["tool"], bool(c["is_error"])) for c in transcripts_module().read(str(path), "gemini")["calls"]]
+    assert ref == _loopscope_gemini_calls(path)
+    if file is None:
+        assert ref == [
+            ("ls-1", "list_directory", False),
+            ("rd-1", "read_file", True),
+            ("sh-1", "run_shell_command", True),
+        ]
