@@ -97,8 +97,18 @@ def test_edits_of_different_old_texts_not_found_are_different_questions():
     """A sweep of replace-all edits of one file, each for another class name, each "String to replace not found":
     every old text asks whether another string is in the file, as another search pattern does, so nothing was retried
     (RickH555 in cc-o: four classes absent from Recharge.tsx)."""
+
+    def not_found(old: str) -> tuple[str, bool]:  # the answer quotes the text sent
+        return (f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>", True)
+
     messages = [
-        [("Edit", {"file_path": PAGE, "old_string": old, "new_string": "bg-surface", "replace_all": True}, NOT_FOUND)]
+        [
+            (
+                "Edit",
+                {"file_path": PAGE, "old_string": old, "new_string": "bg-surface", "replace_all": True},
+                not_found(old),
+            )
+        ]
         for old in ("bg-white/[0.06]", "bg-white/[0.02]", "bg-[#1a1d21]", "bg-[#111111]")
     ]
     assert [f for f in _found(messages) if f[STUCK]] == []
@@ -190,3 +200,52 @@ def test_a_call_on_the_current_folder_refused_again_and_again_is_one_loop():
     """The same Glob of `.` refused three times: `.` names no file to link by, and the identical call is the retry."""
     glob = _denied("Glob", {"pattern": "**/*.py", "path": "."})
     assert [f[REPEATS] for f in _found([[glob], [glob], [glob]]) if f[STUCK]] == [3]
+
+
+PATCH_NOT_FOUND = "apply_patch verification failed: Failed to find expected lines in /repo/docs/report.txt:\n{lines}"
+
+
+def _patch(old: str, new: str, later: str = "") -> str:
+    """A Codex patch of docs/report.txt replacing ``old`` by ``new``, with a ``later`` hunk the tool never reaches
+    when the first one does not match."""
+    hunk = f"@@\n-{old}\n+{new}\n"
+    more = f"@@\n-{later}\n+{later} (updated)\n" if later else ""
+    return f"*** Begin Patch\n*** Update File: docs/report.txt\n{hunk}{more}*** End Patch"
+
+
+def _look(i: int) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+    return (
+        "shell",
+        {"command": ["bash", "-lc", f"sed -n '{i},{i + 40}p' docs/report.txt"]},
+        (f"{i}: | a | b |", False),
+    )
+
+
+def _applied(tool: str, patch: str, echo: str) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+    args = {"input": patch} if tool == "apply_patch" else {"command": ["apply_patch", patch]}
+    return (tool, args, (PATCH_NOT_FOUND.format(lines=echo), True))
+
+
+def test_a_patch_resent_against_lines_it_cannot_find_is_one_blind_retry():
+    """Codex's patch whose first hunk's lines are not in the file (a mojibake row the reads do not show), sent three
+    times with a read between, each answered "Failed to find expected lines" quoting the same lines: the same
+    question asked again, though each try rewrites a later hunk the tool never reached. As Codex's apply_patch tool
+    and as the shell command Codex intercepts (``["apply_patch", "*** Begin Patch…"]``): one stuck episode each."""
+    row = "| chat | \u00e2\u0153\u2026 Success |"
+    for tool in ("apply_patch", "shell"):
+        messages = []
+        for i, later in enumerate(("## Next steps", "## Risks and next steps", "## Summary, then the open items")):
+            messages += [[_look(10 * i)], [_applied(tool, _patch(row, "| chat | ok |", later), row)]]
+        (f,) = [f for f in _found(messages) if f[STUCK]]
+        assert (f[FIRST], f[LAST], f[REPEATS]) == (1, 5, 3), tool
+        assert "same error" in f[WHY]
+
+
+def test_patches_of_one_file_for_different_lines_not_found_are_different_questions():
+    """Three patches of one file, each for other lines, each "Failed to find expected lines" quoting its own: three
+    questions (as Edit's "String to replace not found" for three old texts), no loop, through either tool."""
+    for tool in ("apply_patch", "shell"):
+        messages = []
+        for i, old in enumerate(("## Status: draft", "| owner | nobody |", "Last updated: never")):
+            messages += [[_look(10 * i)], [_applied(tool, _patch(old, old.upper()), old)]]
+        assert [f for f in _found(messages) if f[STUCK]] == [], tool

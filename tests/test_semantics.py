@@ -19,7 +19,10 @@ from analyzer.detect.semantics import (
     DEFAULTED,
     DROPPED_FIELDS,
     TOOLS,
+    PatchParts,
     action_args,
+    applies_patch,
+    patch_parts,
     semantics,
     semantics_table,
     shell_action,
@@ -505,3 +508,20 @@ def test_code_mode_answers_compare_without_their_chunk_id_and_wall_time() -> Non
     assert result_key(first[0], True) == result_key(again[0], True)
     failed = parse_output([{"type": "input_text", "text": "Script failed\nWall time 0.0 seconds\nOutput:\n"}])
     assert classify(*failed, None) == (True, "text")
+
+
+def test_a_patch_is_read_as_an_edit() -> None:
+    """A Codex patch's files are its object and the lines it expects (removed, context, ``@@`` anchors) its old text;
+    the added lines are the fix being tried, left out."""
+    patch = (
+        "*** Begin Patch\n*** Update File: src/app.py\n@@ def main():\n-    run(1)\n+    run(2)\n     return\n"
+        "*** Add File: notes.txt\n+hello\n*** Delete File: old.txt\n*** End Patch"
+    )
+    assert patch_parts(patch) == PatchParts(
+        frozenset({("update", "src/app.py"), ("add", "notes.txt"), ("delete", "old.txt")}),
+        "def main():\n    run(1)\n    return",
+    )
+    assert patch_parts("apply_patch <<'EOF'\n" + patch + "\nEOF") == patch_parts(patch)
+    assert patch_parts("sed -i 's/a/b/' x.py") is None
+    assert applies_patch(orjson.dumps({"command": ["apply_patch", patch]}).decode())
+    assert not applies_patch(orjson.dumps({"command": ["cat", "*** Begin Patch"]}).decode())

@@ -45,8 +45,10 @@ from analyzer.detect.rules import (
     is_mutating,
 )
 from analyzer.detect.semantics import (
+    PATCH_BEGIN,
     SHELL_STAGE,
     SHELL_STEP,
+    PatchParts,
     action_args,
     blind_step,
     call_poll_status,
@@ -54,8 +56,10 @@ from analyzer.detect.semantics import (
     is_refusal,
     is_wait,
     named_paths,
+    patch_parts,
     path_parts,
     same_target,
+    semantics,
     shell_command,
     shell_words,
 )
@@ -326,9 +330,37 @@ def _steps(command: str) -> tuple[list[list[str]], str]:
     return steps, "\n".join(bodies)
 
 
+_APPLY_PATCH = re.compile(r"(?:\A|&&|;|\n)\s*apply_patch\b")
+
+
+def _patch(tool: str, args: str | None, command: str | None) -> PatchParts | None:
+    """The patch a call applies: a field the tool's semantics declare a patch (``apply_patch``'s ``input``), or a
+    shell command that runs ``apply_patch`` on one (Codex's ``["apply_patch", "*** Begin Patch…"]``, a heredoc)."""
+    declared = semantics(tool)
+    if declared is not None and declared.patch:
+        a = _args(args)
+        if not isinstance(a, dict):
+            return None
+        text = next((v for f in declared.patch if isinstance(v := a.get(f), str)), None)
+        return patch_parts(text) if text is not None else None
+    if command is not None and PATCH_BEGIN in command and _APPLY_PATCH.search(_unwrap(command)):
+        return patch_parts(command)
+    return None
+
+
 @lru_cache(maxsize=65536)
 def action(tool: str, args: str | None) -> Action:
     command = command_text(args)
+    patch = _patch(tool, args, command)
+    if patch is not None:  # an edit: its files are the object, its old lines may drift (an Edit's ``old_string``)
+        return Action(
+            tool.lower(),
+            "apply_patch",
+            frozenset(f for _, f in patch.files),
+            tuple(sorted(f"{op} {f}" for op, f in patch.files)),
+            _words(patch.old),
+            False,
+        )
     if command is not None:
         steps, bodies = _steps(command)
         programs, paths, exact, words = [], set(), [], [bodies]
@@ -480,7 +512,9 @@ _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
 # read it (a linter, a formatter, another writer). Writing again the same way meets the same refusal.
 # Of these, "not found" answers the text sent, not the file's state: another old text is another question ("is X in
 # the file?"), as another search pattern is, so only the same text again is a retry (``_TEXT_ERROR``).
-_TEXT_ERROR = re.compile(r"string to replace not found", re.I)
+# An edit refused because the text it sent is not in the file (Claude Code's Edit, Codex's apply_patch): an answer to
+# that text, not the file's state.
+_TEXT_ERROR = re.compile(r"string to replace not found|failed to find expected lines", re.I)
 _STATE_ERROR = re.compile(rf"modified since read|unexpectedly modified|{_TEXT_ERROR.pattern}", re.I)
 ERROR_HEAD = 600  # characters of a result where its error is read (the envelope's first lines)
 _PLACEHOLDER = re.compile(
@@ -1109,7 +1143,7 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
             and command_text(a.args) is None
             and not _TEXT_ERROR.search((a.result or "")[:ERROR_HEAD])
         )
-        if not (target or same_object(x, y)) or not alike(a, b):
+        if not (target or same_object(x, y) or _same_text_not_found(a, b, x, y)) or not alike(a, b):
             return False
         # the same failure again, or the same question asked again and the same answer (a search's "no match")
         return (failed(a) and failed(b)) or (is_answer(a) and is_answer(b))
@@ -1138,6 +1172,18 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
             why = f"{_label(cs[0])} failed {len(ps)}× {spread} with the same error, no fix in between"
         out.append(Judged(ps, True, why))
     return out
+
+
+def _same_text_not_found(a: CallView, b: CallView, x: Action, y: Action) -> bool:
+    """Two edits of one file refused because the text they expect is not in it (``_TEXT_ERROR``), each answer quoting
+    the same text: the same question asked again, whatever else the edits carry (a patch stops at its first hunk that
+    does not match, and quotes that hunk; the later hunks it never reached may differ)."""
+    if a.tool != b.tool or not x.paths or x.paths != y.paths:
+        return False
+    if not (_TEXT_ERROR.search((a.result or "")[:ERROR_HEAD]) and _TEXT_ERROR.search((b.result or "")[:ERROR_HEAD])):
+        return False
+    ka, kb = result_key(a), result_key(b)
+    return ka is not None and kb is not None and ka.body == kb.body
 
 
 def refused(c: CallView) -> bool:

@@ -30,7 +30,9 @@ class ToolSemantics:
     listed for the reader and the completeness test: any field not declared below is kept too). ``commentary``: what
     the model says about the call. ``tuning``: how long, how much or with which permissions it runs. ``shell``: the
     fields holding a shell command, reduced by ``shell_action``. ``code``: the fields holding a code-mode cell (a script
-    that calls the agent's tools), reduced by ``code_action``. ``formats``: where the tool comes from."""
+    that calls the agent's tools), reduced by ``code_action``. ``patch``: the fields holding a patch (``*** Begin
+    Patch`` … ``*** End Patch``), read by ``patch_parts`` as an edit is: its files the object, its old lines the text
+    that may drift, its added lines the fix being tried. ``formats``: where the tool comes from."""
 
     names: tuple[str, ...]
     formats: tuple[str, ...]
@@ -39,6 +41,7 @@ class ToolSemantics:
     tuning: tuple[str, ...] = ()
     shell: tuple[str, ...] = ()
     code: tuple[str, ...] = ()
+    patch: tuple[str, ...] = ()
     note: str = ""
 
     @property
@@ -148,7 +151,7 @@ TOOLS: tuple[ToolSemantics, ...] = (
         tuning=("yield_time_ms", "max_output_tokens"),
         note="an empty `chars` is a poll of the running process",
     ),
-    ToolSemantics(("apply_patch",), _CODEX, ("input", "patch")),
+    ToolSemantics(("apply_patch",), _CODEX, ("input", "patch"), patch=("input", "patch")),
     ToolSemantics(("update_plan",), _CODEX, ("plan",), commentary=("explanation",)),
     ToolSemantics(("view_image",), _CODEX, ("path",)),
     ToolSemantics(("web_search",), _CODEX, ("query", "queries", "type")),
@@ -726,6 +729,15 @@ NOISE_FIELD_RE = r'"(?:' + "|".join(NOISE_FIELDS) + r')"\s*:\s*(?:"[^"]*"|[0-9.e
 NOISE_MARKERS: tuple[str, ...] = tuple(n.name for n in RESULT_NOISE) + tuple(f'"{f}"' for f in NOISE_FIELDS)
 
 
+def _how(t: ToolSemantics, cell: Any) -> str:
+    """The last column of ``semantics_table``: the fields read as a shell command, a code-mode cell or a patch."""
+    if t.code and not t.shell:
+        return cell(t.code) + " (a code-mode cell: `code_action`)"
+    if t.patch and not t.shell:
+        return cell(t.patch) + " (a patch: `patch_parts`)"
+    return cell(t.shell)
+
+
 def semantics_table() -> str:
     """The table as markdown rows (docs/detectors.md holds it between ``<!-- semantics:start -->`` and
     ``<!-- semantics:end -->``; tests/test_semantics.py keeps the two equal)."""
@@ -734,14 +746,14 @@ def semantics_table() -> str:
         return ", ".join(f"`{f}`" for f in fields) or "–"
 
     rows = [
-        "| tools | formats | action and object | commentary | tuning | shell command |",
+        "| tools | formats | action and object | commentary | tuning | shell command, code or patch |",
         "|---|---|---|---|---|---|",
     ]
     for t in TOOLS:
         rows.append(
             f"| {', '.join(f'`{n}`' for n in t.names)} | {', '.join(t.formats)} | {cell(t.action)} | "
             f"{cell(t.commentary)} | {cell(t.tuning)} | "
-            f"{cell(t.shell) if t.shell or not t.code else cell(t.code) + ' (a code-mode cell: `code_action`)'} |"
+            f"{_how(t, cell)} |"
         )
     return "\n".join(rows)
 
@@ -1055,6 +1067,53 @@ def named_paths(text: str) -> frozenset[Path]:
         bare = _QUOTED_PATH.sub(" ", text)
         found += _FOLDER_PATH.findall(bare) + _LAST_NAME.findall(bare)
     return frozenset(p for p in map(path_parts, found) if p)
+
+
+PATCH_BEGIN = "*** Begin Patch"
+# The words every call that applies a patch holds in its (canonical JSON) arguments: the tool's own ``input``, or
+# Codex's shell running ``apply_patch`` on one (``["apply_patch", "*** Begin Patch…"]``, a heredoc), which Codex
+# intercepts and applies as its apply_patch tool. A bulk engine tests them as literals (``applies_patch``).
+PATCH_CALL_WORDS = (PATCH_BEGIN, "apply_patch")
+
+
+def applies_patch(args: str | None) -> bool:
+    """Whether a call's arguments (canonical JSON) hold a patch applied with ``apply_patch`` (``PATCH_CALL_WORDS``):
+    a change, whatever tool runs it."""
+    return args is not None and all(w in args for w in PATCH_CALL_WORDS)
+
+
+_PATCH_OP = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class PatchParts:
+    """What a patch is about, as an edit's arguments are: ``files`` the object (each ``*** Update|Add|Delete File:``
+    with its operation), ``old`` the lines it expects to find (removed lines, context lines and ``@@`` anchors), the
+    text that may drift when a refused patch is sent again. Its added lines are the fix being tried, like an edit's
+    ``new_string``: left out."""
+
+    files: frozenset[tuple[str, str]]
+    old: str
+
+
+@lru_cache(maxsize=4096)
+def patch_parts(text: str) -> PatchParts | None:
+    """The parts of a Codex-style patch (``*** Begin Patch`` … ``*** End Patch``) found in ``text`` (a tool's
+    ``input``, or a shell command ``apply_patch <<'EOF' …`` / ``apply_patch "*** Begin Patch…"``); None without one."""
+    at = text.find(PATCH_BEGIN)
+    if at < 0:
+        return None
+    files: set[tuple[str, str]] = set()
+    old: list[str] = []
+    for line in text[at:].splitlines():
+        m = _PATCH_OP.match(line)
+        if m:
+            files.add((m.group(1).lower(), m.group(2)))
+        elif line.startswith("@@"):
+            old.append(line[2:].strip())
+        elif line[:1] in ("-", " ") and not line.startswith("*** "):
+            old.append(line[1:])
+    return PatchParts(frozenset(files), "\n".join(old))
 
 
 def same_target(a: frozenset[Path], b: frozenset[Path]) -> bool:

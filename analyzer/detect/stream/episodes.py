@@ -430,7 +430,7 @@ def _top_level_episodes(b: _Builder, seg: list[int]) -> None:
     windows(keys.__getitem__)
     # then one target's failed changes (an edit refused the same way, its text varied, looks in between)
     if d.result_key:
-        windows(lambda j: failure_key(d.tool[seg[j]], d.is_error[seg[j]], d.result_key[seg[j]]))
+        windows(lambda j: failure_key(d.tool[seg[j]], d.is_error[seg[j]], d.result_key[seg[j]], d.args[seg[j]]))
 
 
 def _results_alike(d: SessionData, a: int, b: int) -> bool:
@@ -601,7 +601,7 @@ def _hot_turns(d: SessionData) -> set[int]:
         if d.parent[i] is not None or s[_STREAK] == 0 or not d.result_key:
             continue
         top += 1
-        k = failure_key(d.tool[i], d.is_error[i], d.result_key[i])
+        k = failure_key(d.tool[i], d.is_error[i], d.result_key[i], d.args[i])
         if k is not None:
             at = seen.setdefault((ut[i], k), [])
             at.append(top)

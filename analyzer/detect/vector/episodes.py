@@ -38,6 +38,7 @@ from analyzer.detect.rules import (
     is_mutating,
     period_of,
 )
+from analyzer.detect.semantics import PATCH_CALL_WORDS
 from analyzer.detect.stream.episodes import components, normalized, text_pieces, unclaimed_pieces
 from analyzer.detect.vector.frames import jaccard
 from analyzer.detect.vector.words import words
@@ -309,14 +310,16 @@ def _runs(top: pl.DataFrame) -> pl.DataFrame:
 
 
 def _failure_key(mutating: list[str]) -> pl.Expr:
-    """``rules.failure_key`` as a number: a change-making tool's failure, by tool and result, or any tool's
-    permission refusal (one key, whatever the tool); null otherwise."""
+    """``rules.failure_key`` as a number: a change's failure (a change-making tool, or a patch applied through a
+    shell: ``semantics.applies_patch``), by tool and result, or any tool's permission refusal (one key, whatever the
+    tool); null otherwise."""
     failing = pl.col("is_error").fill_null(False) & pl.col("result_key").is_not_null()
     refused = pl.col("result_key").cast(pl.UInt64, strict=False) == REFUSED_NUMBER
+    patch = pl.all_horizontal(pl.col("args").str.contains(w, literal=True) for w in PATCH_CALL_WORDS).fill_null(False)
     return (
         pl.when(failing & refused)
         .then(pl.struct(pl.lit(REFUSED_TOOL).alias("tool"), "result_key").hash(7))
-        .when(failing & pl.col("tool").is_in(mutating))
+        .when(failing & (pl.col("tool").is_in(mutating) | patch))
         .then(pl.struct("tool", "result_key").hash(7))
         .otherwise(None)
     )
