@@ -93,20 +93,22 @@ def test_an_edit_whose_old_text_is_not_in_the_file_is_a_real_failure():
     assert "same error" in f[WHY]
 
 
+def _not_found(old: str) -> tuple[str, bool]:
+    """Claude Code's refusal of an Edit whose old text is not in the file: it quotes the text sent."""
+    return (f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>", True)
+
+
 def test_edits_of_different_old_texts_not_found_are_different_questions():
     """A sweep of replace-all edits of one file, each for another class name, each "String to replace not found":
     every old text asks whether another string is in the file, as another search pattern does, so nothing was retried
     (RickH555 in cc-o: four classes absent from Recharge.tsx)."""
-
-    def not_found(old: str) -> tuple[str, bool]:  # the answer quotes the text sent
-        return (f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>", True)
 
     messages = [
         [
             (
                 "Edit",
                 {"file_path": PAGE, "old_string": old, "new_string": "bg-surface", "replace_all": True},
-                not_found(old),
+                _not_found(old),
             )
         ]
         for old in ("bg-white/[0.06]", "bg-white/[0.02]", "bg-[#1a1d21]", "bg-[#111111]")
@@ -248,4 +250,47 @@ def test_patches_of_one_file_for_different_lines_not_found_are_different_questio
         messages = []
         for i, old in enumerate(("## Status: draft", "| owner | nobody |", "Last updated: never")):
             messages += [[_look(10 * i)], [_applied(tool, _patch(old, old.upper()), old)]]
+        assert [f for f in _found(messages) if f[STUCK]] == [], tool
+
+
+def test_old_texts_that_differ_in_a_number_are_different_questions():
+    """ "Not found" for ``port: 3000``, then ``port: 5000``, then ``port: 8000``: three texts, three questions, though
+    the answers differ only in a number (the comparison of results masks numbers; the quoted text may not)."""
+    for tool in ("apply_patch", "shell"):
+        messages = [[_applied(tool, _patch(f"port: {n}", "port: 9000"), f"port: {n}")] for n in (3000, 5000, 8000)]
+        assert [f for f in _found(messages) if f[STUCK]] == [], tool
+    edits = [
+        [("Edit", {"file_path": PAGE, "old_string": f"text-gray-{n}", "new_string": "x"}, _not_found(f"text-gray-{n}"))]
+        for n in (100, 200, 300)
+    ]
+    assert [f for f in _found(edits) if f[STUCK]] == []
+
+
+def test_anchors_not_found_are_different_questions():
+    """Codex's "Failed to find context '<anchor>'" answers the anchor sent: three anchors, three questions."""
+    for tool in ("apply_patch", "shell"):
+        messages = []
+        for anchor in ("def load():", "class Store:", "def save(self):"):
+            patch = (
+                f"*** Begin Patch\n*** Update File: src/store.py\n@@ {anchor}\n-    pass\n+    return\n*** End Patch"
+            )
+            args = {"input": patch} if tool == "apply_patch" else {"command": ["apply_patch", patch]}
+            err = f"apply_patch verification failed: Failed to find context '{anchor}' in /repo/src/store.py"
+            messages.append([(tool, args, (err, True))])
+        assert [f for f in _found(messages) if f[STUCK]] == [], tool
+
+
+def test_a_patch_refused_again_after_a_fix_in_between_is_no_blind_retry():
+    """The same failing patch (its later hunk varied), with a successful change between each try: each retry follows
+    a fix, so it is no blind retry, through either tool."""
+    row = "| chat | \u00e2 Success |"
+    for tool in ("apply_patch", "shell"):
+        messages = []
+        for i, later in enumerate(("## One", "## Two", "## Three")):
+            fix = _patch(f"line {i}", f"line {i} fixed")
+            ok = ("Success. Updated the following files:\nM docs/report.txt", False)
+            messages.append(
+                [(tool, {"input": fix} if tool == "apply_patch" else {"command": ["apply_patch", fix]}, ok)]
+            )
+            messages.append([_applied(tool, _patch(row, "| chat | ok |", later), row)])
         assert [f for f in _found(messages) if f[STUCK]] == [], tool

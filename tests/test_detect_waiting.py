@@ -197,5 +197,7 @@ def test_deleting_a_team_while_a_teammate_runs_is_waiting():
     (f,) = _found(calls)
     assert f[KIND] == WAITING and not f[STUCK] and (f[FIRST], f[LAST]) == (0, 7)
     assert poll_state(CallView("TeamDelete", "{}", TEAM_BUSY, False)) == "running"
-    # the same refusal from a tool that is no poll says nothing of a wait
+    # the same refusal from a tool that is no poll says nothing of a wait; no active member is no wait
     assert poll_state(CallView("Bash", '{"command":"make"}', TEAM_BUSY, False)) is None
+    idle = TEAM_BUSY.replace("1 active member(s): classif-fix", "0 active members")
+    assert poll_state(CallView("TeamDelete", "{}", idle, False)) != "running"

@@ -521,7 +521,19 @@ def test_a_patch_is_read_as_an_edit() -> None:
         frozenset({("update", "src/app.py"), ("add", "notes.txt"), ("delete", "old.txt")}),
         "def main():\n    run(1)\n    return",
     )
-    assert patch_parts("apply_patch <<'EOF'\n" + patch + "\nEOF") == patch_parts(patch)
+    # a heredoc: the patch ends at its end marker, and what the command runs after it is no old text
+    assert patch_parts(
+        "apply_patch <<'EOF'\n" + patch + "\nEOF\npytest -q \\\n  --maxfail=1 \\\n  -k slow"
+    ) == patch_parts(patch)
     assert patch_parts("sed -i 's/a/b/' x.py") is None
     assert applies_patch(orjson.dumps({"command": ["apply_patch", patch]}).decode())
     assert not applies_patch(orjson.dumps({"command": ["cat", "*** Begin Patch"]}).decode())
+
+
+def test_a_patch_inside_another_programs_heredoc_is_not_applied() -> None:
+    """``cat > AGENTS.md <<'MD'`` whose text shows an example patch writes AGENTS.md; it applies no patch."""
+    from analyzer.detect.judge import action
+
+    example = "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: src/example.py\n@@\n-a\n+b\n*** End Patch\nEOF"
+    act = action("shell", orjson.dumps({"command": ["bash", "-lc", f"cat > AGENTS.md <<'MD'\n{example}\nMD"]}).decode())
+    assert act.program == "cat" and act.paths == frozenset({"AGENTS.md"})

@@ -330,7 +330,9 @@ def _steps(command: str) -> tuple[list[list[str]], str]:
     return steps, "\n".join(bodies)
 
 
-_APPLY_PATCH = re.compile(r"(?:\A|&&|;|\n)\s*apply_patch\b")
+# A shell command that runs apply_patch first (after a ``cd``): ``apply_patch <<'EOF'``, Codex's argv
+# ``["apply_patch", "*** Begin Patch…"]``; not a patch inside another program's heredoc or an echo.
+_RUNS_APPLY_PATCH = re.compile(r"[ \t]*(?:cd[ \t]+\S+[ \t]*&&[ \t]*)?apply_patch\b")
 
 
 def _patch(tool: str, args: str | None, command: str | None) -> PatchParts | None:
@@ -343,7 +345,7 @@ def _patch(tool: str, args: str | None, command: str | None) -> PatchParts | Non
             return None
         text = next((v for f in declared.patch if isinstance(v := a.get(f), str)), None)
         return patch_parts(text) if text is not None else None
-    if command is not None and PATCH_BEGIN in command and _APPLY_PATCH.search(_unwrap(command)):
+    if command is not None and PATCH_BEGIN in command and _RUNS_APPLY_PATCH.match(_unwrap(command)):
         return patch_parts(command)
     return None
 
@@ -512,9 +514,11 @@ _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
 # read it (a linter, a formatter, another writer). Writing again the same way meets the same refusal.
 # Of these, "not found" answers the text sent, not the file's state: another old text is another question ("is X in
 # the file?"), as another search pattern is, so only the same text again is a retry (``_TEXT_ERROR``).
-# An edit refused because the text it sent is not in the file (Claude Code's Edit, Codex's apply_patch): an answer to
-# that text, not the file's state.
-_TEXT_ERROR = re.compile(r"string to replace not found|failed to find expected lines", re.I)
+# An edit refused because the text it sent is not in the file (Claude Code's Edit; Codex's apply_patch, its lines or
+# its ``@@`` anchor): an answer to that text, not the file's state.
+_TEXT_ERROR = re.compile(
+    r"string to replace not found|failed to find (?:expected lines|context)|did not appear verbatim", re.I
+)
 _STATE_ERROR = re.compile(rf"modified since read|unexpectedly modified|{_TEXT_ERROR.pattern}", re.I)
 ERROR_HEAD = 600  # characters of a result where its error is read (the envelope's first lines)
 _PLACEHOLDER = re.compile(
@@ -891,7 +895,12 @@ def _judge_window(positions: Sequence[int], period: int | None, view: View, betw
     retry when they are on one target, failing alike (``_failure_runs``)."""
     spread = "within a few calls, with no change in between"
     if len({_action_of(view(p)) for p in positions}) > 1:
-        runs = _failure_runs(positions, [view(p) for p in positions], "within a few calls, only looks in between")
+        spread = "within a few calls, only looks in between"
+        runs = [
+            j
+            for piece in _unfixed_pieces(positions, view, between)
+            for j in _failure_runs(piece, [view(p) for p in piece], spread)
+        ]
         return [j for j in runs if len(j.positions) >= MIN_REPEATS]
     return [j for piece in _unfixed_pieces(positions, view, between) for j in _with_stuck_runs(piece, view, spread)]
 
@@ -1182,8 +1191,14 @@ def _same_text_not_found(a: CallView, b: CallView, x: Action, y: Action) -> bool
         return False
     if not (_TEXT_ERROR.search((a.result or "")[:ERROR_HEAD]) and _TEXT_ERROR.search((b.result or "")[:ERROR_HEAD])):
         return False
-    ka, kb = result_key(a), result_key(b)
-    return ka is not None and kb is not None and ka.body == kb.body
+    return _quoted(a.result) == _quoted(b.result)
+
+
+@lru_cache(maxsize=_RESULTS)
+def _quoted(result: str | None) -> str:
+    """A "not found" refusal as it quotes the text sent: its body, whitespace collapsed, numbers kept (``port: 3000``
+    and ``port: 5000`` are two texts)."""
+    return " ".join(_body(result).split())
 
 
 def refused(c: CallView) -> bool:

@@ -867,7 +867,7 @@ _STRUCTURED = re.compile(
 )
 _RUNNING_WORDS = re.compile(
     r"\b(?:in[ _]progress|still running|is running|pending|queued|waiting for|not (?:yet )?(?:finished|complete|"
-    r"ready)|Refreshing run status|\d+ active members?)\b",
+    r"ready)|Refreshing run status|[1-9]\d* active members?)\b",
     re.I,
 )
 # `gh run view`'s first line: the run's status glyph, then branch, workflow, "·" and the run id ("* main Release ·
@@ -1096,23 +1096,34 @@ class PatchParts:
     old: str
 
 
-@lru_cache(maxsize=4096)
+PATCH_END = "*** End Patch"
+PATCH_OLD_CHARS = 8000  # how much of a patch's old text its drift is read from (a patch can be megabytes)
+
+
 def patch_parts(text: str) -> PatchParts | None:
     """The parts of a Codex-style patch (``*** Begin Patch`` … ``*** End Patch``) found in ``text`` (a tool's
-    ``input``, or a shell command ``apply_patch <<'EOF' …`` / ``apply_patch "*** Begin Patch…"``); None without one."""
+    ``input``, or a shell command ``apply_patch <<'EOF' …`` / ``apply_patch "*** Begin Patch…"``); None without one.
+    Its files are all read; its old text up to ``PATCH_OLD_CHARS`` (what may drift is compared on that head, as a
+    result is on its head). The caller (``judge.action``) keeps what it made of each call."""
     at = text.find(PATCH_BEGIN)
     if at < 0:
         return None
+    end = text.find(PATCH_END, at)
     files: set[tuple[str, str]] = set()
     old: list[str] = []
-    for line in text[at:].splitlines():
+    size = 0
+    for line in text[at : end if end >= 0 else len(text)].splitlines():
         m = _PATCH_OP.match(line)
         if m:
             files.add((m.group(1).lower(), m.group(2)))
+        elif size >= PATCH_OLD_CHARS:
+            continue
         elif line.startswith("@@"):
             old.append(line[2:].strip())
+            size += len(old[-1]) + 1
         elif line[:1] in ("-", " ") and not line.startswith("*** "):
             old.append(line[1:])
+            size += len(old[-1]) + 1
     return PatchParts(frozenset(files), "\n".join(old))
 
 
