@@ -294,3 +294,19 @@ def test_a_patch_refused_again_after_a_fix_in_between_is_no_blind_retry():
             )
             messages.append([_applied(tool, _patch(row, "| chat | ok |", later), row)])
         assert [f for f in _found(messages) if f[STUCK]] == [], tool
+
+
+def test_an_edit_refused_in_between_is_no_fix():
+    """The same Edit refused "String to replace not found" three times (its old text carries literal escapes), with a
+    Read and two other Edits between that the harness refused too ("Found 21 matches…", in its error envelope): a
+    refused edit changed nothing, so nothing was fixed between the retries (lllttt06 in cc-ab)."""
+    old = "static ValueAndUnit formatAngle(double? v) {\\n  return x;\\n}"
+    same = ("Edit", {"file_path": PAGE, "old_string": old, "new_string": "y"}, _not_found(old))
+    many = (
+        "<tool_use_error>Found 21 matches of the string to replace, but replace_all is false. To replace all "
+        "occurrences, set replace_all to true.</tool_use_error>",
+        True,
+    )
+    other = ("Edit", {"file_path": PAGE, "old_string": "  }", "new_string": "  };"}, many)
+    (f,) = [f for f in _found([[same], [_read(84)], [same], [other], [other], [same]]) if f[STUCK]]
+    assert (f[FIRST], f[LAST], f[REPEATS]) == (0, 5, 3)

@@ -770,11 +770,13 @@ _REDIRECT = re.compile(r"(?<![0-9&>-])>{1,2}\s*(?!&|/dev/null|\s*$)[\w./~$-]")
 @lru_cache(maxsize=_RESULTS)
 def changed_state(c: CallView) -> bool:
     """A successful call that changed something: an edit/write tool, or a shell command that writes files or
-    installs (``sed -i``, a redirect, ``tee``, ``git checkout``, a heredoc, ``pip install`` …)."""
+    installs (``sed -i``, a redirect, ``tee``, ``git checkout``, a heredoc, ``pip install`` …). An edit tool whose
+    call came back an error changed nothing, whatever the error (a refusal in the harness's envelope such as "Found 21
+    matches of the string to replace", a cascade: not the agent's own failure, yet no edit was made)."""
     if failed(c) or c.result is None and c.is_error:
         return False
     if is_mutating(c.tool):
-        return True
+        return not c.is_error
     cmd = command_text(c.args)
     if cmd is None:
         a = _args(c.args)

@@ -47,7 +47,8 @@ if TYPE_CHECKING:
 #    Select-String is a search program
 # 10: Claude Code's TeamDelete, refused while a teammate still runs ("1 active member(s)"), is a poll: waiting; a
 #    patch (Codex's apply_patch, or run through its shell) is an edit: its files the object, its expected lines the
-#    old text (``semantics.patch_parts``); two "not found" refusals quoting the same text are the same question
+#    old text (``semantics.patch_parts``); two "not found" refusals quoting the same text are the same question; an
+#    edit tool's call that came back an error made no change (``judge.changed_state``)
 DETECTOR_VERSION = "10"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
