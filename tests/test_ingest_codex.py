@@ -634,6 +634,16 @@ def test_sniff(rec: dict[str, Any], expected: bool) -> None:
             "failed in sandbox LinuxSeccomp with execution error: Denied",
             ("failed in sandbox LinuxSeccomp with execution error: Denied", True, "text"),
         ),
+        # older builds refuse a patch run through the shell in their own words, with no exit code
+        (
+            "error: Failed to find expected lines in /repo/docs/spec.md:\n<!--",
+            ("error: Failed to find expected lines in /repo/docs/spec.md:\n<!--", True, "text"),
+        ),
+        (
+            "error: invalid hunk at line 4, '' is not a valid hunk header",
+            ("error: invalid hunk at line 4, '' is not a valid hunk header", True, "text"),
+        ),
+        ("error: 0 warnings", ("error: 0 warnings", False, None)),
         ({"content": "denied", "success": False}, ("denied", True, "flag")),
         ('{"output":"ok","metadata":{"exit_code":0}}', ("ok", False, None)),
         ('{"status":"error","metadata":{"code":1}}', ('{"status":"error","metadata":{"code":1}}', False, None)),

@@ -22,11 +22,13 @@ from analyzer.tables import table as _t
 #    two screenshots are the same result only when their images are (result keys change: stores are rebuilt)
 # 10: every permission refusal has one result key (``keys.REFUSED``), whatever its words and tool (result keys change:
 #    stores are rebuilt)
-SCHEMA_VERSION = 10
+# 11: an older Codex's refusal of a patch run through its shell ("error: Failed to find expected lines", "error:
+#    invalid hunk") is an error (result keys change: stores are rebuilt)
+SCHEMA_VERSION = 11
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
 # transcripts by ``loopscope ingest`` and refused by every other command (``connection.old_store_message`` says why).
-KEYS_VERSION = 10
+KEYS_VERSION = 11
 
 
 def old_keys(version: int) -> str:

@@ -87,9 +87,12 @@ _INJECTED = (
 )
 # Text results that are certainly failures. Kept short on purpose: tool output is free text and a guess that fires
 # on ordinary output would invent errors.
+# Older builds answer a patch run through the shell (``["apply_patch", "*** Begin Patch…"]``, which Codex intercepts)
+# with its own refusal and no exit code: "error: Failed to find expected lines in …", "error: invalid hunk at line 4".
 _ERROR_TEXT = re.compile(
     r"(?:write_stdin failed:|apply_patch verification failed|failed to parse function arguments|unsupported call:"
-    r"|execution error:|aborted(?:\s*$| by user)|Script failed\b|failed in sandbox\b)",
+    r"|execution error:|aborted(?:\s*$| by user)|Script failed\b|failed in sandbox\b"
+    r"|error: (?:Failed to find (?:expected lines|context)|invalid (?:hunk|patch)\b))",
     re.IGNORECASE,
 )
 _REJECTED_TEXT = re.compile(r"(?:exec command|patch) rejected by user", re.IGNORECASE)
