@@ -895,16 +895,13 @@ def _judge_window(positions: Sequence[int], period: int | None, view: View, betw
     """A recurring call, split where a fix came between two of its occurrences (``_unfixed_pieces``). Failed changes
     that are not one action (``rules.failure_key``: an edit refused the same way, its text varied) are one blind
     retry when they are on one target, failing alike (``_failure_runs``)."""
-    spread = "within a few calls, with no change in between"
+    pieces = _unfixed_pieces(positions, view, between)
     if len({_action_of(view(p)) for p in positions}) > 1:
-        spread = "within a few calls, only looks in between"
-        runs = [
-            j
-            for piece in _unfixed_pieces(positions, view, between)
-            for j in _failure_runs(piece, [view(p) for p in piece], spread)
-        ]
+        looks = "within a few calls, only looks in between"
+        runs = [j for piece in pieces for j in _failure_runs(piece, [view(p) for p in piece], looks)]
         return [j for j in runs if len(j.positions) >= MIN_REPEATS]
-    return [j for piece in _unfixed_pieces(positions, view, between) for j in _with_stuck_runs(piece, view, spread)]
+    spread = "within a few calls, with no change in between"
+    return [j for piece in pieces for j in _with_stuck_runs(piece, view, spread)]
 
 
 def _counts(piece: Sequence[int]) -> bool:
