@@ -1149,7 +1149,7 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
             and bool(x.paths)
             and x.paths == y.paths
             and command_text(a.args) is None
-            and not _TEXT_ERROR.search((a.result or "")[:ERROR_HEAD])
+            and not _text_not_found(a)
         )
         if not (target or same_object(x, y) or _same_text_not_found(a, b, x, y)) or not alike(a, b):
             return False
@@ -1186,11 +1186,14 @@ def _same_text_not_found(a: CallView, b: CallView, x: Action, y: Action) -> bool
     """Two edits of one file refused because the text they expect is not in it (``_TEXT_ERROR``), each answer quoting
     the same text: the same question asked again, whatever else the edits carry (a patch stops at its first hunk that
     does not match, and quotes that hunk; the later hunks it never reached may differ)."""
-    if a.tool != b.tool or not x.paths or x.paths != y.paths:
-        return False
-    if not (_TEXT_ERROR.search((a.result or "")[:ERROR_HEAD]) and _TEXT_ERROR.search((b.result or "")[:ERROR_HEAD])):
+    if a.tool != b.tool or not x.paths or x.paths != y.paths or not (_text_not_found(a) and _text_not_found(b)):
         return False
     return _quoted(a.result) == _quoted(b.result)
+
+
+def _text_not_found(c: CallView) -> bool:
+    """An edit refused because the text it sent is not in the file (``_TEXT_ERROR`` in its result's head)."""
+    return bool(_TEXT_ERROR.search((c.result or "")[:ERROR_HEAD]))
 
 
 @lru_cache(maxsize=_RESULTS)

@@ -1041,7 +1041,9 @@ def is_refusal(result: str | None) -> bool:
 
 
 Path = tuple[str, ...]
-_PATCH_FILE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
+# A patch's file line, its operation and its file (``*** Update File: src/app.py``): ``named_paths``' files and
+# ``patch_parts``' object.
+_PATCH_FILE = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$", re.M)
 # The paths a command or a program names: quoted (spaces allowed) and ending in a file name with an extension; bare
 # with a folder in them (``src/app.ts``, ``C:\\a\\b.md``); or a bare file name that ends a step or follows a
 # redirect (``sed -i 's/a/b/' App.tsx``, ``> notes.md``). Prose words with a dot (``e.g.``, ``os.path``) are none.
@@ -1061,7 +1063,7 @@ def path_parts(text: str) -> Path:
 def named_paths(text: str) -> frozenset[Path]:
     """The files a shell command, a program or a patch names (``path_parts`` of each): a patch's files, or the paths
     ``_QUOTED_PATH``, ``_FOLDER_PATH`` and ``_LAST_NAME`` find."""
-    found = _PATCH_FILE.findall(text) if "*** " in text else []
+    found = [f for _, f in _PATCH_FILE.findall(text)] if "*** " in text else []
     if not found:
         found = [m.group(2) for m in _QUOTED_PATH.finditer(text)]
         bare = _QUOTED_PATH.sub(" ", text)
@@ -1080,9 +1082,6 @@ def applies_patch(args: str | None) -> bool:
     """Whether a call's arguments (canonical JSON) hold a patch applied with ``apply_patch`` (``PATCH_CALL_WORDS``):
     a change, whatever tool runs it."""
     return args is not None and all(w in args for w in PATCH_CALL_WORDS)
-
-
-_PATCH_OP = re.compile(r"^\*\*\* (Update|Add|Delete) File: (.+?)\s*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -1113,7 +1112,7 @@ def patch_parts(text: str) -> PatchParts | None:
     old: list[str] = []
     size = 0
     for line in text[at : end if end >= 0 else len(text)].splitlines():
-        m = _PATCH_OP.match(line)
+        m = _PATCH_FILE.match(line)
         if m:
             files.add((m.group(1).lower(), m.group(2)))
         elif size >= PATCH_OLD_CHARS:
