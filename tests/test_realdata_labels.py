@@ -114,6 +114,11 @@ def _reference(file: str, fmt: str) -> tuple[int, int | None]:
 
 def _loopscope_calls(path: Path) -> int:
     """Formats the reference counter does not read: loopscope's calls.seq (see tests/realdata/README.md)."""
+    return len(_loopscope_call_rows(path))
+
+
+def _loopscope_call_rows(path: Path) -> list[tuple[str | None, str, bool]]:
+    """The calls loopscope reads from one file, in ``calls.seq`` order: (call id, tool, is_error)."""
     import tempfile
 
     from helpers import ingest_paths, query
@@ -122,9 +127,12 @@ def _loopscope_calls(path: Path) -> int:
         db = Path(d) / "s.duckdb"
         ingest_paths(db, path)
         rows = query(
-            db, "select count(*) from calls c join sessions s using (session_id) where s.source_path = ?", [str(path)]
+            db,
+            "select c.call_id, c.tool, c.is_error from calls c join sessions s using (session_id)"
+            " where s.source_path = ? order by c.session_id, c.seq",
+            [str(path)],
         )
-        return int(rows[0][0])
+        return [(cid, tool, bool(err)) for cid, tool, err in rows]
 
 
 @pytest.mark.parametrize("i", range(len(LABELS)), ids=lambda i: f"{LABELS[i]['file'].rsplit('/', 1)[-1]}#{i}")
@@ -154,20 +162,6 @@ GEMINI_JSONL = [
 ]  # fmt: skip
 
 
-def _loopscope_gemini_calls(path: Path) -> list[tuple[str | None, str, bool | None]]:
-    import tempfile
-
-    from helpers import ingest_paths, query
-
-    with tempfile.TemporaryDirectory() as d:
-        db = Path(d) / "s.duckdb"
-        ingest_paths(db, path)
-        return [
-            (cid, tool, bool(err))
-            for cid, tool, err in query(db, "select call_id, tool, is_error from calls order by session_id, seq")
-        ]
-
-
 @pytest.mark.parametrize("file", [None, *GEMINI_FILES])
 def test_gemini_calls_are_counted_as_loopscope_counts_them(file: str | None, tmp_path: Path) -> None:
     """Gemini CLI labels give call indexes of the reference counter (tools/transcripts.py); they are scored against
@@ -180,7 +174,7 @@ def test_gemini_calls_are_counted_as_loopscope_counts_them(file: str | None, tmp
     else:
         path = ROOT / file
     ref = [(c["id"], c["tool"], bool(c["is_error"])) for c in transcripts_module().read(str(path), "gemini")["calls"]]
-    assert ref == _loopscope_gemini_calls(path)
+    assert ref == _loopscope_call_rows(path)
     if file is None:
         assert ref == [
             ("ls-1", "list_directory", False),
