@@ -310,3 +310,93 @@ def test_an_edit_refused_in_between_is_no_fix():
     other = ("Edit", {"file_path": PAGE, "old_string": "  }", "new_string": "  };"}, many)
     (f,) = [f for f in _found([[same], [_read(84)], [same], [other], [other], [same]]) if f[STUCK]]
     assert (f[FIRST], f[LAST], f[REPEATS]) == (0, 5, 3)
+
+
+BLOCK = "\n".join(
+    [
+        "  ValueAndUnit _formatVelocity({",
+        "    required UnitType unitsType,",
+        "    required String language,",
+        "    required double value,",
+        "  }) {",
+        "    const kmToMileRatio = 0.621371;",
+        "    final isEnglish = language == 'en';",
+        "    return switch ((unitsType, isEnglish)) {",
+        "      (UnitType.mphInch, true) => ValueAndUnit(value.toStringAsFixed(1), 'mph'),",
+        "      (UnitType.kmhCm, true) => ValueAndUnit((value * kmToMileRatio).toStringAsFixed(1), 'km/h'),",
+        "    };",
+        "  }",
+    ]
+)
+
+
+def _edit_block(old: str) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+    return ("Edit", {"file_path": PAGE, "old_string": old, "new_string": ""}, _not_found(old))
+
+
+def test_an_edit_resent_with_its_old_text_barely_changed_is_one_blind_retry():
+    """An Edit of a block the file does not hold as sent (lllttt06 in cc-ab: literal '\\n' in the old text), resent
+    with a line of context more, then with a closing brace more, with reads and an edit of another text (also not
+    found) between: the same old text barely changed, the same refusal, no fix, so one blind retry of 3."""
+    messages = [
+        [_edit_block(BLOCK)],
+        [_read(390)],
+        [_edit_block("  }\n\n" + BLOCK)],
+        [_edit_block("    };\n  }\n}")],  # another question, refused too: no fix
+        [_read(410)],
+        [_edit_block("  }\n\n" + BLOCK + "\n}")],
+    ]
+    (f,) = [f for f in _found(messages) if f[STUCK]]
+    assert (f[FIRST], f[LAST], f[REPEATS]) == (0, 5, 3)
+    assert "same error" in f[WHY]
+
+
+def test_an_old_text_changed_only_in_whitespace_or_in_a_number_asks_again_differently():
+    """The same block resent with trailing spaces, then another indentation: each try matches the file's whitespace
+    another way, a fix of the text, not the same text again. Nor is the block with one number changed."""
+    spaced = [BLOCK, BLOCK.replace("{\n", "{ \n"), BLOCK.replace("\n    ", "\n\t")]
+    assert [f for f in _found([[_edit_block(old)] for old in spaced]) if f[STUCK]] == []
+    numbered = [BLOCK.replace("0.621371", n) for n in ("0.621371", "0.62", "1.609")]
+    assert [f for f in _found([[_edit_block(old)] for old in numbered]) if f[STUCK]] == []
+
+
+def test_a_patch_resent_with_its_old_lines_barely_changed_is_one_blind_retry():
+    """Codex's patch of one report line the file holds with other bytes (a mojibake heading), resent with the quotes
+    escaped and with one line of context less, each "Failed to find expected lines" quoting what it sent (akinori
+    and Zo-Qore in cx-i and cx-j): one blind retry, through either tool."""
+    line = '<div className="flex items-center justify-between mb-3"><h2 className="text-lg font-semibold">Report'
+    tries = [f"{line}\n  <button>", line.replace('"', '\\"') + "\n  <button>", line]
+    for tool in ("apply_patch", "shell"):
+        messages = []
+        for i, old in enumerate(tries):
+            messages += [[_look(10 * i)], [_applied(tool, _patch(old, old + " (new)"), old)]]
+        (f,) = [f for f in _found(messages) if f[STUCK]]
+        assert (f[FIRST], f[LAST], f[REPEATS]) == (1, 5, 3), tool
+
+
+def test_the_same_command_failing_among_other_failures_is_one_retry():
+    """A shell whose folder is gone (umaionigiri in cc-z): the same `git worktree list` in the repository fails with
+    a bare exit code three times, its flags varied, with other commands failing between (`pwd`, `echo`). A failure
+    between two tries changed nothing, so the tries are one retry, not three."""
+    gone = ("Exit code 1", True)
+    calls = [
+        ("Bash", {"command": "cd /repo && git worktree list"}, gone),
+        ("Bash", {"command": "pwd"}, gone),
+        ("Bash", {"command": "cd /repo && git worktree list -v"}, gone),
+        ("Bash", {"command": "echo hello"}, gone),
+        ("Bash", {"command": "cd /repo && git worktree list --porcelain"}, gone),
+    ]
+    (f,) = [f for f in _found([[c] for c in calls]) if f[STUCK]]
+    assert (f[FIRST], f[LAST], f[REPEATS]) == (0, 4, 3)
+
+
+def test_refusals_of_commands_over_one_glob_name_no_one_file():
+    """Different commands over `"*.tsx"` files, each refused for permission: a glob is a pattern over many files,
+    not one target, so nothing links them (RickH555 in cc-o). A shell command's files are those it names as files
+    (``semantics.named_paths``), not every word its parse keeps as a path."""
+    cmds = [
+        'for d in pages lib; do find "./$d" -name "*.tsx" | wc -l; done',
+        'find . -name "*.tsx" -newer package.json',
+        'find src -name "*.tsx" | xargs grep -l useEffect',
+    ]
+    assert [f for f in _found([[_denied("Bash", {"command": c})] for c in cmds]) if f[STUCK]] == []

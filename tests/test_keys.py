@@ -6,6 +6,8 @@ from __future__ import annotations
 import xxhash
 
 from analyzer.detect.keys import (
+    NOT_FOUND,
+    REFUSED,
     call_key,
     canonical_json,
     digest,
@@ -116,3 +118,22 @@ def test_the_store_holds_the_result_keys_a_guard_computes(tmp_path) -> None:  # 
     ingest_paths(db, write_jsonl(tmp_path / "r.jsonl", records))
     rows = query(db, "SELECT result_key, is_error, result_text, result_chars FROM calls ORDER BY seq")
     assert [(r[0], r[1], r[3]) for r in rows] == [(result_key(t, e), e, len(t)) for t, e in outputs]
+
+
+def test_every_edit_refused_for_text_not_in_the_file_has_one_result_key() -> None:
+    """Claude Code's, Codex's and OpenHands' "not found" refusals quote the text sent, so each old text would be a
+    result of its own and a retry whose old text barely changed would never meet its first try: they share
+    ``NOT_FOUND``, as permission refusals share ``REFUSED``. The same words in a successful output, or in another
+    error, keep their own key."""
+    refusals = [
+        "<tool_use_error>String to replace not found in file.\nString:   port: 3000</tool_use_error>",
+        "<tool_use_error>String to replace not found in file.\nString:   port: 5000</tool_use_error>",
+        "apply_patch verification failed: Failed to find expected lines in /repo/a.md:\n| chat | ok |",
+        "apply_patch verification failed: Failed to find context 'def load():' in /repo/store.py",
+        "ERROR:\nNo replacement was performed, old_str `x = 1` did not appear verbatim in /repo/a.py.",
+    ]
+    assert {result_key(r, True) for r in refusals} == {NOT_FOUND}
+    assert result_key(refusals[0], False) != NOT_FOUND  # a file that quotes the message, read back
+    assert result_key("Permission to use Edit has been denied.", True) == REFUSED
+    failing = "FAIL test_patch.py::test_hunks - AssertionError\n1 failed"
+    assert result_key(failing, True) not in (NOT_FOUND, REFUSED)

@@ -27,6 +27,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -45,15 +46,18 @@ from analyzer.detect.rules import (
     is_mutating,
 )
 from analyzer.detect.semantics import (
+    ERROR_HEAD,
     PATCH_BEGIN,
     SHELL_STAGE,
     SHELL_STEP,
+    TEXT_NOT_FOUND,
     PatchParts,
     action_args,
     blind_step,
     call_poll_status,
     is_poll,
     is_refusal,
+    is_text_not_found,
     is_wait,
     named_paths,
     patch_parts,
@@ -513,14 +517,9 @@ _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
 # A refusal in the harness's validation envelope that is no invalid call: the file changed under the agent since it
 # read it (a linter, a formatter, another writer). Writing again the same way meets the same refusal.
 # Of these, "not found" answers the text sent, not the file's state: another old text is another question ("is X in
-# the file?"), as another search pattern is, so only the same text again is a retry (``_TEXT_ERROR``).
-# An edit refused because the text it sent is not in the file (Claude Code's Edit; Codex's apply_patch, its lines or
-# its ``@@`` anchor): an answer to that text, not the file's state.
-_TEXT_ERROR = re.compile(
-    r"string to replace not found|failed to find (?:expected lines|context)|did not appear verbatim", re.I
-)
-_STATE_ERROR = re.compile(rf"modified since read|unexpectedly modified|{_TEXT_ERROR.pattern}", re.I)
-ERROR_HEAD = 600  # characters of a result where its error is read (the envelope's first lines)
+# the file?"), as another search pattern is, so only the same text again, or barely changed, is a retry
+# (``semantics.TEXT_NOT_FOUND``).
+_STATE_ERROR = re.compile(rf"modified since read|unexpectedly modified|{TEXT_NOT_FOUND.pattern}", re.I)
 _PLACEHOLDER = re.compile(
     r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
     r"\)?\s*$)",
@@ -1132,6 +1131,23 @@ def _pieces(
     return [(p, c) for p, c in out if len(p) >= MIN_REPEATS]
 
 
+def _threads(
+    positions: Sequence[int], calls: list[CallView], link: Callable[[CallView, CallView], bool]
+) -> list[tuple[list[int], list[CallView]]]:
+    """``_pieces`` that a failure of another question does not cut: each call joins the first thread whose last call
+    it links to (a failed edit of other text in between changed nothing, so the text sent again asks again)."""
+    threads: list[tuple[list[int], list[CallView]]] = []
+    for p, c in zip(positions, calls):
+        for ps, cs in threads:
+            if link(cs[-1], c):
+                ps.append(p)
+                cs.append(c)
+                break
+        else:
+            threads.append(([p], [c]))
+    return [(p, c) for p, c in threads if len(p) >= MIN_REPEATS]
+
+
 def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str = "in a row") -> list[Judged]:
     """The same action failing again and again: consecutive real failures on one object."""
 
@@ -1151,13 +1167,16 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
             and command_text(a.args) is None
             and not _text_not_found(a)
         )
-        if not (target or same_object(x, y) or _same_text_not_found(a, b, x, y)) or not alike(a, b):
+        if _text_not_found(a) and _text_not_found(b):  # an answer to the text sent: the same text, or barely changed
+            if not _same_text_not_found(a, b, x, y):
+                return False
+        elif not (target or same_object(x, y)) or not alike(a, b):
             return False
         # the same failure again, or the same question asked again and the same answer (a search's "no match")
         return (failed(a) and failed(b)) or (is_answer(a) and is_answer(b))
 
     out = []
-    for ps, cs in _pieces(positions, calls, link):
+    for ps, cs in _threads(positions, calls, link):
         if format_error(cs[0]) and len(ps) < MIN_FORMAT_REFUSALS:
             continue
         if _attempts(cs) < MIN_REPEATS:
@@ -1183,24 +1202,50 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
 
 
 def _same_text_not_found(a: CallView, b: CallView, x: Action, y: Action) -> bool:
-    """Two edits of one file refused because the text they expect is not in it (``_TEXT_ERROR``), each answer quoting
-    the same text: the same question asked again, whatever else the edits carry (a patch stops at its first hunk that
-    does not match, and quotes that hunk; the later hunks it never reached may differ)."""
+    """Two edits of one file refused because the text they expect is not in it (``semantics.TEXT_NOT_FOUND``), each
+    answer quoting the same text or barely changed (``SAME_QUOTE``): the same question asked again (a patch stops at
+    its first hunk that does not match, and quotes that hunk; the later hunks it never reached may differ). The
+    quotes are compared as sent, whitespace and numbers kept: adding the trailing spaces a file holds is a fix of the
+    text, and ``port: 3000`` is not ``port: 5000``."""
     if a.tool != b.tool or not x.paths or x.paths != y.paths or not (_text_not_found(a) and _text_not_found(b)):
         return False
-    return _quoted(a.result) == _quoted(b.result)
+    qa, qb = _quoted(a.result), _quoted(b.result)
+    if qa == qb:
+        return True
+    if qa.split() == qb.split():
+        return False  # only the whitespace changed: matching the file's indentation or trailing spaces, a fix
+    na, nb = set(_DIGITS.findall(qa)), set(_DIGITS.findall(qb))
+    if not (na <= nb or nb <= na):
+        return False  # a number replaced by another: `port: 3000`, then `port: 5000`, asks another question
+    m = SequenceMatcher(None, qa, qb, autojunk=False)
+    return m.real_quick_ratio() >= SAME_QUOTE and m.quick_ratio() >= SAME_QUOTE and m.ratio() >= SAME_QUOTE
+
+
+# Two quotes of text not found are one text barely changed at this character similarity (difflib's ratio, 2M/T):
+# a line of context added to a 20-line block, an escaped quote, a trailing brace.
+SAME_QUOTE = 0.8
+_QUOTE_CHARS = 2000  # characters of a quote compared (what is not found is its head: the first line that differs)
+_QUOTE_HEAD = re.compile(r"\A(?:String:[ \t]?)?")  # Claude Code's "String: " before the old text it quotes
+_QUOTE_TAIL = re.compile(r"</tool_use_error>\s*\Z")
 
 
 def _text_not_found(c: CallView) -> bool:
-    """An edit refused because the text it sent is not in the file (``_TEXT_ERROR`` in its result's head)."""
-    return bool(_TEXT_ERROR.search((c.result or "")[:ERROR_HEAD]))
+    """An edit refused because the text it sent is not in the file (``semantics.TEXT_NOT_FOUND``)."""
+    return is_text_not_found(c.result)
 
 
 @lru_cache(maxsize=_RESULTS)
 def _quoted(result: str | None) -> str:
-    """A "not found" refusal as it quotes the text sent: its body, whitespace collapsed, numbers kept (``port: 3000``
-    and ``port: 5000`` are two texts)."""
-    return " ".join(_body(result).split())
+    """The text a "not found" refusal quotes, as sent: its body after the refusal's own line, without the harness's
+    envelope around it, its head (``_QUOTE_CHARS``); in a refusal of one line, what it puts in quotes (Codex's
+    "Failed to find context '<anchor>'")."""
+    body = _body(result)
+    if "\n" in body:
+        quote = body.partition("\n")[2]
+    else:
+        m = _QUOTED.search(body)
+        quote = m.group(0)[1:-1] if m else body
+    return _QUOTE_TAIL.sub("", _QUOTE_HEAD.sub("", quote, count=1))[:_QUOTE_CHARS]
 
 
 def refused(c: CallView) -> bool:
@@ -1212,9 +1257,11 @@ def refused(c: CallView) -> bool:
 def _targets(tool: str, args: str | None) -> frozenset[tuple[str, ...]]:
     """The files a call names, each as ``semantics.path_parts``: its path arguments (``action``'s paths), and the
     paths its shell command, program or patch names (``semantics.named_paths``)."""
-    paths = {path_parts(p) for p in action(tool, args).paths}
     a = _args(args)
     text = command_text(args)
+    # a shell command's files are those ``named_paths`` finds: its parse keeps any word with a slash as a path, and
+    # a sed script (`s/x/y/`) names no file
+    paths = {path_parts(p) for p in action(tool, args).paths} if text is None else set()
     if text is None and isinstance(a, dict):
         text = next((v for k in (*_CODE_KEYS, "input", "patch") if isinstance(v := a.get(k), str)), None)
     if text is not None:
@@ -1243,7 +1290,10 @@ def _drift_runs(positions: Sequence[int], calls: list[CallView]) -> list[Judged]
     """The same action with drifting arguments (flags, a wrapper, a retried edit's old text) answered alike."""
 
     def link(a: CallView, b: CallView) -> bool:
-        if format_error(a) or format_error(b) or not same_object(action(a.tool, a.args), action(b.tool, b.args)):
+        x, y = action(a.tool, a.args), action(b.tool, b.args)
+        if _text_not_found(a) and _text_not_found(b):  # an answer to the text sent: the same text, or barely changed
+            return _same_text_not_found(a, b, x, y)
+        if format_error(a) or format_error(b) or not same_object(x, y):
             return False
         if failed(a) and failed(b):
             return bool(alike(a, b))

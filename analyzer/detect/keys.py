@@ -14,7 +14,14 @@ from typing import Any
 import orjson
 import xxhash
 
-from analyzer.detect.semantics import NOISE_FIELD_RE, NOISE_LINE_RE, NOISE_MARKERS, action_args, is_refusal
+from analyzer.detect.semantics import (
+    NOISE_FIELD_RE,
+    NOISE_LINE_RE,
+    NOISE_MARKERS,
+    action_args,
+    is_refusal,
+    is_text_not_found,
+)
 
 _SORT = orjson.OPT_SORT_KEYS
 _NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
@@ -96,16 +103,23 @@ def normalize_result(text: str) -> str:
 def result_key(text: str | None, is_error: bool | None) -> str | None:
     """Hash of the error flag and the normalised result text; ``None`` for a call that never got a result. Every
     permission refusal has one key, ``REFUSED``, whatever its words (``semantics.is_refusal``): "Permission to use
-    Edit has been denied" and "sed command requires approval" are the same wall."""
+    Edit has been denied" and "sed command requires approval" are the same wall. So has every edit refused because
+    the text it sent is not in the file, ``NOT_FOUND`` (``semantics.is_text_not_found``): the refusal quotes the text
+    sent, so two of them differ exactly when the edits' old texts do, and a retry whose old text barely changed
+    would otherwise never meet its first try. Calls with one action key lose nothing by it: their old texts, hence
+    their refusals, are the same."""
     if text is None and is_error is None:
         return None
     if is_error and is_refusal(text):
         return REFUSED
+    if is_error and is_text_not_found(text):
+        return NOT_FOUND
     return digest(f"{'E' if is_error else 'R'}\x00{normalize_result(text or '')}")
 
 
 REFUSED = digest("E\x00\x00permission refused")  # the result key of every permission refusal
 REFUSED_NUMBER = int(REFUSED, 16)  # ``REFUSED`` as the scan reads result keys: the number its hex digits spell
+NOT_FOUND = digest("E\x00\x00text not found")  # the result key of every edit refused for a text not in the file
 
 
 _WORD = re.compile(r"[a-z0-9_-]{3,}")

@@ -1040,6 +1040,21 @@ def is_refusal(result: str | None) -> bool:
     return bool(result) and bool(PERMISSION_REFUSAL.match(result or ""))
 
 
+# An edit refused because the text it sent is not in the file: Claude Code's Edit ("String to replace not found"),
+# Codex's apply_patch (its lines, "Failed to find expected lines", or its ``@@`` anchor, "Failed to find context"),
+# OpenHands' editor ("did not appear verbatim"). An answer to the text sent, not the file's state; ``keys.result_key``
+# gives every such refusal one key, so a retried edit whose old text barely changes is one candidate.
+TEXT_NOT_FOUND = re.compile(
+    r"string to replace not found|failed to find (?:expected lines|context)|did not appear verbatim", re.I
+)
+ERROR_HEAD = 600  # characters of a result where its error is read (the envelope's first lines)
+
+
+def is_text_not_found(result: str | None) -> bool:
+    """Whether a result's head says the text an edit sent is not in the file (``TEXT_NOT_FOUND``)."""
+    return bool(result) and bool(TEXT_NOT_FOUND.search((result or "")[:ERROR_HEAD]))
+
+
 Path = tuple[str, ...]
 # A patch's file line, its operation and its file (``*** Update File: src/app.py``): ``named_paths``' files and
 # ``patch_parts``' object.

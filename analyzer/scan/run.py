@@ -43,13 +43,17 @@ if TYPE_CHECKING:
 # 9: a blind step's acknowledgement (a relative ``cd``'s silence, "Clicked at (x, y)") is no evidence of the same
 #    result (``semantics.blind_step``); one change refused for permission through several tools is one blind retry
 #    when a tool sends it again after its refusal (``keys.REFUSED``, ``judge._targets``); edits of one file
-#    for different old texts, each "not found", are different questions (``judge._TEXT_ERROR``); PowerShell's
+#    for different old texts, each "not found", are different questions (``semantics.TEXT_NOT_FOUND``); PowerShell's
 #    Select-String is a search program
 # 10: Claude Code's TeamDelete, refused while a teammate still runs ("1 active member(s)"), is a poll: waiting; a
 #    patch (Codex's apply_patch, or run through its shell) is an edit: its files the object, its expected lines the
 #    old text (``semantics.patch_parts``); two "not found" refusals quoting the same text are the same question; an
 #    edit tool's call that came back an error made no change (``judge.changed_state``)
-DETECTOR_VERSION = "10"
+# 11: every "not found" refusal of an edit has one result key (``keys.NOT_FOUND``), and two of one file whose quotes
+#    are the same text barely changed are the same question (``judge._same_text_not_found``); a failure of another
+#    question between two failures of one action does not cut their run (``judge._threads``); a shell command's
+#    targets are the files it names (``semantics.named_paths``), not every word with a slash
+DETECTOR_VERSION = "11"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
 # since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store. Both are
