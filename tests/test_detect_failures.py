@@ -400,3 +400,34 @@ def test_refusals_of_commands_over_one_glob_name_no_one_file():
         'find src -name "*.tsx" | xargs grep -l useEffect',
     ]
     assert [f for f in _found([[_denied("Bash", {"command": c})] for c in cmds]) if f[STUCK]] == []
+
+
+def _build(output: str, code: str = "Exit code: 124\nWall time: 120 seconds\nOutput:\n") -> tuple:
+    args = {"command": "cd /repo/build && cmake --build . -j 4", "timeout_ms": 120000}
+    return ("shell_command", args, (code + output, True))
+
+
+def test_a_run_killed_at_its_time_limit_that_got_further_is_progress():
+    """The same build killed at the tool's 120 s limit three times, each further on (tvvshow in cx-k), or a test
+    suite's limit raised each time with more output (Zo-Qore in cx-j): a cut run's result is what it printed before
+    the cut, and it changed. The same cut at the same place each time is the same result again."""
+    steps = ["[ 35%] Building CXX object checkpoint.o", "[ 59%] Building CUDA object GPUEngine.cu.o", "[ 97%] Linking"]
+    progress = [[_build("[ 18%] Built target secpk1\n" + s)] for s in steps]
+    assert [f for f in _found(progress) if f[STUCK]] == []
+    suite = [
+        [
+            (
+                "shell",
+                {"command": ["npm", "run", "test:e2e"], "timeout_ms": ms},
+                (f"command timed out after {ms} ms\n{out}", True),
+            )
+        ]
+        for ms, out in ((360000, "> e2e\n1 passed"), (600000, "> e2e\n1 passed\n2 passed"), (900000, "> e2e\n3 passed"))
+    ]
+    assert [f for f in _found(suite) if f[STUCK]] == []
+    same = [[_build("[ 18%] Built target secpk1\n[ 35%] Building CXX object checkpoint.o")] for _ in range(3)]
+    assert [f[REPEATS] for f in _found(same) if f[STUCK]] == [3]
+    error = "\nGPUMath.h(350): error: identifier limbStride is undefined"
+    failed = "Exit code: 2\nWall time: 45 seconds\nOutput:\n"  # a build that failed: its error says the same
+    other = [[_build("[ 18%] Built target secpk1\n" + s + error, failed)] for s in steps]
+    assert [f[REPEATS] for f in _found(other) if f[STUCK]] == [3]

@@ -628,10 +628,17 @@ def is_message(c: CallView) -> bool:
     return isinstance(a, dict) and any(_key(k) in _RECIPIENT_KEYS for k in a)
 
 
+# A command killed at its time limit: Codex's "command timed out after N milliseconds" or exit code 124 (its tool's
+# limit, as GNU `timeout`'s), Claude Code's "Command timed out after 2m 0.0s".
+_TIMED_OUT = re.compile(
+    r"\b(?:command )?timed out after \d|^\s*(?:Exit code:?|Process exited with code) 124\b", re.I | re.M
+)
+
+
 class ResultKey(NamedTuple):
     """What ``alike`` compares of a result, declared once (``_came_back`` keeps sets of them): the body with numbers
-    masked; a failure's error signature ("" for a call that did not fail); a message reply's words (None for any
-    other result)."""
+    masked; a failure's error signature ("" for a call that did not fail, or was killed at its time limit); a message
+    reply's words (None for any other result)."""
 
     body: str
     signature: str
@@ -647,7 +654,10 @@ def result_key(c: CallView) -> ResultKey | None:
     body = _comparable(c.result)
     bad = failed(c)
     words = _words(body) if not bad and is_message(c) else None
-    return ResultKey(body, _error_signature(c.result) if bad else "", words)
+    # a run killed at its time limit has no error of its own to compare: what it printed before the cut is its result
+    # (a build that got further than the last time made progress)
+    signed = bad and not _TIMED_OUT.search(c.result[:ERROR_HEAD])
+    return ResultKey(body, _error_signature(c.result) if signed else "", words)
 
 
 def alike(a: CallView, b: CallView) -> bool | None:
