@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from analyzer.detect.judge import CallView, action, degenerate, judge_calls, judge_text, same_object
+from analyzer.detect.judge import CallView, action, changed_state, degenerate, judge_calls, judge_text, same_object
 
 
 def bash(cmd: str, result: str = "", error: bool = False) -> CallView:
@@ -242,3 +242,25 @@ def test_shell_words_split_as_shlex_does() -> None:
         assert split(shell_words, text) == split(shlex.split, text)
 
     check()
+
+
+def test_a_heredoc_into_a_quoted_path_between_two_reads_is_a_change() -> None:
+    """A plan's documents written with `cat > "$BASE/design.txt" <<'EOF'` between re-reads of the first one (lewislpz
+    in cx-k): a write, so each read follows a change and none repeats the last; a `>` inside quoted text writes
+    nothing."""
+    read = bash("sed -n '1,260p' \"plans/x/investigation.md\"", "# Investigation\n...")
+    for doc in ("design", "plan"):
+        write = bash(f'set -euo pipefail\nBASE="plans/x"\ncat > "$BASE/{doc}.md" <<\'EOF\'\n# {doc}\nEOF', "")
+        assert changed_state(write), doc
+    calls = [
+        read,
+        bash("cat > \"plans/x/design.md\" <<'EOF'\nx\nEOF"),
+        read,
+        bash("cat > 'plans/x/plan.md' < tmp"),
+        read,
+    ]
+    assert [j for j in judged("window", calls[::2], None) if j.stuck]  # the reads alone: the same answer thrice
+    views = dict(enumerate(calls))
+    between = lambda a, b: list(range(a + 1, b))  # noqa: E731
+    assert [j for j in judge_calls("window", [0, 2, 4], None, views.__getitem__, between) if j.stuck] == []
+    assert not changed_state(bash('echo "see a > b in the docs"'))

@@ -772,8 +772,9 @@ def _shell_writes(command: str) -> bool:
 
 
 _QUOTED = re.compile(r"'[^']*'|\"(?:\\.|[^\"\\])*\"")
-# A redirect into a file (not 2>&1, >&2, >/dev/null), outside quoted text.
-_REDIRECT = re.compile(r"(?<![0-9&>-])>{1,2}\s*(?!&|/dev/null|\s*$)[\w./~$-]")
+# A redirect into a file (not 2>&1, >&2, >/dev/null), outside quoted text; the file may be quoted (`> "$DIR/a.txt"`,
+# whose quotes ``_shell_writes`` has emptied to `''`).
+_REDIRECT = re.compile(r"(?<![0-9&>-])>{1,2}\s*(?!&|/dev/null|\s*$)[\w./~$'\"-]")
 
 
 @lru_cache(maxsize=_RESULTS)

@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 #    are the same text barely changed are the same question (``judge._same_text_not_found``); a failure of another
 #    question between two failures of one action does not cut their run (``judge._threads``); a shell command's
 #    targets are the files it names (``semantics.named_paths``), not every word with a slash; a run killed at its
-#    time limit is compared by its output, not an error signature (``judge._TIMED_OUT``)
+#    time limit is compared by its output, not an error signature (``judge._TIMED_OUT``); a redirect into a quoted
+#    path is a write
 DETECTOR_VERSION = "11"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
