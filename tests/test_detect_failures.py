@@ -431,3 +431,15 @@ def test_a_run_killed_at_its_time_limit_that_got_further_is_progress():
     failed = "Exit code: 2\nWall time: 45 seconds\nOutput:\n"  # a build that failed: its error says the same
     other = [[_build("[ 18%] Built target secpk1\n" + s + error, failed)] for s in steps]
     assert [f[REPEATS] for f in _found(other) if f[STUCK]] == [3]
+
+
+def test_a_permission_prompt_that_failed_is_a_refusal():
+    """Claude Code's "Tool permission request failed: Error: Stream closed": the prompt asking the user failed, so the
+    call never ran, as a denied one (panwenzhuo2016 in cc-ae: the same Edit seven times, then the file as a Write,
+    twice). The change resent through another tool meets the same wall: one stuck run."""
+    closed = ("Tool permission request failed: Error: Stream closed", True)
+    path = "/repo/.claude/commands/release.md"
+    edit = ("Edit", {"file_path": path, "old_string": "## Steps", "new_string": "## Steps\n1. tag"}, closed)
+    write = ("Write", {"file_path": path, "content": "# Release\n## Steps\n1. tag"}, closed)
+    (f,) = [f for f in _found([[edit], [_look(1)], [write], [write]]) if f[STUCK]]
+    assert f[REPEATS] == 3 and "refused for permission" in f[WHY]

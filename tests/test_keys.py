@@ -135,5 +135,6 @@ def test_every_edit_refused_for_text_not_in_the_file_has_one_result_key() -> Non
     assert {result_key(r, True) for r in refusals} == {NOT_FOUND}
     assert result_key(refusals[0], False) != NOT_FOUND  # a file that quotes the message, read back
     assert result_key("Permission to use Edit has been denied.", True) == REFUSED
+    assert result_key("Tool permission request failed: Error: Stream closed", True) == REFUSED
     failing = "FAIL test_patch.py::test_hunks - AssertionError\n1 failed"
     assert result_key(failing, True) not in (NOT_FOUND, REFUSED)

@@ -1023,7 +1023,8 @@ def blind_step(args: Any, body: str | None) -> bool:
 # -- permission refusals: the same call refused, whatever tool carries it -------------------------------------------
 
 # A harness's refusal of a call for want of permission, as it opens the result: Claude Code's "Permission to use Edit
-# has been denied", "Claude requested permissions to write to F, but you haven't granted it yet", "This command
+# has been denied", "Claude requested permissions to write to F, but you haven't granted it yet", "Tool permission
+# request failed: Error: Stream closed" (the prompt that asks the user failed: nothing ran), "This command
 # requires approval", "sed command requires approval (…)", "Commands that change directories and perform write
 # operations require explicit approval". The call never ran, and sending the same change again, through the same
 # tool or another (Edit, an MCP ``edit_file``, ``sed -i``, a Python heredoc), meets the same wall until the user
@@ -1031,6 +1032,7 @@ def blind_step(args: Any, body: str | None) -> bool:
 # an approval ("Pull request #12 requires approval from a code owner") is none.
 PERMISSION_REFUSAL = re.compile(
     r"\A\s*+(?:Permission to use \S+ has been denied|Claude requested permissions to \w+ |"
+    r"Tool permission request failed|"
     r"(?:This |\w+ )?[Cc]ommands?\b[^\n]{0,100}?\brequires? (?:explicit )?approval\b)"
 )
 

@@ -25,7 +25,8 @@ from analyzer.tables import table as _t
 # 11: an older Codex's refusal of a patch run through its shell ("error: Failed to find expected lines", "error:
 #    invalid hunk") is an error (result keys change: stores are rebuilt)
 # 12: every edit refused because the text it sent is not in the file has one result key (``keys.NOT_FOUND``), as
-#    permission refusals have (result keys change: stores are rebuilt)
+#    permission refusals have; Claude Code's "Tool permission request failed" is a permission refusal (result keys
+#    change: stores are rebuilt)
 SCHEMA_VERSION = 12
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
