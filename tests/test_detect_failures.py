@@ -443,3 +443,19 @@ def test_a_permission_prompt_that_failed_is_a_refusal():
     write = ("Write", {"file_path": path, "content": "# Release\n## Steps\n1. tag"}, closed)
     (f,) = [f for f in _found([[edit], [_look(1)], [write], [write]]) if f[STUCK]]
     assert f[REPEATS] == 3 and "refused for permission" in f[WHY]
+
+
+def test_openhands_old_texts_not_found_are_compared_by_what_they_quote():
+    """OpenHands' refusal names the old text in backticks inside its own sentence ("old_str `…` did not appear
+    verbatim in …"): three different short old texts are three questions, though the sentences around them are
+    nearly the same; the same old text sent again is the retry."""
+
+    def replace(old: str) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+        err = f"ERROR:\nNo replacement was performed, old_str `{old}` did not appear verbatim in /workspace/app.py."
+        args = {"command": "str_replace", "path": "/workspace/app.py", "old_str": old, "new_str": "x"}
+        return ("str_replace_editor", args, (err, True))
+
+    different = [[replace(old)] for old in ("def load(self):", "class Store:", "return cache")]
+    assert [f for f in _found(different) if f[STUCK]] == []
+    same = [[replace("def load(self):")], [replace("def load(self) :")], [replace("def load(self):")]]
+    assert [f[REPEATS] for f in _found(same) if f[STUCK]] == [3]

@@ -1160,7 +1160,8 @@ def _threads(
 
 
 def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str = "in a row") -> list[Judged]:
-    """The same action failing again and again: consecutive real failures on one object."""
+    """The same action failing again and again: real failures on one object, other failures between them or not
+    (``_threads``)."""
 
     def link(a: CallView, b: CallView) -> bool:
         if format_error(a) or format_error(b):  # replies refused for their format: the reply is the action
@@ -1238,6 +1239,7 @@ SAME_QUOTE = 0.8
 _QUOTE_CHARS = 2000  # characters of a quote compared (what is not found is its head: the first line that differs)
 _QUOTE_HEAD = re.compile(r"\A(?:String:[ \t]?)?")  # Claude Code's "String: " before the old text it quotes
 _QUOTE_TAIL = re.compile(r"</tool_use_error>\s*\Z")
+_QUOTE_SPAN = re.compile(r"`([^`]*)`|'([^'\n]*)'|\"([^\"\n]*)\"")  # the text a one-line refusal puts in quotes
 
 
 def _text_not_found(c: CallView) -> bool:
@@ -1247,16 +1249,19 @@ def _text_not_found(c: CallView) -> bool:
 
 @lru_cache(maxsize=_RESULTS)
 def _quoted(result: str | None) -> str:
-    """The text a "not found" refusal quotes, as sent: its body after the refusal's own line, without the harness's
-    envelope around it, its head (``_QUOTE_CHARS``); in a refusal of one line, what it puts in quotes (Codex's
-    "Failed to find context '<anchor>'")."""
+    """The text a "not found" refusal quotes, as sent, its head (``_QUOTE_CHARS``): the lines after the refusal's own
+    line (Claude Code's "String: …", Codex's expected lines), without the harness's envelope; or, when nothing
+    follows that line, what the refusal puts in quotes (Codex's "Failed to find context '<anchor>'", OpenHands'
+    "old_str `…` did not appear verbatim")."""
     body = _body(result)
-    if "\n" in body:
-        quote = body.partition("\n")[2]
+    m = TEXT_NOT_FOUND.search(body)
+    after = body[m.end() :].partition("\n")[2] if m else ""
+    if after.strip():
+        quote = _QUOTE_TAIL.sub("", _QUOTE_HEAD.sub("", after, count=1))
     else:
-        m = _QUOTED.search(body)
-        quote = m.group(0)[1:-1] if m else body
-    return _QUOTE_TAIL.sub("", _QUOTE_HEAD.sub("", quote, count=1))[:_QUOTE_CHARS]
+        span = _QUOTE_SPAN.search(body)
+        quote = next(g for g in span.groups() if g is not None) if span else body
+    return quote[:_QUOTE_CHARS]
 
 
 def refused(c: CallView) -> bool:
