@@ -459,3 +459,31 @@ def test_openhands_old_texts_not_found_are_compared_by_what_they_quote():
     assert [f for f in _found(different) if f[STUCK]] == []
     same = [[replace("def load(self):")], [replace("def load(self) :")], [replace("def load(self):")]]
     assert [f[REPEATS] for f in _found(same) if f[STUCK]] == [3]
+
+
+def test_a_change_of_another_file_is_no_fix_for_a_change_refused_for_its_own_text():
+    """The same Write refused "File has not been read yet" three times, a `mkdir -p` of its folder between (DaniloTito01
+    in cc-n); the same malformed patch of README.md refused "invalid hunk" three times, another file's patch landing
+    between (kasumigaokasama in cx-m): the refusal answers that call and that file, so only a change of that file
+    could change it. A change of the file itself between two tries is a fix."""
+    page = "/repo/src/hooks/use-toast.ts"
+    unread = ("<tool_use_error>File has not been read yet. Read it first before writing to it.</tool_use_error>", True)
+    write = ("Write", {"file_path": page, "content": "export const useToast = () => {}"}, unread)
+    mkdir = ("Bash", {"command": "mkdir -p /repo/src/hooks"}, ("", False))
+    glob = ("Glob", {"pattern": "**/use-toast*"}, ("No files found", False))
+    (f,) = [f for f in _found([[write], [glob], [write], [mkdir], [write]]) if f[STUCK]]
+    assert (f[FIRST], f[LAST], f[REPEATS]) == (0, 4, 3)
+    touch = ("Bash", {"command": f"touch {page}"}, ("", False))
+    copy = ("Bash", {"command": f"cp /repo/templates/toast.ts {page}"}, ("", False))
+    assert [f for f in _found([[write], [touch], [write], [copy], [write]]) if f[STUCK]] == []
+    readme = "*** Begin Patch\n*** Add File: README.md\n+# Title\n\nno plus sign\n*** End Patch"
+    hunk = ("error: invalid hunk at line 4, '' is not a valid hunk header", True)
+    bad = ("shell", {"command": ["apply_patch", readme]}, hunk)
+    other = "*** Begin Patch\n*** Add File: docs/HOWTO.txt\n+# How to\n*** End Patch"
+    ok = (
+        "shell",
+        {"command": ["apply_patch", other]},
+        ("Success. Updated the following files:\nA docs/HOWTO.txt", False),
+    )
+    (f,) = [f for f in _found([[bad], [bad], [ok], [bad]]) if f[STUCK]]
+    assert (f[FIRST], f[LAST], f[REPEATS]) == (0, 3, 3)

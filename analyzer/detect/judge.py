@@ -520,6 +520,9 @@ _CASCADE = _Caseless("|".join(map(re.escape, _CASCADE_TEXTS)), _CASCADE_TEXTS)
 # the file?"), as another search pattern is, so only the same text again, or barely changed, is a retry
 # (``semantics.TEXT_NOT_FOUND``).
 _STATE_ERROR = re.compile(rf"modified since read|unexpectedly modified|{TEXT_NOT_FOUND.pattern}", re.I)
+# A change refused for its own text (an old text not in the file, a malformed patch) or for a file it has not read:
+# the answer is about that call and that file.
+_SELF_REFUSAL = re.compile(rf"{TEXT_NOT_FOUND.pattern}|invalid (?:hunk|patch)|has not been read yet", re.I)
 _PLACEHOLDER = re.compile(
     r"^\s*(?:File unchanged since last read|\(identical to result|identical to result [^\n]*"
     r"\)?\s*$)",
@@ -1080,8 +1083,17 @@ def _unfixed_pieces(positions: Sequence[int], view: View, between: Between) -> l
     write, a ``sed -i`` between two runs of a test makes the second run the right move, not a loop), unless the next
     or the previous gap made exactly the same change (restore, re-apply the same edit, look again: no new fix). The
     pieces that still hold 3 occurrences within one window."""
+    first = view(positions[0])
+    # a change refused for its own text ("not found", a malformed patch) or for a file not read yet: only a change of
+    # that file can change the answer; a change of another file between two tries is no fix for it
+    own = _SELF_REFUSAL.search((first.result or "")[:ERROR_HEAD]) is not None and bool(first.is_error)
+    mine = _targets(first.tool, first.args) if own else frozenset()
+
+    def fixes(c: CallView) -> bool:
+        return changed_state(c) and (not own or same_target(_targets(c.tool, c.args), mine))
+
     gaps = [
-        frozenset((c.tool, c.args) for c in (view(q) for q in between(a, b)) if changed_state(c))
+        frozenset((c.tool, c.args) for c in (view(q) for q in between(a, b)) if fixes(c))
         for a, b in zip(positions, positions[1:])
     ]
     pieces, cur = [], [positions[0]]

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 #    question between two failures of one action does not cut their run (``judge._threads``); a shell command's
 #    targets are the files it names (``semantics.named_paths``), not every word with a slash; a run killed at its
 #    time limit is compared by its output, not an error signature (``judge._TIMED_OUT``); a redirect into a quoted
-#    path is a write
+#    path is a write; a change of another file is no fix for a change refused for its own text (``_SELF_REFUSAL``)
 DETECTOR_VERSION = "11"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
