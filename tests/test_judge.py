@@ -16,9 +16,11 @@ def tool(name: str, args: dict, result: str = "ok", error: bool = False) -> Call
     return CallView(name, orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode(), result, error)
 
 
-def judged(kind: str, calls: list[CallView], period: int | None = None):
+def judged(kind: str, calls: list[CallView], period: int | None = None, positions: list[int] | None = None):
+    """The judgement of a candidate made of ``positions`` (all the calls by default), the other calls between them."""
     views = dict(enumerate(calls))
-    return judge_calls(kind, list(range(len(calls))), period, views.__getitem__, lambda a, b: list(range(a + 1, b)))
+    at = list(range(len(calls))) if positions is None else positions
+    return judge_calls(kind, at, period, views.__getitem__, lambda a, b: list(range(a + 1, b)))
 
 
 def test_four_different_greps_with_no_match_are_debugging_not_a_failure_loop() -> None:
@@ -137,9 +139,7 @@ def test_a_rerun_after_an_edit_is_the_right_move_not_a_window_loop() -> None:
         tool("Edit", {"file_path": "src/y.ts", "old_string": "a", "new_string": "b"}, "edited"),
         bash("npm test", "1 failing"),
     ]
-    views = dict(enumerate(calls))
-    out = judge_calls("window", [0, 2, 4], None, views.__getitem__, lambda a, b: list(range(a + 1, b)))
-    assert out == []
+    assert judged("window", calls, positions=[0, 2, 4]) == []
 
 
 def test_a_parallel_batch_cascade_is_not_a_failure_loop() -> None:
@@ -260,7 +260,5 @@ def test_a_heredoc_into_a_quoted_path_between_two_reads_is_a_change() -> None:
         read,
     ]
     assert [j for j in judged("window", calls[::2], None) if j.stuck]  # the reads alone: the same answer thrice
-    views = dict(enumerate(calls))
-    between = lambda a, b: list(range(a + 1, b))  # noqa: E731
-    assert [j for j in judge_calls("window", [0, 2, 4], None, views.__getitem__, between) if j.stuck] == []
+    assert [j for j in judged("window", calls, positions=[0, 2, 4]) if j.stuck] == []
     assert not changed_state(bash('echo "see a > b in the docs"'))
