@@ -215,7 +215,8 @@ def _patch(old: str, new: str, later: str = "") -> str:
     return f"*** Begin Patch\n*** Update File: docs/report.txt\n{hunk}{more}*** End Patch"
 
 
-def _look(i: int) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+def _look_report(i: int) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+    """A read of docs/report.txt through the shell, as Codex reads between its patches."""
     return (
         "shell",
         {"command": ["bash", "-lc", f"sed -n '{i},{i + 40}p' docs/report.txt"]},
@@ -237,7 +238,7 @@ def test_a_patch_resent_against_lines_it_cannot_find_is_one_blind_retry():
     for tool in ("apply_patch", "shell"):
         messages = []
         for i, later in enumerate(("## Next steps", "## Risks and next steps", "## Summary, then the open items")):
-            messages += [[_look(10 * i)], [_applied(tool, _patch(row, "| chat | ok |", later), row)]]
+            messages += [[_look_report(10 * i)], [_applied(tool, _patch(row, "| chat | ok |", later), row)]]
         (f,) = [f for f in _found(messages) if f[STUCK]]
         assert (f[FIRST], f[LAST], f[REPEATS]) == (1, 5, 3), tool
         assert "same error" in f[WHY]
@@ -249,7 +250,7 @@ def test_patches_of_one_file_for_different_lines_not_found_are_different_questio
     for tool in ("apply_patch", "shell"):
         messages = []
         for i, old in enumerate(("## Status: draft", "| owner | nobody |", "Last updated: never")):
-            messages += [[_look(10 * i)], [_applied(tool, _patch(old, old.upper()), old)]]
+            messages += [[_look_report(10 * i)], [_applied(tool, _patch(old, old.upper()), old)]]
         assert [f for f in _found(messages) if f[STUCK]] == [], tool
 
 
@@ -369,7 +370,7 @@ def test_a_patch_resent_with_its_old_lines_barely_changed_is_one_blind_retry():
     for tool in ("apply_patch", "shell"):
         messages = []
         for i, old in enumerate(tries):
-            messages += [[_look(10 * i)], [_applied(tool, _patch(old, old + " (new)"), old)]]
+            messages += [[_look_report(10 * i)], [_applied(tool, _patch(old, old + " (new)"), old)]]
         (f,) = [f for f in _found(messages) if f[STUCK]]
         assert (f[FIRST], f[LAST], f[REPEATS]) == (1, 5, 3), tool
 
