@@ -417,6 +417,8 @@ def test_a_store_without_action_keys_is_rebuilt_by_ingest_and_refused_by_the_res
         "bash -lc 'sleep 10 && gh run view 1'",
         "cat /tmp/claude/-home-u-app/tasks/b8c5d29.output",
         "tail -n 20 /tmp/claude/-home-u-app/tasks/b8c5d29.output 2>/dev/null || echo 'No output yet'",
+        "tail -30 /tmp/claude-1000/-home-u-app/tasks/b8c5d29.output",
+        "cat /tmp/claude-1000/-home-u-app/0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0/tasks/b25k01pbe.output | tail -30",
     ],
 )
 def test_every_shell_poll_holds_a_poll_word_so_a_bulk_read_keeps_its_result(command: str) -> None:
@@ -451,6 +453,10 @@ def test_an_empty_read_of_a_background_tasks_output_is_a_running_poll() -> None:
     assert not running_poll("Bash", read, "Tests: 3 pending, 10 passed")  # the process's output, not a status
     assert not running_poll("Bash", {"command": "cat /tmp/app/server.log"}, "")
     assert not running_poll("Bash", {"command": "cat ./tasks/notes.output"}, "")  # not Claude Code's task folder
+    # `tail -N`, and the newer layout with the session's id between the project and `tasks/`
+    assert running_poll("Bash", {"command": "tail -30 /tmp/claude-1000/-home-u-app/tasks/b8c5d29.output"}, "")
+    session = "/private/tmp/claude-501/-Users-u-app/450394ba-8be4-4850-9119-41b34c800e7c/tasks/b7t57ae6l.output"
+    assert running_poll("Bash", {"command": f"tail -5 {session} 2>/dev/null"}, "")
     # read from the project's folder: the same poll, and its arguments still hold a poll word
     relative = {"command": "cd /tmp/claude/-home-u-app && cat tasks/b8c5d29.output"}
     assert running_poll("Bash", relative, "")

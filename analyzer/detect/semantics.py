@@ -789,10 +789,12 @@ STATUS_COMMAND = re.compile(
     r"kubectl\s+rollout\s+status|glab\s+ci\s+(?:status|view))\b"
 )
 # A look at a background task's output: Claude Code writes what a shell started with ``run_in_background`` prints to
-# ``<tmp>/claude/<project>/tasks/<id>.output`` and says so; reading that file (``cat``, ``tail``) is ``BashOutput`` by
-# another name. Nothing in it yet is a process that has not spoken yet: still running (``call_poll_status``).
+# ``<tmp>/claude-<uid>/<project>/tasks/<id>.output`` (newer versions: ``<project>/<session id>/tasks/``) and says so;
+# reading that file (``cat``, ``tail``, ``tail -n 20``, ``tail -20``) is ``BashOutput`` by another name. Nothing in it
+# yet is a process that has not spoken yet: still running (``call_poll_status``).
 TASK_OUTPUT_READ = re.compile(
-    r"^(?:cat|tail(?:\s+-[A-Za-z]+(?:\s*\d+)?)*)\s+['\"]?\S*/claude[^/\s]*/[^/\s]+/tasks/[\w.-]+\.output['\"]?$"
+    r"^(?:cat|tail(?:\s+-(?:[A-Za-z]+|\d+)(?:\s*\d+)?)*)\s+"
+    r"['\"]?\S*/claude[^/\s]*/(?:[^/\s]+/)*tasks/[\w.-]+\.output['\"]?$"
 )
 # A wait before a look: ``sleep N && <command>`` (or ``sleep N; <command>``).
 WAIT_PREFIX = re.compile(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)?sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*\S")

@@ -55,7 +55,9 @@ if TYPE_CHECKING:
 #    targets are the files it names (``semantics.named_paths``), not every word with a slash; a run killed at its
 #    time limit is compared by its output, not an error signature (``judge._TIMED_OUT``); a redirect into a quoted
 #    path is a write; a change of another file is no fix for a change refused for its own text (``_SELF_REFUSAL``)
-DETECTOR_VERSION = "11"
+# 12: a read of a background task's output with ``tail -N``, or under the newer ``<project>/<session>/tasks/`` folder,
+#    is a poll (``semantics.TASK_OUTPUT_READ``)
+DETECTOR_VERSION = "12"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
 # since the last checkpoint) up to the cap, so that the process grew by ~1 KB a call over the whole store. Both are
