@@ -162,6 +162,13 @@ SAME = [
     ("bash", {"command": "npm test 2>&1 | tail -20"}, {"command": "npm test | head -n 50"}),
     ("Bash", {"command": "  git   status "}, {"command": "git status"}),
     ("Bash", {"command": "bash -lc 'make all'"}, {"command": "make all"}),
+    # a label echo is commentary, as a description is: the model rewrites it on every call
+    (
+        "Bash",
+        {"command": 'export PATH="/x:$PATH"\necho "🔧 Configuring the server..."\nclaude mcp add s uvx m'},
+        {"command": 'export PATH="/x:$PATH"\necho "🔧 Adding the server..."\nclaude mcp add s uvx m'},
+    ),
+    ("Bash", {"command": 'echo "=== tests ===" && npm test'}, {"command": "npm test"}),
 ]
 DIFFERENT = [
     ("Bash", {"command": "npm test"}, {"command": "npm run build"}),
@@ -178,6 +185,7 @@ DIFFERENT = [
     ("bash", {"command": "python - <<'EOF'\nif x:\n  y()\nEOF"}, {"command": "python - <<'EOF'\nif x:\n    y()\nEOF"}),
     ("bash", {"command": "grep 'a b' f"}, {"command": "grep 'a  b' f"}),  # quoted text is kept as written
     ("bash", {"command": "make"}, {"command": "make", "description": "x", "workdir": "/elsewhere"}),
+    ("Bash", {"command": 'echo "$A" && npm test'}, {"command": 'echo "$B" && npm test'}),  # an echo that looks
     (
         "exec",
         {"input": 'const r = await tools.exec_command({"cmd":"make a"}); text(r.output);'},
@@ -243,6 +251,20 @@ def test_action_arguments_are_the_arguments_when_nothing_is_dropped() -> None:
         ("python x.py 2> err.txt; cat err.txt", "python x.py 2> err.txt; cat err.txt"),
         ("make >> build.log 2>&1; cat build.log", "make >> build.log 2>&1; cat build.log"),
         ("make || echo failed > status.txt", "make || echo failed > status.txt"),  # the echo writes a file
+        # a label echo (fixed words, for the reader) among the steps is commentary, as a description is
+        (
+            'export PATH="/x:$PATH"\necho "🔧 Adding the server..."\nclaude mcp add s uvx m',
+            'export PATH="/x:$PATH"\nclaude mcp add s uvx m',
+        ),
+        ('echo "=== build ===" && npm run build && echo Done', "npm run build"),
+        ('echo "--- a ---"; ls src; echo "--- b ---"; ls lib', "ls src; ls lib"),
+        ("cd /r && echo start && make", "cd /r && make"),
+        ('sleep 30 && echo "Wait complete"', 'echo "Wait complete"'),  # nothing but labels after the wait: kept
+        ('echo "$HOME" && ls', 'echo "$HOME" && ls'),  # a variable: it looks at something
+        ("echo $(date) && ls", "echo $(date) && ls"),
+        ('echo "a" | grep a', 'echo "a" | grep a'),  # piped into a program: its input
+        ("echo x > f.txt && ls", "echo x > f.txt && ls"),  # writes a file
+        ("cat > f.sh <<'EOF'\necho hi\nEOF\nbash f.sh", "cat > f.sh <<'EOF'\necho hi\nEOF\nbash f.sh"),  # a file's text
     ],
 )
 def test_shell_action(command: str, action: str) -> None:

@@ -444,6 +444,43 @@ def argv_script(argv: list[Any]) -> str | None:
     return None
 
 
+# An echo of fixed words (``echo "🔧 Adding the server..."``, ``echo ---``): a label the model writes for the reader, as
+# a ``description`` is; it looks at nothing and changes nothing (no variable, substitution or redirect).
+_LABEL_ECHO = r"echo(?:\s+-[neE]+)?(?:\s+(?:\"[^\"$`\\]*\"|'[^']*'|[^\s;&|$`'\"\\<>()]+))*\s*"
+_LABEL_LINE = re.compile(rf"^\s*{_LABEL_ECHO}$")
+
+
+def _without_labels(cmd: str) -> str:
+    """``cmd`` without the label echoes among its steps (``_LABEL_ECHO``): the lines of a script, the ``&&``/``;``
+    steps of a one-line command. A command that is only labels, a script with a heredoc (its lines are a file's
+    text), and a step joined by ``||`` or a pipe (a report of how the step before ended, ``_reports_only``) stay."""
+    if "\n" in cmd:
+        if "<<" in cmd:
+            return cmd
+        lines = cmd.split("\n")
+        kept = [ln for ln in lines if not _LABEL_LINE.match(ln)]
+        return "\n".join(kept).strip() if any(ln.strip() for ln in kept) and len(kept) < len(lines) else cmd
+    steps = _steps_of(cmd)
+    if not steps or len(steps) < 2:
+        return cmd
+    keep = [
+        (op, text)
+        for i, (op, _, text) in enumerate(steps)
+        if not (
+            _LABEL_LINE.match(text)
+            and op in ("", "&&", ";")
+            and (i + 1 == len(steps) or steps[i + 1][0] in ("&&", ";"))
+        )
+    ]
+    if not keep or len(keep) == len(steps):
+        return cmd
+    joined = "".join(
+        (f" {op} " if op == "&&" else f"{op} ") + text.strip() if j else text.strip()
+        for j, (op, text) in enumerate(keep)
+    )
+    return joined.strip()
+
+
 # Wrappers that do not change the action (docs/detectors.md, "The definition": the same action "with drifted flags,
 # a sleep/timeout wrapper, a | head -n tail, different whitespace"):
 _CD = re.compile(r"^cd\s+('[^']*'|\"[^\"]*\"|[^\s;&|]+)\s*(?:&&|;)\s*")
@@ -567,6 +604,8 @@ def shell_action(command: str) -> str:
         if not m or m.end() >= len(cmd):
             break
         cmd = cmd[m.end() :]
+    if "echo" in cmd:
+        cmd = _without_labels(cmd)
     while "head" in cmd[-40:] or "tail" in cmd[-40:]:  # the cheap test first: most commands end otherwise
         stripped = _TAIL.sub("", cmd)
         if stripped == cmd or not stripped.strip():
@@ -799,11 +838,8 @@ TASK_OUTPUT_READ = re.compile(
 # A wait before a look: ``sleep N && <command>`` (or ``sleep N; <command>``).
 WAIT_PREFIX = re.compile(r"^\s*(?:cd\s+\S+\s*(?:&&|;)\s*)?sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:&&|;|\n)\s*\S")
 # A call that only waits (``sleep 30``, or ``sleep 30 && echo "Wait complete"``: an echo of fixed words looks at
-# nothing): between two polls, part of the wait.
-WAIT_ONLY = re.compile(
-    r"^\s*sleep\s+\d+(?:\.\d+)?[smhd]?\s*"
-    r"(?:(?:&&|;)\s*echo(?:\s+(?:\"[^\"$`\\]*\"|'[^']*'|[^\s;&|$`'\"\\]+))*\s*)?$"
-)
+# nothing, ``LABEL_ECHO``): between two polls, part of the wait.
+WAIT_ONLY = re.compile(rf"^\s*sleep\s+\d+(?:\.\d+)?[smhd]?\s*(?:(?:&&|;)\s*{_LABEL_ECHO})?$")
 
 POLLS: tuple[PollShape, ...] = (
     PollShape(

@@ -27,11 +27,13 @@ from analyzer.tables import table as _t
 # 12: every edit refused because the text it sent is not in the file has one result key (``keys.NOT_FOUND``), as
 #    permission refusals have; Claude Code's "Tool permission request failed" is a permission refusal (result keys
 #    change: stores are rebuilt)
-SCHEMA_VERSION = 12
+# 13: a shell action key without the label echoes among its steps (``echo "🔧 Adding the server..."``: commentary, as
+#    a ``description`` is; ``semantics._without_labels``) (the keys change: stores are rebuilt)
+SCHEMA_VERSION = 13
 # The first schema whose keys this loopscope can use (v4 read some calls' arguments lossily, v3 and older hold no
 # action keys, and before v3 the keys are MD5, which must never meet the new ones): an older store is rebuilt from its
 # transcripts by ``loopscope ingest`` and refused by every other command (``connection.old_store_message`` says why).
-KEYS_VERSION = 12
+KEYS_VERSION = 13
 
 
 def old_keys(version: int) -> str:
