@@ -83,6 +83,27 @@ def test_codex_empty_write_stdin_on_a_running_session_is_waiting():
     assert f[KIND] == WAITING and not f[STUCK]
 
 
+def test_a_poll_killed_at_its_time_limit_during_its_sleep_waited():
+    """``sleep 180 && gh run list`` under a two-minute limit is killed before the look runs: the notice is all it
+    returns, and it waited as a bare ``sleep`` does. Between looks that say the run is in progress it is part of the
+    wait, not the same result three times."""
+    cut = ("Command timed out after 2m 0.0s", True)
+    running = ("in_progress\t\tFix tests\tCI\tmain\tpull_request\t17004170963\t2m27s", False)
+    calls = [
+        ("Bash", {"command": "sleep 180 && gh run list --limit 2"}, cut),
+        ("Bash", {"command": "gh run list --limit 2"}, running),
+        ("Bash", {"command": "sleep 180 && gh run list --limit 2"}, cut),
+        ("Bash", {"command": "gh run list --limit 2"}, running),
+        ("Bash", {"command": "sleep 60 && gh run list --limit 2"}, running),
+        ("Bash", {"command": "sleep 240 && gh run list --limit 2"}, cut),
+    ]
+    found = _found(calls)
+    assert found and all(f[KIND] == WAITING and not f[STUCK] for f in found)
+    # what it printed before the cut is a result: no wait
+    view = CallView("Bash", '{"command":"sleep 30 && gh run list"}', "Command timed out after 30s\nX main CI", True)
+    assert poll_state(view) != "wait"
+
+
 def test_polling_a_process_that_has_ended_is_stuck():
     # the wait ended at the first poll that said so; the same "completed" again and again is a stuck loop
     calls = [("BashOutput", {"bash_id": "b1"}, ("<status>running</status>", False)) for _ in range(3)]
@@ -107,6 +128,11 @@ def test_poll_state():
     assert poll_state(CallView("Bash", '{"command":"sleep 9 && echo \\"waited\\""}', "waited", False)) == "wait"
     assert poll_state(CallView("Bash", '{"command":"sleep 9 && echo $(cat log)"}', "x", False)) is None
     assert poll_state(CallView("Bash", '{"command":"make"}', "in progress", False)) is None
+    cut = "Exit code: 124\nWall time: 120 seconds\nOutput:\ncommand timed out after 120000 milliseconds\n"
+    assert (
+        poll_state(CallView("shell", '{"command":["bash","-lc","sleep 200 && gh pr checks 7"]}', cut, True)) == "wait"
+    )
+    assert poll_state(CallView("Bash", '{"command":"npm test"}', "Command timed out after 2m 0.0s", True)) is None
     assert poll_state(CallView("write_stdin", '{"chars":"y\\n","session_id":1}', "Process running", False)) is None
 
 

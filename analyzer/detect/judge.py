@@ -860,7 +860,31 @@ def poll_state(c: CallView) -> str | None:
         return "wait"
     if not is_poll(c.tool, _args(c.args), cmd):
         return None
+    if c.result is not None and _cut_silent(c.result):
+        # killed at the tool's time limit before it printed anything (``sleep 240 && gh run list`` under a two-minute
+        # limit): the look never ran, or saw nothing; it waited, as a bare ``sleep`` does
+        return "wait"
     return call_poll_status(cmd, c.result)
+
+
+# The lines of a shell tool's notice that it killed a run at its time limit, and nothing else: Claude Code's "Command
+# timed out after 2m 0.0s" (after "Exit code 143"), Codex's "command timed out after 120000 milliseconds" (in its
+# "Exit code / Wall time / Output" envelope).
+_TIMEOUT_NOTICE = re.compile(
+    r"(?:command timed out after (?:\d+m(?: \d+(?:\.\d+)?s)?|\d+(?:\.\d+)?s|\d+ milliseconds)|exit code:? \d+|"
+    r"wall time: [\d.]+ seconds|output:)",
+    re.I,
+)
+
+
+def _cut_silent(result: str) -> bool:
+    """A result that is only the notice of a run killed at its time limit (``_TIMEOUT_NOTICE``), nothing printed."""
+    lines = [ln.strip() for ln in result.splitlines() if ln.strip()]
+    return (
+        any("timed out after" in ln.lower() for ln in lines)
+        and len(lines) <= 4
+        and all(_TIMEOUT_NOTICE.fullmatch(ln) for ln in lines)
+    )
 
 
 def _waiting(kind: str, positions: Sequence[int], period: int | None, view: View) -> tuple[Judged, list[int]] | None:
@@ -885,7 +909,8 @@ def _waiting(kind: str, positions: Sequence[int], period: int | None, view: View
     if (
         n // block < MIN_REPEATS
         or len(polls) < MIN_REPEATS
-        or any(all(poll_state(c) == "wait" for c in calls[r : r + block]) for r in range(0, n, block))
+        or block > 1
+        and any(all(poll_state(c) == "wait" for c in calls[r : r + block]) for r in range(0, n, block))
     ):
         return None
     running = sum(1 for c in polls if poll_state(c) == "running")

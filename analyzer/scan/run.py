@@ -56,7 +56,8 @@ if TYPE_CHECKING:
 #    time limit is compared by its output, not an error signature (``judge._TIMED_OUT``); a redirect into a quoted
 #    path is a write; a change of another file is no fix for a change refused for its own text (``_SELF_REFUSAL``)
 # 12: a read of a background task's output with ``tail -N``, or under the newer ``<project>/<session>/tasks/`` folder,
-#    is a poll (``semantics.TASK_OUTPUT_READ``)
+#    is a poll (``semantics.TASK_OUTPUT_READ``); a poll killed at its time limit before it printed anything waited
+#    (``judge._cut_silent``); a shell action key drops label echoes (schema 13)
 DETECTOR_VERSION = "12"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
