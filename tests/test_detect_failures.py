@@ -98,6 +98,32 @@ def _not_found(old: str) -> tuple[str, bool]:
     return (f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>", True)
 
 
+def test_an_edit_and_a_multiedit_of_one_text_not_found_are_one_question():
+    """MultiEdit is a batch of Edits of one file, refused as an Edit is: the same old text sent through Edit, then
+    MultiEdit, then Edit again, each "not found", with a re-read between, is one question asked three times
+    (lushanoperera in cc-am: the wrong indentation kept through both tools). The same three tries of three different
+    texts are three questions."""
+    old = "\tif (!is_admin() &&\n\t    in_array('service_cat', $taxonomies) &&"
+
+    def edit(tool: str, text: str) -> tuple[str, dict[str, Any], tuple[str, bool]]:
+        args: dict[str, Any] = {"file_path": PAGE, "old_string": text, "new_string": "x"}
+        if tool == "MultiEdit":
+            args = {"file_path": PAGE, "edits": [{"old_string": text, "new_string": "x"}]}
+        return (tool, args, _not_found(text))
+
+    messages = [
+        [edit("Edit", old)],
+        [_read(14)],
+        [edit("MultiEdit", old + "\n\t\t// cache")],
+        [_read(15)],
+        [edit("Edit", old)],
+    ]
+    (f,) = [f for f in _found(messages) if f[STUCK]]
+    assert f[REPEATS] == 3 and (f[FIRST], f[LAST]) == (0, 4)
+    others = [[edit(t, f"class-{i}")] for i, t in enumerate(("Edit", "MultiEdit", "Edit"))]
+    assert [f for f in _found(others) if f[STUCK]] == []
+
+
 def test_edits_of_different_old_texts_not_found_are_different_questions():
     """A sweep of replace-all edits of one file, each for another class name, each "String to replace not found":
     every old text asks whether another string is in the file, as another search pattern does, so nothing was retried

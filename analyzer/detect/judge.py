@@ -55,6 +55,7 @@ from analyzer.detect.semantics import (
     action_args,
     blind_step,
     call_poll_status,
+    edit_family,
     is_poll,
     is_refusal,
     is_text_not_found,
@@ -1210,7 +1211,7 @@ def _failure_runs(positions: Sequence[int], calls: list[CallView], spread: str =
         # when the refusal is the file's state ("modified since read"), not an answer to the text sent
         target = (
             is_mutating(a.tool)
-            and a.tool == b.tool
+            and edit_family(a.tool) == edit_family(b.tool)
             and bool(x.paths)
             and x.paths == y.paths
             and command_text(a.args) is None
@@ -1256,7 +1257,9 @@ def _same_text_not_found(a: CallView, b: CallView, x: Action, y: Action) -> bool
     its first hunk that does not match, and quotes that hunk; the later hunks it never reached may differ). The
     quotes are compared as sent, whitespace and numbers kept: adding the trailing spaces a file holds is a fix of the
     text, and ``port: 3000`` is not ``port: 5000``."""
-    if a.tool != b.tool or not x.paths or x.paths != y.paths or not (_text_not_found(a) and _text_not_found(b)):
+    if edit_family(a.tool) != edit_family(b.tool) or not x.paths or x.paths != y.paths:
+        return False
+    if not (_text_not_found(a) and _text_not_found(b)):
         return False
     qa, qb = _quoted(a.result), _quoted(b.result)
     if qa == qb:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from analyzer.detect.keys import REFUSED, REFUSED_NUMBER
-from analyzer.detect.semantics import applies_patch
+from analyzer.detect.semantics import applies_patch, edit_family
 from analyzer.tables import table
 
 # -- signals: threshold-free, one record per call / per assistant message --------------------------------------------
@@ -184,6 +184,7 @@ def failure_key(tool: str, is_error: bool | None, result_key: Any, args: str | N
     """What makes failed changes of one target alike: a change (a change-making tool, ``is_mutating``, or a patch
     applied through a shell, ``semantics.applies_patch``) refused with the same result, or any call refused for
     permission (``keys.REFUSED``: one change sent through Edit, an MCP ``edit_file`` and ``sed -i`` meets one wall).
+    An Edit and a MultiEdit are one tool here (``semantics.EDIT_FAMILY``).
     Such calls recurring within a window, with only looks in between, are one blind retry whatever their text (an
     Edit refused "modified since read" after each Read); the judgement then requires one target
     (``judge._failure_runs``). ``args``: the call's canonical arguments."""
@@ -191,7 +192,7 @@ def failure_key(tool: str, is_error: bool | None, result_key: Any, args: str | N
         return None
     if result_key == REFUSED or result_key == REFUSED_NUMBER:
         return (REFUSED_TOOL, result_key)
-    return (tool, result_key) if is_mutating(tool) or applies_patch(args) else None
+    return (edit_family(tool), result_key) if is_mutating(tool) or applies_patch(args) else None
 
 
 REFUSED_TOOL = "\x00refused"  # the tool a permission refusal's failure key names: any tool

@@ -1133,6 +1133,18 @@ PATCH_BEGIN = "*** Begin Patch"
 PATCH_CALL_WORDS = (PATCH_BEGIN, "apply_patch")
 
 
+# Tools that send the same kind of edit: Claude Code's MultiEdit is a batch of Edits of one file, refused as an Edit
+# is ("String to replace not found in file."), and Zed's ACP bridge serves both under other names. An Edit refused,
+# then a MultiEdit of the same text refused the same way, is one question asked again (``judge._same_text_not_found``,
+# ``rules.failure_key``).
+EDIT_FAMILY: dict[str, str] = {"MultiEdit": "Edit", "mcp__acp__Edit": "Edit", "mcp__acp__MultiEdit": "Edit"}
+
+
+def edit_family(tool: str) -> str:
+    """The tool a change is sent with, as its refusals are compared (``EDIT_FAMILY``; any other tool: itself)."""
+    return EDIT_FAMILY.get(tool, tool)
+
+
 def applies_patch(args: str | None) -> bool:
     """Whether a call's arguments (canonical JSON) hold a patch applied with ``apply_patch`` (``PATCH_CALL_WORDS``):
     a change, whatever tool runs it."""

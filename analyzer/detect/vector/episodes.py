@@ -38,7 +38,7 @@ from analyzer.detect.rules import (
     is_mutating,
     period_of,
 )
-from analyzer.detect.semantics import PATCH_CALL_WORDS
+from analyzer.detect.semantics import EDIT_FAMILY, PATCH_CALL_WORDS
 from analyzer.detect.stream.episodes import components, normalized, text_pieces, unclaimed_pieces
 from analyzer.detect.vector.frames import jaccard
 from analyzer.detect.vector.words import words
@@ -320,7 +320,7 @@ def _failure_key(mutating: list[str]) -> pl.Expr:
         pl.when(failing & refused)
         .then(pl.struct(pl.lit(REFUSED_TOOL).alias("tool"), "result_key").hash(7))
         .when(failing & (pl.col("tool").is_in(mutating) | patch))
-        .then(pl.struct("tool", "result_key").hash(7))
+        .then(pl.struct(pl.col("tool").replace(EDIT_FAMILY), "result_key").hash(7))
         .otherwise(None)
     )
 
