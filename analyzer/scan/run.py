@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 #    path is a write; a change of another file is no fix for a change refused for its own text (``_SELF_REFUSAL``)
 # 12: a read of a background task's output with ``tail -N``, or under the newer ``<project>/<session>/tasks/`` folder,
 #    is a poll (``semantics.TASK_OUTPUT_READ``); a poll killed at its time limit before it printed anything waited
-#    (``judge._cut_silent``); a shell action key drops label echoes (schema 13)
+#    (``judge._cut_silent``); a shell action key drops label echoes (schema 13); Claude Code's Edit and MultiEdit
+#    are one tool for a refused text (``semantics.EDIT_FAMILY``)
 DETECTOR_VERSION = "12"
 # Memory is bounded by these two, whatever the size of the store: a group's frames in the detectors (about 1.5 KB a
 # call at the peak), and DuckDB's buffers, which otherwise keep every block the scan read (and the rows it landed
