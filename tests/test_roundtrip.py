@@ -119,9 +119,29 @@ def raw_pi(path: Path) -> list[Raw]:
     return out
 
 
+def _gemini_jsonl_messages(path: Path) -> list[Any]:
+    """The messages of a JSONL chat (Gemini CLI 0.4+): a message appended again as it grows, or given again by a
+    ``$set.messages`` checkpoint, is one message, its last version (as the adapter reads it)."""
+    by_id: dict[Any, Any] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        if not isinstance(rec, dict):
+            continue
+        upd = rec.get("$set")
+        for m in (upd.get("messages") or []) if isinstance(upd, dict) else [rec]:
+            if isinstance(m, dict) and "type" in m:
+                by_id[m.get("id", len(by_id))] = m
+    return list(by_id.values())
+
+
 def raw_gemini(path: Path) -> list[Raw]:
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    msgs = doc.get("messages", []) if isinstance(doc, dict) else doc
+    if path.suffix == ".jsonl":
+        msgs = _gemini_jsonl_messages(path)
+    else:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        msgs = doc.get("messages", []) if isinstance(doc, dict) else doc
     return [
         Raw(tc.get("id"), tc.get("name"), tc.get("args") or {})
         for m in msgs
